@@ -1,0 +1,24 @@
+"""All suites by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from eval_pipeline import settings
+from eval_pipeline.agents.drive_thru.suite import build_suite as build_drive_thru
+from eval_pipeline.core.suite import Suite
+
+SUITE_BUILDERS: dict[str, Callable[[Path], Suite]] = {"drive_thru": build_drive_thru}
+SUITE_NAMES: tuple[str, ...] = tuple(SUITE_BUILDERS)
+
+
+class UnknownSuiteError(KeyError):
+    def __str__(self) -> str:
+        return f"unknown suite {self.args[0]!r} (known: {', '.join(SUITE_NAMES)})"
+
+
+def get_suite(name: str, datasets_dir: Path | None = None) -> Suite:
+    if name not in SUITE_BUILDERS:
+        raise UnknownSuiteError(name)
+    return SUITE_BUILDERS[name](datasets_dir or settings.datasets_dir())

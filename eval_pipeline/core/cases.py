@@ -1,0 +1,209 @@
+"""Golden cases: the file format, validation with actionable errors, dataset versions.
+
+A suite's cases live in ``datasets/<suite>/cases*.yaml|yml|jsonl``. YAML files hold a
+list of cases (or a mapping with a ``cases:`` list); JSONL files hold one case per line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Tier = Literal["smoke", "full"]
+TIERS: tuple[str, ...] = ("smoke", "full")
+CASE_FILE_PATTERNS = ("cases*.yaml", "cases*.yml", "cases*.jsonl")
+# Ids end up in partition-free places (store keys, JUnit names, Langfuse item ids).
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+
+class CaseMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    category: str = Field(min_length=1)
+    difficulty: Literal["easy", "medium", "hard"]
+    tier: Tier
+
+
+class GoldenCase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=ID_PATTERN)
+    input: dict[str, Any]
+    expected_output: dict[str, Any] | None = None
+    metadata: CaseMetadata
+
+    @property
+    def category(self) -> str:
+        return self.metadata.category
+
+    @property
+    def tier(self) -> str:
+        return self.metadata.tier
+
+    def input_hash(self) -> str:
+        return content_hash({"input": self.input, "expected_output": self.expected_output})
+
+
+class DatasetError(ValueError):
+    """Raised when a dataset cannot be used; lists every problem found, not just the first."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        shown = "\n".join(f"  - {p}" for p in self.problems[:50])
+        more = f"\n  … and {len(self.problems) - 50} more" if len(self.problems) > 50 else ""
+        super().__init__(
+            f"invalid golden dataset ({len(self.problems)} problem(s)):\n{shown}{more}\n"
+            "Fix the file(s) named above and run again; nothing was evaluated."
+        )
+
+
+def content_hash(value: Any, length: int = 12) -> str:
+    """Hash of the canonical JSON form (sorted keys, no whitespace)."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:length]
+
+
+def dataset_version(cases: Iterable[GoldenCase]) -> str:
+    """Version of a dataset: hash of its cases' canonical content, independent of file layout."""
+    ordered = sorted((c.model_dump(mode="json") for c in cases), key=lambda c: c["id"])
+    return content_hash(ordered)
+
+
+CaseValidator = Callable[[GoldenCase], list[tuple[str, str]]]
+"""Suite-specific check: returns (field, problem) pairs for one valid-shaped case."""
+
+
+def case_files(directory: Path) -> list[Path]:
+    files = sorted({p for pattern in CASE_FILE_PATTERNS for p in directory.glob(pattern)})
+    return [p for p in files if p.is_file()]
+
+
+def load_cases(
+    directory: Path,
+    *,
+    categories: Iterable[str] | None = None,
+    validate: CaseValidator | None = None,
+) -> list[GoldenCase]:
+    """Load and validate every case file of a suite; raise DatasetError listing all problems."""
+    if not directory.is_dir():
+        raise DatasetError([f"{directory}: dataset folder not found"])
+    files = case_files(directory)
+    if not files:
+        raise DatasetError(
+            [f"{directory}: no case files (expected one of {', '.join(CASE_FILE_PATTERNS)})"]
+        )
+    problems: list[str] = []
+    cases: list[GoldenCase] = []
+    seen: dict[str, str] = {}
+    known = set(categories) if categories is not None else None
+    for path in files:
+        for where, raw in _read_raw_cases(path, problems):
+            case = _parse_case(raw, where, problems)
+            if case is None:
+                continue
+            label = f"{where} case '{case.id}'"
+            if case.id in seen:
+                first = seen[case.id]
+                problems.append(f"{label}: field 'id': duplicate id, first defined at {first}")
+                continue
+            seen[case.id] = where
+            if known is not None and case.category not in known:
+                problems.append(
+                    f"{label}: field 'metadata.category': unknown category {case.category!r} "
+                    f"(known: {', '.join(sorted(known))})"
+                )
+            for field, message in validate(case) if validate else []:
+                problems.append(f"{label}: field '{field}': {message}")
+            cases.append(case)
+    if not problems and not cases:
+        problems.append(f"{directory}: the dataset has no cases")
+    if problems:
+        raise DatasetError(problems)
+    return cases
+
+
+def select_tier(cases: Sequence[GoldenCase], tier: str) -> list[GoldenCase]:
+    """``smoke`` → the smoke cases; ``full`` → every case."""
+    if tier not in TIERS:
+        raise DatasetError([f"unknown tier {tier!r} (use one of: {', '.join(TIERS)})"])
+    selected = list(cases) if tier == "full" else [c for c in cases if c.tier == "smoke"]
+    if not selected:
+        raise DatasetError([f"no cases match tier {tier!r}"])
+    return selected
+
+
+def _read_raw_cases(path: Path, problems: list[str]) -> list[tuple[str, Any]]:
+    """Return (location, raw case) pairs; locations are 'file:line'."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return []
+    if path.suffix == ".jsonl":
+        return _read_jsonl(path, text, problems)
+    return _read_yaml(path, text, problems)
+
+
+def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"{path}:{number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})")
+    return rows
+
+
+def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problems.append(f"{where}: malformed YAML: {getattr(exc, 'problem', None) or exc}")
+        return []
+    if data is None:
+        return []
+    seq_node = root
+    if isinstance(data, dict):
+        if set(data) != {"cases"} or not isinstance(data["cases"], list):
+            problems.append(f"{path}: expected a list of cases or a mapping with only 'cases:'")
+            return []
+        seq_node = next(v for k, v in root.value if k.value == "cases")
+        data = data["cases"]
+    if not isinstance(data, list):
+        problems.append(f"{path}: expected a list of cases, got {type(data).__name__}")
+        return []
+    return [
+        (f"{path}:{node.start_mark.line + 1}", raw)
+        for node, raw in zip(seq_node.value, data, strict=True)
+    ]
+
+
+def _parse_case(raw: Any, where: str, problems: list[str]) -> GoldenCase | None:
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: a case must be a mapping, got {type(raw).__name__}")
+        return None
+    label = f"{where} case '{raw['id']}'" if isinstance(raw.get("id"), str) else where
+    try:
+        return GoldenCase.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "(case)"
+            got = "" if err["type"] == "missing" else f" (got {_short(err.get('input'))})"
+            problems.append(f"{label}: field '{field}': {err['msg']}{got}")
+        return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

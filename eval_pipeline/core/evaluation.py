@@ -1,0 +1,92 @@
+"""The three stages of an evaluation run, shared by the Dagster assets and the CLI.
+
+outputs (agent calls) → scores (evaluators) → summary (aggregates, run complete).
+Each stage reads its inputs from and writes its results to the results store in one
+transaction, so a crash between stages leaves a 'running' run and no half summary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from eval_pipeline.core.agent import Agent
+from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.pricing import PriceTable
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent_sync
+from eval_pipeline.core.scoring import item_results, run_level, score_items
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.summary import summarize
+
+
+def new_run_id(suite: str, prompt: PromptVersion) -> str:
+    return f"{suite}-{prompt.partition_key}-{uuid.uuid4().hex[:12]}"
+
+
+def start_run(
+    store: ResultsStore,
+    suite: Suite,
+    prompt: PromptVersion,
+    cases: Sequence[GoldenCase],
+    *,
+    tier: str,
+    repeats: int,
+    model_params: dict[str, Any],
+    run_id: str | None = None,
+    dagster_run_id: str | None = None,
+) -> RunRecord:
+    run = RunRecord(
+        run_id=run_id or new_run_id(suite.name, prompt),
+        suite=suite.name,
+        prompt_name=prompt.name,
+        prompt_version=prompt.partition_key,
+        prompt_hash=prompt.content_hash,
+        prompt_config=dict(prompt.config),
+        dataset_version=dataset_version(cases),
+        model=str(model_params.get("model", "")),
+        model_params=model_params,
+        tier=tier,
+        repeats=repeats,
+        agent_version=suite.agent_version,
+        evaluator_versions=suite.versions_of_evaluators(),
+        dagster_run_id=dagster_run_id,
+    )
+    store.create_run(run)
+    return run
+
+
+def produce_outputs(
+    store: ResultsStore,
+    run: RunRecord,
+    agent: Agent,
+    cases: Sequence[GoldenCase],
+    config: RunnerConfig,
+    *,
+    prices: PriceTable | None = None,
+    progress: Progress | None = None,
+) -> list[ItemOutput]:
+    outputs = run_agent_sync(agent, cases, config, prices=prices, progress=progress)
+    store.write_outputs(run.run_id, outputs)
+    return outputs
+
+
+def produce_scores(
+    store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
+) -> list[ItemScore]:
+    scores = score_items(cases, store.read_outputs(run_id), suite.evaluators)
+    store.write_scores(run_id, scores)
+    return scores
+
+
+def produce_summary(
+    store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
+) -> dict[str, Any]:
+    outputs, scores = store.read_outputs(run_id), store.read_scores(run_id)
+    run_evals = run_level(suite.run_evaluators, item_results(outputs, scores))
+    summary = summarize(cases, outputs, scores, run_evals)
+    store.complete_run(run_id, summary)
+    return summary

@@ -1,0 +1,72 @@
+"""Plain records shared by the runner, the results store and the summaries.
+
+They are dataclasses (not ORM rows) so that `core/` stays framework-free and the
+records can be JSON-serialised for Dagster metadata and the CLI reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class RunRecord:
+    """One evaluation run of a suite against one prompt version."""
+
+    run_id: str
+    suite: str
+    prompt_name: str
+    prompt_version: str
+    prompt_hash: str
+    dataset_version: str
+    model: str
+    tier: str
+    repeats: int = 1
+    prompt_config: dict[str, Any] = field(default_factory=dict)
+    model_params: dict[str, Any] = field(default_factory=dict)
+    agent_version: str = ""
+    evaluator_versions: dict[str, str] = field(default_factory=dict)
+    status: str = "running"  # running | complete | failed
+    started_at: datetime = field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    dagster_run_id: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ItemOutput:
+    """What the agent produced for one case and one repeat (or the error it raised)."""
+
+    item_id: str
+    repeat: int
+    output: dict[str, Any] | None
+    error: str | None = None
+    latency_ms: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class ItemScore:
+    """One evaluator's value for one case and one repeat."""
+
+    item_id: str
+    repeat: int
+    evaluator: str
+    value: float | None
+    comment: str | None = None

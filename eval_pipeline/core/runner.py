@@ -1,0 +1,144 @@
+"""Run an agent over cases: bounded concurrency, rate limit, timeouts, retries, repeats.
+
+No item is ever dropped: whatever happens, every (case, repeat) gets an ItemOutput,
+with the error recorded when the agent could not produce an output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from eval_pipeline.core.agent import Agent
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.pricing import PriceTable
+from eval_pipeline.core.records import ItemOutput
+from eval_pipeline.core.redact import redact
+from eval_pipeline.core.retry import backoff_delay, is_retryable
+
+Progress = Callable[[int, int], None]  # (done, total)
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    concurrency: int = 8
+    requests_per_second: float | None = None  # item starts per second, None = unlimited
+    timeout_s: float = 120.0  # per attempt
+    max_attempts: int = 3
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    repeats: int = 1
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.repeats < 1 or self.max_attempts < 1:
+            raise ValueError("concurrency, repeats and max_attempts must be at least 1")
+        if self.requests_per_second is not None and self.requests_per_second <= 0:
+            raise ValueError("requests_per_second must be positive")
+
+
+class RateLimiter:
+    """Spaces starts at least 1/rate seconds apart (a token bucket of size 1)."""
+
+    def __init__(self, rate: float | None):
+        self.interval = 1.0 / rate if rate else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
+async def run_agent(
+    agent: Agent,
+    cases: Sequence[GoldenCase],
+    config: RunnerConfig,
+    *,
+    prices: PriceTable | None = None,
+    progress: Progress | None = None,
+) -> list[ItemOutput]:
+    """Evaluate every case ``config.repeats`` times; results come back in case order."""
+    prices = prices or PriceTable()
+    semaphore = asyncio.Semaphore(config.concurrency)
+    limiter = RateLimiter(config.requests_per_second)
+    jobs = [(case, repeat) for case in cases for repeat in range(config.repeats)]
+    done = 0
+
+    async def one(case: GoldenCase, repeat: int) -> ItemOutput:
+        nonlocal done
+        async with semaphore:
+            result = await _run_with_retries(agent, case, repeat, config, limiter, prices)
+        done += 1
+        if progress:
+            progress(done, len(jobs))
+        return result
+
+    return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
+
+
+async def _run_with_retries(
+    agent: Agent,
+    case: GoldenCase,
+    repeat: int,
+    config: RunnerConfig,
+    limiter: RateLimiter,
+    prices: PriceTable,
+) -> ItemOutput:
+    started = time.perf_counter()
+    for attempt in range(1, config.max_attempts + 1):
+        await limiter.wait()
+        try:
+            result = await asyncio.wait_for(agent.run(case, repeat=repeat), config.timeout_s)
+        except Exception as exc:  # every failure becomes data on the item
+            if isinstance(exc, asyncio.TimeoutError):
+                exc = TimeoutError(f"no answer within {config.timeout_s:g} s")
+            if attempt < config.max_attempts and is_retryable(exc):
+                await asyncio.sleep(
+                    backoff_delay(exc, attempt, config.backoff_base_s, config.backoff_max_s)
+                )
+                continue
+            return ItemOutput(
+                item_id=case.id,
+                repeat=repeat,
+                output=None,
+                error=_describe(exc),
+                latency_ms=(time.perf_counter() - started) * 1000,
+                attempts=attempt,
+            )
+        return ItemOutput(
+            item_id=case.id,
+            repeat=repeat,
+            output=result.output,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cost_usd=prices.cost(result.model, result.input_tokens, result.output_tokens),
+            attempts=attempt,
+        )
+    raise AssertionError("unreachable: the loop returns on the last attempt")
+
+
+def _describe(exc: BaseException) -> str:
+    text = redact(f"{type(exc).__name__}: {exc}")
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def run_agent_sync(
+    agent: Agent,
+    cases: Sequence[GoldenCase],
+    config: RunnerConfig,
+    *,
+    prices: PriceTable | None = None,
+    progress: Progress | None = None,
+) -> list[ItemOutput]:
+    """Blocking wrapper for callers without an event loop (Dagster assets, the CLI)."""
+    return asyncio.run(run_agent(agent, cases, config, prices=prices, progress=progress))

@@ -1,0 +1,109 @@
+"""Apply item evaluators to recorded outputs; agent errors are scored, never skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langfuse import Evaluation
+
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.records import ItemOutput, ItemScore
+from eval_pipeline.core.redact import redact
+
+Evaluator = Callable[..., Evaluation | list[Evaluation]]
+RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
+
+
+def evaluator_name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "evaluator_name", None) or fn.__name__
+
+
+@dataclass
+class ItemResult:
+    """Duck-types Langfuse's ExperimentItemResult for run-level evaluators."""
+
+    item_id: str
+    repeat: int
+    output: dict[str, Any] | None
+    evaluations: list[Evaluation] = field(default_factory=list)
+
+
+def score_items(
+    cases: Sequence[GoldenCase],
+    outputs: Iterable[ItemOutput],
+    evaluators: Sequence[Evaluator],
+    *,
+    error_value: float = 0.0,
+) -> list[ItemScore]:
+    """One score per (output, evaluator). An agent error scores ``error_value``;
+    an evaluator that raises records value None and the exception, so nothing is lost."""
+    by_id = {c.id: c for c in cases}
+    scores: list[ItemScore] = []
+    for out in outputs:
+        case = by_id.get(out.item_id)
+        for fn in evaluators:
+            name = evaluator_name(fn)
+            if case is None:
+                scores.append(ItemScore(out.item_id, out.repeat, name, None, "case not in dataset"))
+            elif out.error is not None:
+                scores.append(
+                    ItemScore(
+                        out.item_id, out.repeat, name, error_value, f"agent error: {out.error}"
+                    )
+                )
+            else:
+                scores.extend(_evaluate(fn, name, case, out))
+    return scores
+
+
+def _evaluate(fn: Evaluator, name: str, case: GoldenCase, out: ItemOutput) -> list[ItemScore]:
+    try:
+        result = fn(
+            input=case.input,
+            output=out.output,
+            expected_output=case.expected_output,
+            metadata=case.metadata.model_dump(),
+        )
+    except Exception as exc:
+        message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
+        return [ItemScore(out.item_id, out.repeat, name, None, message)]
+    evaluations = result if isinstance(result, list) else [result]
+    return [
+        ItemScore(out.item_id, out.repeat, ev.name, _as_float(ev.value), ev.comment)
+        for ev in evaluations
+    ]
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def item_results(outputs: Iterable[ItemOutput], scores: Iterable[ItemScore]) -> list[ItemResult]:
+    """Group scores per (item, repeat) the way run-level evaluators expect them."""
+    results = {(o.item_id, o.repeat): ItemResult(o.item_id, o.repeat, o.output) for o in outputs}
+    for s in scores:
+        result = results.get((s.item_id, s.repeat))
+        if result is not None:
+            result.evaluations.append(
+                Evaluation(name=s.evaluator, value=s.value, comment=s.comment)
+            )
+    return list(results.values())
+
+
+def run_level(
+    run_evaluators: Sequence[RunEvaluator], results: list[ItemResult]
+) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for fn in run_evaluators:
+        try:
+            result = fn(item_results=results)
+        except Exception as exc:
+            out[evaluator_name(fn)] = {"value": None, "comment": redact(f"error: {exc}")}
+            continue
+        for ev in result if isinstance(result, list) else [result]:
+            out[ev.name] = {"value": ev.value, "comment": ev.comment}
+    return out

@@ -1,0 +1,111 @@
+"""A suite's thresholds file and the plain checks behind the Dagster asset checks.
+
+```yaml
+primary_metric: order_correctness
+min_mean: {order_correctness: 0.85}          # ERROR, blocking
+all_items_pass: [no_hallucinated_items]      # 1.0 on every item, ERROR, blocking
+category_floors:                             # WARN
+  order_correctness: {simple: 0.9}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from eval_pipeline.core.records import ItemScore
+
+
+class ThresholdsError(ValueError):
+    pass
+
+
+class Thresholds(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    primary_metric: str
+    min_mean: dict[str, float] = Field(default_factory=dict)
+    all_items_pass: list[str] = Field(default_factory=list)
+    category_floors: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    def model_post_init(self, _: Any) -> None:
+        values = [*self.min_mean.values()] + [
+            v for floors in self.category_floors.values() for v in floors.values()
+        ]
+        if any(not 0.0 <= v <= 1.0 for v in values):
+            raise ValueError("every threshold must be between 0 and 1")
+
+
+def load_thresholds(path: Path) -> Thresholds:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ThresholdsError(f"{path}: thresholds file not found") from exc
+    except yaml.YAMLError as exc:
+        raise ThresholdsError(f"{path}: malformed YAML: {exc}") from exc
+    try:
+        return Thresholds.model_validate(data or {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(map(str, e['loc'])) or '(file)'}': {e['msg']}" for e in exc.errors()
+        )
+        raise ThresholdsError(f"{path}: {problems}") from exc
+
+
+@dataclass
+class CheckOutcome:
+    passed: bool
+    description: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def check_min_mean(summary: dict[str, Any], thresholds: Thresholds) -> CheckOutcome:
+    rows, failed = [], []
+    for metric, minimum in thresholds.min_mean.items():
+        value = summary["metrics"].get(metric)
+        ok = value is not None and value >= minimum
+        rows.append({"metric": metric, "mean": value, "minimum": minimum, "ok": ok})
+        if not ok:
+            failed.append(f"{metric} {value} < {minimum}")
+    text = (
+        "all means at or above their minimum"
+        if not failed
+        else "below minimum: " + ", ".join(failed)
+    )
+    return CheckOutcome(not failed, text, rows)
+
+
+def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) -> CheckOutcome:
+    rows = [
+        {"metric": s.evaluator, "item_id": s.item_id, "repeat": s.repeat, "value": s.value,
+         "comment": s.comment}
+        for s in scores
+        if s.evaluator in thresholds.all_items_pass and s.value != 1.0
+    ]  # fmt: skip
+    seen = {s.evaluator for s in scores}
+    missing = [m for m in thresholds.all_items_pass if m not in seen]
+    if missing:
+        return CheckOutcome(False, f"no scores for {', '.join(missing)}", rows)
+    if rows:
+        return CheckOutcome(False, f"{len(rows)} item(s) below 1.0", rows)
+    return CheckOutcome(True, f"every item scored 1.0 on {', '.join(thresholds.all_items_pass)}")
+
+
+def check_category_floors(summary: dict[str, Any], thresholds: Thresholds) -> CheckOutcome:
+    rows, failed = [], []
+    for metric, floors in thresholds.category_floors.items():
+        for category, floor in floors.items():
+            value = summary["by_category"].get(category, {}).get(metric)
+            ok = value is None or value >= floor  # a tier without the category can't miss it
+            rows.append({"metric": metric, "category": category, "mean": value, "floor": floor,
+                         "ok": ok})  # fmt: skip
+            if not ok:
+                failed.append(f"{category} {metric} {value} < {floor}")
+    text = "every category at or above its floor" if not failed else "; ".join(failed)
+    return CheckOutcome(not failed, text, rows)

@@ -1,0 +1,225 @@
+"""Evaluation assets: golden_dataset[suite] → agent_run_outputs → item_scores → eval_summary.
+
+Asset bodies stay thin: they resolve the partition, call core/, and attach metadata.
+Results live in the results store; assets pass a small run reference along.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    MultiPartitionKey,
+    MultiToSingleDimensionPartitionMapping,
+    Output,
+    asset,
+)
+
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.cases import GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.prompts import parse_version_key
+from eval_pipeline.core.runner import RunnerConfig
+from eval_pipeline.core.summary import markdown_table
+from eval_pipeline.core.thresholds import (
+    check_all_items_pass,
+    check_category_floors,
+    check_min_mean,
+)
+from eval_pipeline.defs.evaluation.metadata import (
+    check_metadata,
+    dataset_metadata,
+    outputs_metadata,
+    progress_logger,
+)
+from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
+from eval_pipeline.defs.resources import (
+    LLMResource,
+    PromptRegistryResource,
+    ResultsStoreResource,
+    SuitesResource,
+)
+
+GROUP = "evaluation"
+SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
+
+
+class EvalRunConfig(Config):
+    """Per-run knobs (Launchpad / run config / sensor and CLI run requests)."""
+
+    tier: str = "full"
+    repeats: int = 0  # 0 = the suite's default
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    requests_per_second: float | None = None
+
+
+def _keys(context: AssetExecutionContext) -> tuple[str, str]:
+    key = context.partition_key
+    assert isinstance(key, MultiPartitionKey), "evaluation assets are suite × prompt_version"
+    return key.keys_by_dimension["suite"], key.keys_by_dimension["prompt_version"]
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=suite_partitions,
+    check_specs=[
+        AssetCheckSpec("dataset_valid", asset="golden_dataset", blocking=True),
+        AssetCheckSpec("absence_coverage", asset="golden_dataset", blocking=True),
+    ],
+)
+def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
+    """The suite's golden cases, validated (a bad file fails here, before any LLM call)."""
+    suite = suites.get(context.partition_key)
+    cases = suite.load_cases()
+    yield Output(cases, metadata=dataset_metadata(suite, cases))
+    yield AssetCheckResult(
+        check_name="dataset_valid",
+        passed=True,
+        metadata={"cases": len(cases), "dataset_version": dataset_version(cases)},
+    )
+    absent = [c for c in cases if c.category in suite.absence_categories]
+    missing = [cat for cat in suite.absence_categories if not any(c.category == cat for c in cases)]
+    share = len(absent) / len(cases)
+    yield AssetCheckResult(
+        check_name="absence_coverage",
+        passed=not missing and (not suite.absence_categories or share >= 0.25),
+        metadata={
+            "share_expecting_nothing": share,
+            "missing_absence_categories": ", ".join(missing) or "none",
+        },
+        description="≥ 25% of cases expect the agent to do nothing, in every absence category",
+    )
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=eval_partitions,
+    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
+    pool="llm",
+)
+def agent_run_outputs(
+    context: AssetExecutionContext,
+    config: EvalRunConfig,
+    golden_dataset: list[GoldenCase],
+    suites: SuitesResource,
+    prompt_registry: PromptRegistryResource,
+    llm: LLMResource,
+    results_store: ResultsStoreResource,
+) -> Output[dict[str, Any]]:
+    """Run the agent with this partition's prompt version on every case of the tier."""
+    suite_name, version_key = _keys(context)
+    suite = suites.get(suite_name)
+    cases = select_tier(golden_dataset, config.tier)
+    prompt = prompt_registry.registry().get(suite.prompt_name, parse_version_key(version_key))
+    settings = llm.settings().with_prompt_config(prompt.config)
+    repeats = config.repeats or suite.repeats
+    store = results_store.open()
+    run = evaluation.start_run(
+        store, suite, prompt, cases, tier=config.tier, repeats=repeats,
+        model_params=settings.public_params(), dagster_run_id=context.run_id,
+    )  # fmt: skip
+    context.log.info(
+        f"{run.run_id}: {len(cases)} cases × {repeats} on {settings.model} "
+        f"with {prompt.name} v{prompt.version} ({prompt.content_hash})"
+    )
+    runner = RunnerConfig(
+        concurrency=config.concurrency, repeats=repeats, timeout_s=config.timeout_s,
+        requests_per_second=config.requests_per_second,
+    )  # fmt: skip
+    outputs = evaluation.produce_outputs(
+        store, run, suite.make_agent(prompt, settings), cases, runner,
+        prices=llm.prices(), progress=progress_logger(context.log, run.run_id),
+    )  # fmt: skip
+    ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
+           "tier": config.tier}  # fmt: skip
+    return Output(ref, metadata=outputs_metadata(run, prompt, settings, outputs))
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=eval_partitions,
+    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
+)
+def item_scores(
+    context: AssetExecutionContext,
+    agent_run_outputs: dict[str, Any],
+    golden_dataset: list[GoldenCase],
+    suites: SuitesResource,
+    results_store: ResultsStoreResource,
+) -> Output[dict[str, Any]]:
+    """Score every recorded output with the suite's item evaluators."""
+    suite = suites.get(agent_run_outputs["suite"])
+    scores = evaluation.produce_scores(
+        results_store.open(), agent_run_outputs["run_id"], suite, golden_dataset
+    )
+    means: dict[str, list[float]] = {}
+    for s in scores:
+        means.setdefault(s.evaluator, []).append(s.value or 0.0)
+    metadata: dict[str, Any] = {"run_id": agent_run_outputs["run_id"], "scores": len(scores)}
+    metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
+    return Output(agent_run_outputs, metadata=metadata)
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=eval_partitions,
+    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
+    check_specs=[
+        AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
+        AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
+        AssetCheckSpec("category_floors", asset="eval_summary"),
+    ],
+)
+def eval_summary(
+    context: AssetExecutionContext,
+    item_scores: dict[str, Any],
+    golden_dataset: list[GoldenCase],
+    suites: SuitesResource,
+    results_store: ResultsStoreResource,
+):
+    """Aggregate the run, mark it complete, and gate it on the suite's thresholds."""
+    suite = suites.get(item_scores["suite"])
+    store = results_store.open()
+    run_id = item_scores["run_id"]
+    summary = evaluation.produce_summary(store, run_id, suite, golden_dataset)
+    thresholds = suite.thresholds
+    primary = summary["metrics"].get(thresholds.primary_metric)
+    yield MaterializeResult(
+        metadata={
+            "run_id": run_id,
+            "primary_metric": thresholds.primary_metric,
+            "primary_value": primary if primary is not None else float("nan"),
+            **{f"mean_{k}": v for k, v in summary["metrics"].items() if v is not None},
+            "errors": summary["n_errors"],
+            "by_category": MetadataValue.md(markdown_table(summary["by_category"], "category")),
+            "by_difficulty": MetadataValue.md(
+                markdown_table(summary["by_difficulty"], "difficulty")
+            ),
+            "cost_usd": summary["cost_usd"],
+        }
+    )
+    blocking = [
+        ("min_mean_scores", check_min_mean(summary, thresholds), AssetCheckSeverity.ERROR),
+        (
+            "all_items_pass",
+            check_all_items_pass(store.read_scores(run_id), thresholds),
+            AssetCheckSeverity.ERROR,
+        ),
+        ("category_floors", check_category_floors(summary, thresholds), AssetCheckSeverity.WARN),
+    ]
+    for name, outcome, severity in blocking:
+        yield AssetCheckResult(
+            check_name=name,
+            passed=outcome.passed,
+            severity=severity,
+            description=outcome.description,
+            metadata=check_metadata(outcome),
+        )

@@ -1,0 +1,98 @@
+"""Dagster metadata for the evaluation assets: small numbers and Markdown tables only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dagster import DagsterLogManager, MetadataValue
+
+from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.records import ItemOutput, RunRecord
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.summary import md_escape, summarize
+from eval_pipeline.core.thresholds import CheckOutcome
+from eval_pipeline.llm.settings import LLMSettings
+
+MAX_TABLE_ROWS = 25
+
+
+def dataset_metadata(suite: Suite, cases: Sequence[GoldenCase]) -> dict[str, Any]:
+    by_category = Counter(c.category for c in cases)
+    rows = {cat: {"n": n} for cat, n in sorted(by_category.items())}
+    table = "| category | cases |\n|---|---:|\n" + "\n".join(
+        f"| {md_escape(k)} | {v['n']} |" for k, v in rows.items()
+    )
+    return {
+        "cases": len(cases),
+        "smoke_cases": sum(1 for c in cases if c.tier == "smoke"),
+        "dataset_version": dataset_version(cases),
+        "dataset_dir": str(suite.dataset_dir),
+        "by_category": MetadataValue.md(table),
+    }
+
+
+def outputs_metadata(
+    run: RunRecord, prompt: PromptVersion, settings: LLMSettings, outputs: Sequence[ItemOutput]
+) -> dict[str, Any]:
+    summary = summarize([], outputs, [])
+    errors = [o for o in outputs if o.error]
+    meta: dict[str, Any] = {
+        "run_id": run.run_id,
+        "items": len(outputs),
+        "errors": len(errors),
+        "dataset_version": run.dataset_version,
+        "model": settings.model,
+        "provider": settings.provider,
+        "temperature": settings.temperature,
+        "prompt": f"{prompt.name} v{prompt.version}",
+        "prompt_hash": prompt.content_hash,
+        "latency_p50_ms": summary["latency_ms"]["p50"] or 0.0,
+        "latency_p95_ms": summary["latency_ms"]["p95"] or 0.0,
+        "input_tokens": summary["tokens"]["input"],
+        "output_tokens": summary["tokens"]["output"],
+        "cost_usd": summary["cost_usd"],
+        "attempts": summary["attempts"],
+    }
+    if errors:
+        lines = [f"| {md_escape(o.item_id)} | {o.repeat} | {md_escape(o.error or '')[:200]} |"
+                 for o in errors[:MAX_TABLE_ROWS]]  # fmt: skip
+        meta["error_items"] = MetadataValue.md(
+            "| item | repeat | error |\n|---|---:|---|\n" + "\n".join(lines)
+        )
+    return meta
+
+
+def check_metadata(outcome: CheckOutcome) -> dict[str, Any]:
+    if not outcome.rows:
+        return {}
+    columns = list(outcome.rows[0])
+    lines = [
+        "| " + " | ".join(md_escape(_cell(row.get(c))) for c in columns) + " |"
+        for row in outcome.rows[:MAX_TABLE_ROWS]
+    ]
+    table = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n" + "\n".join(lines)
+    if len(outcome.rows) > MAX_TABLE_ROWS:
+        table += f"\n\n… {len(outcome.rows) - MAX_TABLE_ROWS} more rows in the results store"
+    return {"details": MetadataValue.md(table), "rows": len(outcome.rows)}
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "" if value is None else str(value)[:200]
+
+
+def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], None]:
+    """Log a line at every 10% of the items (periodic progress in the Dagster run log)."""
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        decile = done * 10 // total
+        if decile > last[0] or done == total:
+            last[0] = decile
+            log.info(f"{label}: {done}/{total} items done")
+
+    return report

@@ -1,0 +1,24 @@
+"""Build the chat model for a run: ChatOpenAI for any OpenAI-compatible endpoint, else offline."""
+
+from __future__ import annotations
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from eval_pipeline.llm.offline import OfflineChatModel
+from eval_pipeline.llm.settings import LLMSettings
+
+
+def create_chat_model(settings: LLMSettings) -> BaseChatModel:
+    if settings.provider == "offline":
+        return OfflineChatModel(temperature=settings.temperature, seed=settings.seed)
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key=settings.api_key or "no-key-configured",
+        temperature=settings.temperature,
+        timeout=settings.timeout_s,
+        max_retries=settings.max_retries,
+        stream_usage=True,
+    )
