@@ -4,7 +4,6 @@ Asset bodies stay thin: they resolve the partition, call core/, and attach metad
 Results live in the results store; assets pass a small run reference along.
 """
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -1,0 +1,147 @@
+"""`eval-pipeline`: run a suite from the command line, or the whole Dagster graph (demo).
+
+Exit codes: 0 = pass, 1 = a blocking threshold failed, 2 = configuration or runtime error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from eval_pipeline import settings
+from eval_pipeline.core.thresholds import CheckOutcome
+
+EXIT_PASS, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
+console = Console()
+err_console = Console(stderr=True)
+
+
+class ConfigError(click.ClickException):
+    exit_code = EXIT_CONFIG
+
+
+@click.group()
+def main() -> None:
+    """Evaluate LangGraph agents: golden datasets, scores, summaries and gates."""
+
+
+@main.command()
+@click.option("--suite", "suite_name", required=True, help="Suite to run, e.g. drive_thru.")
+@click.option("--tier", type=click.Choice(["smoke", "full"]), default="full", show_default=True)
+@click.option("--repeat", "repeats", type=click.IntRange(1, 100), default=None,
+              help="Runs per case (default: the suite's).")  # fmt: skip
+@click.option("--concurrency", type=click.IntRange(1, 512), default=8, show_default=True)
+@click.option("--label", default="production", show_default=True,
+              help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
+@click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
+def run(
+    suite_name: str,
+    tier: str,
+    repeats: int | None,
+    concurrency: int,
+    label: str,
+    prompt_version: int | None,
+) -> None:
+    """Run one suite in-process and print the report."""
+    from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
+    from eval_pipeline.core import evaluation
+    from eval_pipeline.core.cases import DatasetError, select_tier
+    from eval_pipeline.core.pricing import PriceTable
+    from eval_pipeline.core.prompts import PromptError
+    from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
+    from eval_pipeline.core.runner import RunnerConfig
+    from eval_pipeline.core.thresholds import ThresholdsError
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+    from eval_pipeline.llm.settings import LLMSettings
+
+    try:
+        suite = get_suite(suite_name)
+        cases = select_tier(suite.load_cases(), tier)
+        thresholds = suite.thresholds
+        registry = LocalPromptRegistry(settings.prompts_dir())
+        prompt = (
+            registry.get(suite.prompt_name, prompt_version)
+            if prompt_version is not None
+            else registry.get_by_label(suite.prompt_name, label)
+        )
+        llm = LLMSettings.from_env().with_prompt_config(prompt.config)
+        store = ResultsStore(settings.results_url())
+    except (
+        UnknownSuiteError,
+        DatasetError,
+        PromptError,
+        ThresholdsError,
+        ResultsStoreError,
+    ) as exc:
+        raise ConfigError(str(exc)) from exc
+    repeats = repeats or suite.repeats
+    run_record = evaluation.start_run(
+        store, suite, prompt, cases, tier=tier, repeats=repeats, model_params=llm.public_params()
+    )
+    config = RunnerConfig(concurrency=concurrency, repeats=repeats)
+    with _progress(f"{suite.name} {tier}") as report:
+        evaluation.produce_outputs(
+            store, run_record, suite.make_agent(prompt, llm), cases, config,
+            prices=PriceTable.from_file(settings.prices_file()), progress=report,
+        )  # fmt: skip
+    evaluation.produce_scores(store, run_record.run_id, suite, cases)
+    summary = evaluation.produce_summary(store, run_record.run_id, suite, cases)
+    checks = _threshold_checks(summary, store.read_scores(run_record.run_id), thresholds)
+    from eval_pipeline.report import print_report
+
+    print_report(console, run_record, summary, checks)
+    console.print(f"Results store: {settings.results_url()}  (run {run_record.run_id})")
+    failed = [name for name, outcome, blocking in checks if blocking and not outcome.passed]
+    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
+
+
+def _threshold_checks(summary, scores, thresholds) -> list[tuple[str, CheckOutcome, bool]]:
+    from eval_pipeline.core.thresholds import (
+        check_all_items_pass,
+        check_category_floors,
+        check_min_mean,
+    )
+
+    return [
+        ("min_mean_scores", check_min_mean(summary, thresholds), True),
+        ("all_items_pass", check_all_items_pass(scores, thresholds), True),
+        ("category_floors", check_category_floors(summary, thresholds), False),
+    ]
+
+
+class _progress:
+    """A progress bar on a terminal; nothing when output is piped (CI logs stay clean)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.bar = Progress(
+            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal,
+        )  # fmt: skip
+
+    def __enter__(self):
+        self.bar.start()
+        task = self.bar.add_task(self.label, total=None)
+        return lambda done, total: self.bar.update(task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+@main.command()
+def demo() -> None:
+    """Materialize the whole asset graph on embedded defaults and print the summary."""
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.eval_home() / "dagster")))
+    home.mkdir(parents=True, exist_ok=True)
+    from eval_pipeline.demo import run_demo
+
+    sys.exit(run_demo(console))
+
+
+if __name__ == "__main__":
+    main()

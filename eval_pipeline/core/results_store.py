@@ -1,0 +1,266 @@
+"""The results store: runs, item outputs, item scores and summaries (SQLAlchemy Core).
+
+SQLite file by default, Postgres by URL. Every write method is one transaction, so a
+crash leaves either the previous state or the new one, never half of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    insert,
+    select,
+    update,
+)  # fmt: skip
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord, utcnow
+
+metadata = MetaData()
+runs = Table(
+    "runs", metadata,
+    Column("run_id", String(200), primary_key=True),
+    Column("suite", String(100), nullable=False),
+    Column("prompt_name", String(200), nullable=False),
+    Column("prompt_version", String(50), nullable=False),
+    Column("prompt_hash", String(64), nullable=False),
+    Column("dataset_version", String(64), nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("tier", String(20), nullable=False),
+    Column("repeats", Integer, nullable=False),
+    Column("prompt_config", JSON, nullable=False),
+    Column("model_params", JSON, nullable=False),
+    Column("agent_version", String(100), nullable=False),
+    Column("evaluator_versions", JSON, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("dagster_run_id", String(100)),
+    Column("error", Text),
+    Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
+)  # fmt: skip
+item_outputs = Table(
+    "item_outputs", metadata,
+    Column("run_id", String(200), ForeignKey("runs.run_id"), primary_key=True),
+    Column("item_id", String(200), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("output", JSON),
+    Column("error", Text),
+    Column("latency_ms", Float, nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("attempts", Integer, nullable=False),
+)  # fmt: skip
+item_scores = Table(
+    "item_scores", metadata,
+    Column("run_id", String(200), ForeignKey("runs.run_id"), primary_key=True),
+    Column("item_id", String(200), primary_key=True),
+    Column("repeat", Integer, primary_key=True),
+    Column("evaluator", String(200), primary_key=True),
+    Column("value", Float),
+    Column("comment", Text),
+)  # fmt: skip
+summaries = Table(
+    "summaries", metadata,
+    Column("run_id", String(200), ForeignKey("runs.run_id"), primary_key=True),
+    Column("summary", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)  # fmt: skip
+
+
+class ResultsStoreError(RuntimeError):
+    """The store cannot be opened or written; the message never contains a password."""
+
+
+def _masked(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def _normalise_url(url: str) -> str:
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+class ResultsStore:
+    def __init__(self, url: str):
+        self.url = _normalise_url(url)
+        try:
+            self.engine = _create_engine(self.url)
+            metadata.create_all(self.engine)
+        except (SQLAlchemyError, ArgumentError, OSError, ValueError) as exc:
+            reason = type(exc).__name__
+            raise ResultsStoreError(
+                f"cannot open the results store at {_masked(self.url)} ({reason}). "
+                "Check EVAL_RESULTS_URL, that the server is running and reachable, and the "
+                "credentials."
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"ResultsStore({_masked(self.url)})"
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # --- writes -------------------------------------------------------------------------
+    def create_run(self, run: RunRecord) -> None:
+        """Insert the run; an existing run_id is reset (re-execution starts clean)."""
+        row = asdict(run)
+        with self.engine.begin() as conn:
+            exists = conn.execute(select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first()
+            if exists:
+                for table in (summaries, item_scores, item_outputs):
+                    conn.execute(delete(table).where(table.c.run_id == run.run_id))
+                conn.execute(update(runs).where(runs.c.run_id == run.run_id).values(**row))
+            else:
+                conn.execute(insert(runs).values(**row))
+
+    def write_outputs(self, run_id: str, outputs: Iterable[ItemOutput]) -> int:
+        rows = [{"run_id": run_id, **asdict(o)} for o in outputs]
+        return self._replace(item_outputs, run_id, rows)
+
+    def write_scores(self, run_id: str, scores: Iterable[ItemScore]) -> int:
+        rows = [{"run_id": run_id, **asdict(s)} for s in scores]
+        return self._replace(item_scores, run_id, rows)
+
+    def _replace(self, table: Table, run_id: str, rows: list[dict[str, Any]]) -> int:
+        with self.engine.begin() as conn:
+            conn.execute(delete(table).where(table.c.run_id == run_id))
+            if rows:
+                conn.execute(insert(table), rows)
+        return len(rows)
+
+    def complete_run(self, run_id: str, summary: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(summaries).where(summaries.c.run_id == run_id))
+            conn.execute(
+                insert(summaries).values(run_id=run_id, summary=summary, created_at=utcnow())
+            )
+            conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status="complete", finished_at=utcnow(), error=None)
+            )
+
+    def fail_run(self, run_id: str, error: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status="failed", finished_at=utcnow(), error=error)
+            )
+
+    # --- reads --------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> RunRecord | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        return _run(row) if row else None
+
+    def list_runs(
+        self,
+        *,
+        suite: str | None = None,
+        prompt_version: str | None = None,
+        status: str | None = None,
+        tier: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        query = select(runs).order_by(runs.c.started_at.desc()).limit(limit)
+        for column, value in (("suite", suite), ("prompt_version", prompt_version),
+                              ("status", status), ("tier", tier)):  # fmt: skip
+            if value is not None:
+                query = query.where(runs.c[column] == value)
+        with self.engine.connect() as conn:
+            return [_run(r) for r in conn.execute(query).mappings()]
+
+    def read_outputs(self, run_id: str) -> list[ItemOutput]:
+        query = (
+            select(item_outputs)
+            .where(item_outputs.c.run_id == run_id)
+            .order_by(item_outputs.c.item_id, item_outputs.c.repeat)
+        )
+        names = [f.name for f in fields(ItemOutput)]
+        with self.engine.connect() as conn:
+            return [ItemOutput(**{n: r[n] for n in names}) for r in conn.execute(query).mappings()]
+
+    def read_scores(self, run_id: str) -> list[ItemScore]:
+        query = (
+            select(item_scores)
+            .where(item_scores.c.run_id == run_id)
+            .order_by(item_scores.c.item_id, item_scores.c.repeat, item_scores.c.evaluator)
+        )
+        names = [f.name for f in fields(ItemScore)]
+        with self.engine.connect() as conn:
+            return [ItemScore(**{n: r[n] for n in names}) for r in conn.execute(query).mappings()]
+
+    def scores_frame(self, run_id: str) -> pd.DataFrame:
+        columns = ["item_id", "repeat", "evaluator", "value", "comment"]
+        return pd.DataFrame([asdict(s) for s in self.read_scores(run_id)], columns=columns)
+
+    def read_summary(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(summaries.c.summary).where(summaries.c.run_id == run_id)
+            ).first()
+        return row[0] if row else None
+
+
+def _run(row: Any) -> RunRecord:
+    values = {f.name: row[f.name] for f in fields(RunRecord)}
+    for key in ("started_at", "finished_at"):
+        if isinstance(values[key], datetime) and values[key].tzinfo is None:
+            values[key] = values[key].replace(tzinfo=UTC)  # SQLite drops the zone
+    return RunRecord(**values)
+
+
+def _create_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        engine = create_engine(url, pool_pre_ping=True)
+        with engine.connect():
+            pass  # fail now, with a clear message, rather than mid-run
+        return engine
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    return engine

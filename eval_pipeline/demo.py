@@ -1,0 +1,59 @@
+"""`eval-pipeline demo`: the whole asset graph on embedded defaults, in-process.
+
+Uses a real Dagster instance (DAGSTER_HOME, SQLite) so `dagster dev` shows the runs
+afterwards, the offline model, the local prompt registry and the SQLite results store.
+"""
+
+from __future__ import annotations
+
+from dagster import DagsterInstance, MultiPartitionKey, materialize
+from rich.console import Console
+
+from eval_pipeline import settings
+from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
+from eval_pipeline.defs.evaluation.assets import golden_dataset
+from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
+from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.resources import default_resources
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline.report import print_report
+
+
+def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
+    instance = DagsterInstance.get()
+    resources = default_resources()
+    store = resources["results_store"].open()
+    registry = LocalPromptRegistry(settings.prompts_dir())
+    exit_code = 0
+    for name in suites:
+        suite = get_suite(name)
+        prompt = registry.get_by_label(suite.prompt_name, "production")
+        instance.add_dynamic_partitions(prompt_version_partitions.name, [prompt.partition_key])
+        console.print(f"[bold]{name}[/]: golden_dataset → evaluating {prompt.name} "
+                      f"{prompt.partition_key} (production label)")  # fmt: skip
+        materialize([golden_dataset], partition_key=name, instance=instance, resources=resources)
+        key = MultiPartitionKey({"suite": name, "prompt_version": prompt.partition_key})
+        result = materialize(
+            [golden_dataset, *EVAL_ASSETS],
+            selection=EVAL_ASSETS,
+            partition_key=key,
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+        )
+        run = store.list_runs(suite=name, prompt_version=prompt.partition_key, limit=1)[0]
+        summary = store.read_summary(run.run_id)
+        from eval_pipeline.cli import _threshold_checks
+
+        checks = _threshold_checks(summary, store.read_scores(run.run_id), suite.thresholds)
+        print_report(console, run, summary, checks)
+        if not result.success:
+            console.print("[red]A blocking check failed: see the run in the Dagster UI.")
+            exit_code = 1
+    console.rule("Where to look next")
+    console.print(
+        f"Dagster UI: DAGSTER_HOME={instance.root_directory} dagster dev -w workspace.yaml\n"
+        f"Results store: {settings.results_url()}\n"
+        "A worse prompt: eval-pipeline run --suite drive_thru --prompt-version 2"
+    )
+    return exit_code
