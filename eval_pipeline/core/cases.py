@@ -122,7 +122,7 @@ def load_cases(
                 problems.append(f"{label}: field '{field}': {message}")
             cases.append(case)
     if not problems and not cases:
-        problems.append(f"{directory}: the dataset has no cases")
+        problems.append(f"{', '.join(map(str, files))}: the dataset has no cases")
     if problems:
         raise DatasetError(problems)
     return cases

@@ -1,0 +1,104 @@
+"""A local OpenAI-compatible server: the offline model behind ``POST /v1/chat/completions``.
+
+Used by tests (the ChatOpenAI path over real HTTP) and by benchmarks (fixed latency).
+Binds to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+import uvicorn
+from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from eval_pipeline.llm.offline import OfflineChatModel
+
+
+def create_app(latency_s: float = 0.0) -> Starlette:
+    stats = {"requests": 0}
+
+    async def chat_completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        stats["requests"] += 1
+        if latency_s:
+            await asyncio.sleep(latency_s)
+        messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
+        model = OfflineChatModel(model_name=body.get("model", "offline"))
+        kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
+        for key in ("temperature", "seed"):
+            if body.get(key) is not None:
+                kwargs[key] = body[key]
+        result = await model._agenerate(messages, **kwargs)
+        message = result.generations[0].message
+        usage = message.usage_metadata or {}
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model.model_name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": _convert_message_to_dict(message),
+                        "finish_reason": "tool_calls" if message.tool_calls else "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": usage.get("input_tokens", 0),
+                    "completion_tokens": usage.get("output_tokens", 0),
+                    "total_tokens": usage.get("total_tokens", 0),
+                },
+            }
+        )
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat_completions, methods=["POST"])])
+    app.state.stats = stats
+    return app
+
+
+class LocalOpenAIServer:
+    """Run the app with uvicorn in a background thread: ``with LocalOpenAIServer() as s:``."""
+
+    def __init__(self, latency_s: float = 0.0, port: int | None = None):
+        self.app = create_app(latency_s)
+        self.port = port or _free_port()
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> int:
+        return self.app.state.stats["requests"]
+
+    def __enter__(self) -> LocalOpenAIServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the local OpenAI-compatible server did not start in 10 s")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
