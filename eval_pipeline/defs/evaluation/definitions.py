@@ -8,7 +8,6 @@ from eval_pipeline.defs.evaluation.assets import (
     golden_dataset,
     item_scores,
 )
-from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
 
 EVAL_ASSETS = [agent_run_outputs, item_scores, eval_summary]
 
@@ -16,11 +15,8 @@ EVAL_ASSETS = [agent_run_outputs, item_scores, eval_summary]
 golden_dataset_job = define_asset_job(
     "golden_dataset_job",
     selection=AssetSelection.assets(golden_dataset),
-    partitions_def=suite_partitions,
 )
-eval_job = define_asset_job(
-    "eval_job", selection=AssetSelection.assets(*EVAL_ASSETS), partitions_def=eval_partitions
-)
+eval_job = define_asset_job("eval_job", selection=AssetSelection.assets(*EVAL_ASSETS))
 
 defs = Definitions(
     assets=[golden_dataset, *EVAL_ASSETS],

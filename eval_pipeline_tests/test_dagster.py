@@ -1,0 +1,118 @@
+"""The asset graph on a real (temporary) Dagster instance: checks, gating, bad input."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from dagster import Definitions, MultiPartitionKey, instance_for_test, materialize
+
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.defs.evaluation.assets import golden_dataset
+from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
+from eval_pipeline.defs.resources import (
+    LLMResource,
+    PromptRegistryResource,
+    ResultsStoreResource,
+    SuitesResource,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def env(tmp_path):
+    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
+    resources = {
+        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
+        "suites": SuitesResource(datasets_dir=str(tmp_path / "datasets")),
+        "prompt_registry": PromptRegistryResource(prompts_dir=str(ROOT / "prompts")),
+        "llm": LLMResource(),
+    }
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])
+        yield instance, resources, tmp_path
+
+
+def evaluate(instance, resources, version, tier="smoke"):
+    materialize([golden_dataset], partition_key="drive_thru", instance=instance,
+                resources=resources)  # fmt: skip
+    return materialize(
+        [golden_dataset, *EVAL_ASSETS],
+        selection=EVAL_ASSETS,
+        partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": version}),
+        instance=instance,
+        resources=resources,
+        run_config={"ops": {"agent_run_outputs": {"config": {"tier": tier}}}},
+        raise_on_error=False,
+    )
+
+
+def checks(result):
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_definitions_load():
+    from eval_pipeline.definitions import defs
+
+    Definitions.validate_loadable(defs)
+    assert {j.name for j in defs.jobs} >= {"eval_job", "golden_dataset_job"}
+
+
+def test_graph_materializes_and_checks_pass(env):
+    instance, resources, tmp_path = env
+    result = evaluate(instance, resources, "v1")
+    assert result.success
+    found = checks(result)
+    assert {n: e.passed for n, e in found.items()} == {
+        "min_mean_scores": True, "all_items_pass": True, "category_floors": True,
+    }  # fmt: skip
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru", prompt_version="v1")
+    assert run.status == "complete" and run.tier == "smoke" and run.model == "offline"
+    assert run.dagster_run_id == result.run_id
+    summary = store.read_summary(run.run_id)
+    assert summary["n_cases"] == 11
+    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    assert meta["mean_order_correctness"].value == summary["metrics"]["order_correctness"]
+    assert "| simple |" in meta["by_category"].value
+
+
+def test_failing_blocking_check_fails_the_run(env):
+    instance, resources, tmp_path = env
+    thresholds = tmp_path / "datasets" / "drive_thru" / "thresholds.yaml"
+    thresholds.write_text(
+        "primary_metric: order_correctness\nmin_mean: {order_correctness: 0.95}\n"
+    )
+    result = evaluate(instance, resources, "v2", tier="full")
+    assert not result.success
+    found = checks(result)
+    assert found["min_mean_scores"].passed is False
+    assert found["min_mean_scores"].severity.value == "ERROR"
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "blocking asset check" in failure.event_specific_data.error.message
+
+
+def test_golden_dataset_check_results(env):
+    instance, resources, _ = env
+    result = materialize([golden_dataset], partition_key="drive_thru", instance=instance,
+                         resources=resources)  # fmt: skip
+    found = checks(result)
+    assert found["dataset_valid"].passed and found["absence_coverage"].passed
+    assert found["absence_coverage"].metadata["share_expecting_nothing"].value >= 0.25
+
+
+def test_malformed_dataset_fails_before_any_llm_call(env):
+    instance, resources, tmp_path = env
+    cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
+    cases.write_text(cases.read_text().replace("item_id: egg-mcmuffin", "item_id: mc-rib", 1))
+    result = materialize([golden_dataset], partition_key="drive_thru", instance=instance,
+                         resources=resources, raise_on_error=False)  # fmt: skip
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    message = failure.event_specific_data.error.to_string()
+    assert "cases.yaml" in message and "dt-simple-01" in message and "'mc-rib'" in message
+    assert (
+        not (tmp_path / "results.sqlite").exists()
+        or not ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}").list_runs()
+    )

@@ -1,0 +1,111 @@
+"""The runner never drops an item: errors, timeouts and retries are recorded per item."""
+
+import asyncio
+from typing import ClassVar
+
+import pytest
+
+from eval_pipeline.core.agent import AgentResult
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.pricing import PriceTable
+from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.scoring import score_items
+from eval_pipeline.evaluators import order_correctness
+
+
+def make_cases(n):
+    return [
+        GoldenCase(
+            id=f"c{i}",
+            input={"customer_utterance": str(i)},
+            expected_output={"expected_items": []},
+            metadata={"category": "greeting", "difficulty": "easy", "tier": "smoke"},
+        )
+        for i in range(n)
+    ]
+
+
+class RateLimited(Exception):
+    status_code = 429
+
+    class response:
+        headers: ClassVar = {"retry-after": "0.01"}
+
+
+class FlakyAgent:
+    """Raises on every third case, rate-limits the first attempt of every fifth."""
+
+    def __init__(self):
+        self.calls: dict[tuple[str, int], int] = {}
+        self.running = 0
+        self.peak = 0
+
+    async def run(self, case, *, repeat):
+        key = (case.id, repeat)
+        self.calls[key] = self.calls.get(key, 0) + 1
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await asyncio.sleep(0.005)
+            index = int(case.id[1:])
+            if index % 3 == 0:
+                raise ValueError(f"agent broke on {case.id}")
+            if index % 5 == 1 and self.calls[key] == 1:
+                raise RateLimited("slow down")
+            return AgentResult(output={"order_items": []}, input_tokens=1000, output_tokens=100,
+                               model="gpt-4o-mini")  # fmt: skip
+        finally:
+            self.running -= 1
+
+
+def test_failures_are_recorded_and_every_item_is_present():
+    cases, agent = make_cases(20), FlakyAgent()
+    config = RunnerConfig(concurrency=4, repeats=2, backoff_base_s=0.001)
+    outputs = run_agent_sync(agent, cases, config)
+    assert [(o.item_id, o.repeat) for o in outputs] == [(c.id, r) for c in cases for r in (0, 1)]
+    failed = {o.item_id for o in outputs if o.error}
+    assert failed == {f"c{i}" for i in range(20) if i % 3 == 0}
+    assert all("ValueError: agent broke on" in o.error for o in outputs if o.error)
+    retried = [o for o in outputs if o.attempts == 2]
+    assert {o.item_id for o in retried} == {"c1", "c11", "c16"}  # 6 is already a hard failure
+    assert all(o.error is None for o in retried)
+    assert agent.peak <= 4
+    ok = next(o for o in outputs if o.error is None)
+    assert ok.cost_usd == pytest.approx(PriceTable().cost("gpt-4o-mini", 1000, 100))
+    # errors score 0 with the reason, so no item disappears from the scores either
+    scores = score_items(cases, outputs, [order_correctness])
+    assert len(scores) == len(outputs)
+    assert all(s.value == 0.0 and "agent error" in s.comment
+               for s in scores if s.item_id in failed)  # fmt: skip
+
+
+class SlowAgent:
+    async def run(self, case, *, repeat):
+        await asyncio.sleep(10)
+
+
+def test_timeouts_are_retried_then_recorded():
+    config = RunnerConfig(timeout_s=0.05, max_attempts=2, backoff_base_s=0.001)
+    (out,) = run_agent_sync(SlowAgent(), make_cases(1), config)
+    assert out.output is None and out.attempts == 2
+    assert out.error.startswith("TimeoutError: no answer within 0.05 s")
+
+
+def test_rate_limit_spaces_item_starts():
+    class Stamp:
+        def __init__(self):
+            self.starts = []
+
+        async def run(self, case, *, repeat):
+            self.starts.append(asyncio.get_running_loop().time())
+            return AgentResult(output={})
+
+    agent = Stamp()
+    run_agent_sync(agent, make_cases(5), RunnerConfig(concurrency=5, requests_per_second=50))
+    gaps = [b - a for a, b in zip(sorted(agent.starts), sorted(agent.starts)[1:], strict=False)]
+    assert min(gaps) >= 0.015
+
+
+def test_bad_config_is_refused():
+    with pytest.raises(ValueError):
+        RunnerConfig(concurrency=0)
