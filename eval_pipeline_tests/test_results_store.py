@@ -1,0 +1,107 @@
+"""The results store on SQLite and on a real PostgreSQL server."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'sub' / 'results.sqlite'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    with ResultsStore(url) as s:
+        yield s
+        if request.param == "postgres":
+            from eval_pipeline.core.results_store import metadata
+
+            metadata.drop_all(s.engine)
+
+
+def run_record(run_id="r1", suite="drive_thru", version="v1", minutes_ago=0, **kw):
+    return RunRecord(
+        run_id=run_id, suite=suite, prompt_name="p", prompt_version=version, prompt_hash="h",
+        dataset_version="d", tier="full",
+        prompt_config={"temperature": 0.0, "nested": {"list": [1, None, "x"]}},
+        started_at=datetime.now(UTC) - timedelta(minutes=minutes_ago), **{"model": "offline", **kw},
+    )  # fmt: skip
+
+
+def outputs(n=3):
+    return [
+        ItemOutput(item_id=f"c{i}", repeat=0, output={"order_items": [{"q": i}], "none": None},
+                   latency_ms=1.5 * i, input_tokens=i, output_tokens=2 * i, cost_usd=0.001 * i)
+        for i in range(n)
+    ] + [ItemOutput(item_id="bad", repeat=0, output=None, error="ValueError: boom")]  # fmt: skip
+
+
+def test_round_trip(store):
+    store.create_run(run_record())
+    store.write_outputs("r1", outputs())
+    store.write_scores(
+        "r1", [ItemScore("c1", 0, "oc", 0.5, "half"), ItemScore("c0", 0, "oc", None)]
+    )
+    store.complete_run("r1", {"metrics": {"oc": 0.25}, "rows": [1, 2.5, None]})
+    run = store.get_run("r1")
+    assert run.status == "complete" and run.finished_at.tzinfo is not None
+    assert run.prompt_config == {"temperature": 0.0, "nested": {"list": [1, None, "x"]}}
+    assert store.read_outputs("r1") == sorted(outputs(), key=lambda o: (o.item_id, o.repeat))
+    assert [s.item_id for s in store.read_scores("r1")] == ["c0", "c1"]
+    assert store.read_summary("r1") == {"metrics": {"oc": 0.25}, "rows": [1, 2.5, None]}
+    frame = store.scores_frame("r1")
+    assert list(frame.columns) == ["item_id", "repeat", "evaluator", "value", "comment"]
+
+
+def test_writes_replace_rather_than_duplicate(store):
+    store.create_run(run_record())
+    store.write_outputs("r1", outputs())
+    store.write_outputs("r1", outputs(2))
+    assert len(store.read_outputs("r1")) == 3
+
+
+def test_create_run_resets_an_existing_run(store):
+    store.create_run(run_record())
+    store.write_outputs("r1", outputs())
+    store.complete_run("r1", {"x": 1})
+    store.create_run(run_record(model="other"))
+    run = store.get_run("r1")
+    assert run.status == "running" and run.model == "other"
+    assert store.read_outputs("r1") == [] and store.read_summary("r1") is None
+
+
+def test_failed_batch_keeps_previous_rows(store):
+    store.create_run(run_record())
+    store.write_outputs("r1", outputs())
+    duplicate = [*outputs(), ItemOutput(item_id="c0", repeat=0, output={})]
+    with pytest.raises(Exception):  # noqa: B017 - the driver's IntegrityError type differs
+        store.write_outputs("r1", duplicate)
+    assert len(store.read_outputs("r1")) == 4
+
+
+def test_complete_run_is_atomic(store):
+    store.create_run(run_record())
+    with pytest.raises(Exception):  # noqa: B017 - a non-JSON summary fails inside the transaction
+        store.complete_run("r1", {"not json": object()})
+    assert store.get_run("r1").status == "running"
+    assert store.read_summary("r1") is None
+
+
+def test_list_runs_filters_and_orders_newest_first(store):
+    store.create_run(run_record("old", minutes_ago=10))
+    store.create_run(run_record("new", minutes_ago=1))
+    store.create_run(run_record("other", version="v2"))
+    store.complete_run("new", {})
+    assert [r.run_id for r in store.list_runs(prompt_version="v1")] == ["new", "old"]
+    assert [r.run_id for r in store.list_runs(status="complete")] == ["new"]
+    assert store.list_runs(suite="nope") == []
+
+
+def test_unreachable_server_error_hides_the_password():
+    with pytest.raises(ResultsStoreError) as info:
+        ResultsStore("postgresql://user:s3cr3tpw@127.0.0.1:1/db")
+    assert "s3cr3tpw" not in str(info.value) and "127.0.0.1:1" in str(info.value)
+    assert "EVAL_RESULTS_URL" in str(info.value)
