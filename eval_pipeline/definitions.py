@@ -2,7 +2,8 @@
 
 from dagster import Definitions
 
-from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
-from eval_pipeline.defs.resources import default_resources
+from eval_pipeline.defs import resources
+from eval_pipeline.defs.evaluation import definitions as evaluation
 
-defs = Definitions.merge(evaluation_defs, Definitions(resources=default_resources()))
+# Only one Definitions object may live at module scope: domains are imported as modules.
+defs = Definitions.merge(evaluation.defs, Definitions(resources=resources.default_resources()))

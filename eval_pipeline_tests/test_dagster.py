@@ -1,6 +1,9 @@
 """The asset graph on a real (temporary) Dagster instance: checks, gating, bad input."""
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,18 @@ def test_malformed_dataset_fails_before_any_llm_call(env):
         not (tmp_path / "results.sqlite").exists()
         or not ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}").list_runs()
     )
+
+
+def test_code_location_validates_from_the_repo_root_without_config():
+    """What `dagster dev -w workspace.yaml` loads, with no DAGSTER_HOME and no settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DAGSTER_", "EVAL_", "OPENAI_", "LANGFUSE_"))}  # fmt: skip
+    dagster = Path(sys.executable).parent / "dagster"
+    done = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Validation successful" in output
+    assert "EnvVar" not in output and "not set" not in output

@@ -4,7 +4,6 @@ Asset bodies stay thin: they resolve the partition, call core/, and attach metad
 Results live in the results store; assets pass a small run reference along.
 """
 
-
 from typing import Any
 
 from dagster import (
@@ -123,7 +122,7 @@ def agent_run_outputs(
     store = results_store.open()
     run = evaluation.start_run(
         store, suite, prompt, cases, tier=config.tier, repeats=repeats,
-        model_params=settings.public_params(), dagster_run_id=context.run_id,
+        model_params=settings.public_params(), dagster_run_id=context.run.run_id,
     )  # fmt: skip
     context.log.info(
         f"{run.run_id}: {len(cases)} cases × {repeats} on {settings.model} "
