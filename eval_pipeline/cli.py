@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from eval_pipeline import settings
+from eval_pipeline.core.redact import redact
 from eval_pipeline.core.thresholds import CheckOutcome
 
 EXIT_PASS, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
@@ -84,13 +85,18 @@ def run(
         store, suite, prompt, cases, tier=tier, repeats=repeats, model_params=llm.public_params()
     )
     config = RunnerConfig(concurrency=concurrency, repeats=repeats)
-    with _progress(f"{suite.name} {tier}") as report:
-        evaluation.produce_outputs(
-            store, run_record, suite.make_agent(prompt, llm), cases, config,
-            prices=PriceTable.from_file(settings.prices_file()), progress=report,
-        )  # fmt: skip
-    evaluation.produce_scores(store, run_record.run_id, suite, cases)
-    summary = evaluation.produce_summary(store, run_record.run_id, suite, cases)
+    try:
+        with _progress(f"{suite.name} {tier}") as report:
+            evaluation.produce_outputs(
+                store, run_record, suite.make_agent(prompt, llm), cases, config,
+                prices=PriceTable.from_file(settings.prices_file()), progress=report,
+            )  # fmt: skip
+        evaluation.produce_scores(store, run_record.run_id, suite, cases)
+        summary = evaluation.produce_summary(store, run_record.run_id, suite, cases)
+    except Exception as exc:  # a runtime error: record it on the run, exit 2
+        message = redact(f"{type(exc).__name__}: {exc}")
+        store.fail_run(run_record.run_id, message)
+        raise ConfigError(f"run {run_record.run_id} failed: {message}") from exc
     checks = _threshold_checks(summary, store.read_scores(run_record.run_id), thresholds)
     from eval_pipeline.report import print_report
 

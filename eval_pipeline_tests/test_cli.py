@@ -1,0 +1,73 @@
+"""The CLI: exit codes 0/1/2 and the demo's summary matching the results store."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eval_pipeline.cli import main
+from eval_pipeline.core.results_store import ResultsStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    for var in ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_RESULTS_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    return tmp_path / "home"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_run_passes_on_the_production_prompt(home):
+    result = invoke("run", "--suite", "drive_thru", "--tier", "smoke")
+    assert result.exit_code == 0, result.output
+    assert "EVALUATION REPORT — drive_thru (smoke tier)" in result.output
+    assert "order_correctness" in result.output and "p50/p95" in result.output
+
+
+def test_run_fails_on_a_worse_prompt(home):
+    result = invoke("run", "--suite", "drive_thru", "--prompt-version", "2")
+    assert result.exit_code == 1, result.output
+    assert "FAIL" in result.output and "below minimum: order_correctness" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--suite", "nope"], "unknown suite 'nope'"),
+        (["--suite", "drive_thru", "--prompt-version", "99"], "has no version 99"),
+        (["--suite", "drive_thru", "--label", "canary"], "has no label 'canary'"),
+    ],
+)
+def test_configuration_errors_exit_2(home, args, message):
+    result = invoke("run", *args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
+    (tmp_path / "datasets" / "drive_thru" / "cases.yaml").write_text("cases: [1]\n")
+    monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
+    result = invoke("run", "--suite", "drive_thru")
+    assert result.exit_code == 2 and "a case must be a mapping" in result.output
+    assert not (home / "results.sqlite").exists()
+
+
+def test_demo_summary_matches_the_store(home):
+    result = invoke("demo")
+    assert result.exit_code == 0, result.output
+    store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    summary = store.read_summary(run.run_id)
+    assert run.status == "complete" and summary["n_cases"] == 47
+    assert f"Cases: {summary['n_cases']}" in result.output
+    assert f"{summary['metrics']['order_correctness']:.1%}" in result.output
+    assert (home / "dagster").is_dir()
