@@ -15,7 +15,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from eval_pipeline import settings
 from eval_pipeline.core.redact import redact
-from eval_pipeline.core.thresholds import CheckOutcome
 
 EXIT_PASS, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 console = Console()
@@ -56,7 +55,7 @@ def run(
     from eval_pipeline.core.prompts import PromptError
     from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
     from eval_pipeline.core.runner import RunnerConfig
-    from eval_pipeline.core.thresholds import ThresholdsError
+    from eval_pipeline.core.thresholds import ThresholdsError, evaluate_thresholds
     from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
     from eval_pipeline.llm.settings import LLMSettings
 
@@ -97,27 +96,13 @@ def run(
         message = redact(f"{type(exc).__name__}: {exc}")
         store.fail_run(run_record.run_id, message)
         raise ConfigError(f"run {run_record.run_id} failed: {message}") from exc
-    checks = _threshold_checks(summary, store.read_scores(run_record.run_id), thresholds)
+    checks = evaluate_thresholds(summary, store.read_scores(run_record.run_id), thresholds)
     from eval_pipeline.report import print_report
 
     print_report(console, run_record, summary, checks)
     console.print(f"Results store: {settings.results_url()}  (run {run_record.run_id})")
     failed = [name for name, outcome, blocking in checks if blocking and not outcome.passed]
     sys.exit(EXIT_FAIL if failed else EXIT_PASS)
-
-
-def _threshold_checks(summary, scores, thresholds) -> list[tuple[str, CheckOutcome, bool]]:
-    from eval_pipeline.core.thresholds import (
-        check_all_items_pass,
-        check_category_floors,
-        check_min_mean,
-    )
-
-    return [
-        ("min_mean_scores", check_min_mean(summary, thresholds), True),
-        ("all_items_pass", check_all_items_pass(scores, thresholds), True),
-        ("category_floors", check_category_floors(summary, thresholds), False),
-    ]
 
 
 class _progress:

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from eval_pipeline import settings
 from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
+from eval_pipeline.core.thresholds import evaluate_thresholds
 from eval_pipeline.defs.evaluation.assets import golden_dataset
 from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -43,9 +44,7 @@ def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
         )
         run = store.list_runs(suite=name, prompt_version=prompt.partition_key, limit=1)[0]
         summary = store.read_summary(run.run_id)
-        from eval_pipeline.cli import _threshold_checks
-
-        checks = _threshold_checks(summary, store.read_scores(run.run_id), suite.thresholds)
+        checks = evaluate_thresholds(summary, store.read_scores(run.run_id), suite.thresholds)
         print_report(console, run, summary, checks)
         if not result.success:
             console.print("[red]A blocking check failed: see the run in the Dagster UI.")

@@ -109,3 +109,14 @@ def check_category_floors(summary: dict[str, Any], thresholds: Thresholds) -> Ch
                 failed.append(f"{category} {metric} {value} < {floor}")
     text = "every category at or above its floor" if not failed else "; ".join(failed)
     return CheckOutcome(not failed, text, rows)
+
+
+def evaluate_thresholds(
+    summary: dict[str, Any], scores: Sequence[ItemScore], thresholds: Thresholds
+) -> list[tuple[str, CheckOutcome, bool]]:
+    """Every threshold check of a run as (check name, outcome, blocking)."""
+    return [
+        ("min_mean_scores", check_min_mean(summary, thresholds), True),
+        ("all_items_pass", check_all_items_pass(scores, thresholds), True),
+        ("category_floors", check_category_floors(summary, thresholds), False),
+    ]

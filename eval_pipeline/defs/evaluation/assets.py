@@ -26,11 +26,7 @@ from eval_pipeline.core.cases import GoldenCase, dataset_version, select_tier
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.summary import markdown_table
-from eval_pipeline.core.thresholds import (
-    check_all_items_pass,
-    check_category_floors,
-    check_min_mean,
-)
+from eval_pipeline.core.thresholds import evaluate_thresholds
 from eval_pipeline.defs.evaluation.metadata import (
     check_metadata,
     dataset_metadata,
@@ -204,20 +200,12 @@ def eval_summary(
             "cost_usd": summary["cost_usd"],
         }
     )
-    blocking = [
-        ("min_mean_scores", check_min_mean(summary, thresholds), AssetCheckSeverity.ERROR),
-        (
-            "all_items_pass",
-            check_all_items_pass(store.read_scores(run_id), thresholds),
-            AssetCheckSeverity.ERROR,
-        ),
-        ("category_floors", check_category_floors(summary, thresholds), AssetCheckSeverity.WARN),
-    ]
-    for name, outcome, severity in blocking:
+    checks = evaluate_thresholds(summary, store.read_scores(run_id), thresholds)
+    for name, outcome, blocking in checks:
         yield AssetCheckResult(
             check_name=name,
             passed=outcome.passed,
-            severity=severity,
+            severity=AssetCheckSeverity.ERROR if blocking else AssetCheckSeverity.WARN,
             description=outcome.description,
             metadata=check_metadata(outcome),
         )
