@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import Definitions, MultiPartitionKey, instance_for_test, materialize
+from dagster import Definitions, EnvVar, MultiPartitionKey, instance_for_test, materialize
 
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import golden_dataset
@@ -18,6 +18,7 @@ from eval_pipeline.defs.resources import (
     ResultsStoreResource,
     SuitesResource,
 )
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,3 +135,44 @@ def test_code_location_validates_from_the_repo_root_without_config():
     assert done.returncode == 0, output
     assert "Validation successful" in output
     assert "EnvVar" not in output and "not set" not in output
+
+
+PLANTED_KEY = "sk-planted-secret-7f3a9c"
+
+
+def test_failing_items_are_kept_and_the_key_never_leaks(env, monkeypatch):
+    """Over real HTTP: utterances with 'hash brown' get a 400; every item is still there."""
+    instance, resources, tmp_path = env
+    (tmp_path / "datasets" / "drive_thru" / "thresholds.yaml").write_text(
+        "primary_metric: order_correctness\n"
+    )
+
+    def fault(body):
+        text = " ".join(str(m.get("content")) for m in body["messages"] if m["role"] == "user")
+        return 400 if "hash brown" in text.lower() else None
+
+    with LocalOpenAIServer(fault=fault) as server:
+        monkeypatch.setenv("TEST_LLM_KEY", PLANTED_KEY)
+        resources = {**resources, "llm": LLMResource(
+            base_url=server.base_url, api_key=EnvVar("TEST_LLM_KEY"), model="gpt-4o-mini"
+        )}  # fmt: skip
+        result = evaluate(instance, resources, "v1", tier="full")
+        assert server.app.state.stats["faults"] > 0
+    assert result.success
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    outputs = store.read_outputs(run.run_id)
+    assert len(outputs) == 47
+    failed = [o for o in outputs if o.error]
+    assert failed and all("400" in o.error for o in failed)
+    scores = store.read_scores(run.run_id)
+    assert len(scores) == 47 * 3
+    assert all(s.value == 0.0 for s in scores if s.item_id in {o.item_id for o in failed})
+    assert store.read_summary(run.run_id)["n_errors"] == len(failed)
+    # the planted key appears nowhere: event log (metadata, logs), run records, store file
+    events = instance.all_logs(result.run_id)
+    assert PLANTED_KEY not in "".join(repr(e) for e in events)
+    assert PLANTED_KEY not in repr(run) + repr(run.model_params)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]  # store, WAL, Dagster storage
+    assert any(p.name.startswith("results.sqlite") for p in written)
+    assert not [p for p in written if PLANTED_KEY.encode() in p.read_bytes()]

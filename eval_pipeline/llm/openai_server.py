@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -22,15 +23,22 @@ from starlette.routing import Route
 
 from eval_pipeline.llm.offline import OfflineChatModel
 
+FaultRule = Callable[[dict[str, Any]], int | None]
+"""Given a request body, an HTTP status to fail with (None = answer normally)."""
 
-def create_app(latency_s: float = 0.0) -> Starlette:
-    stats = {"requests": 0}
+
+def create_app(latency_s: float = 0.0, fault: FaultRule | None = None) -> Starlette:
+    stats = {"requests": 0, "faults": 0}
 
     async def chat_completions(request: Request) -> JSONResponse:
         body = await request.json()
         stats["requests"] += 1
         if latency_s:
             await asyncio.sleep(latency_s)
+        if fault and (status := fault(body)):
+            stats["faults"] += 1
+            error = {"message": f"injected fault {status}", "type": "server_error"}
+            return JSONResponse({"error": error}, status_code=status)
         messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
         model = OfflineChatModel(model_name=body.get("model", "offline"))
         kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
@@ -69,8 +77,10 @@ def create_app(latency_s: float = 0.0) -> Starlette:
 class LocalOpenAIServer:
     """Run the app with uvicorn in a background thread: ``with LocalOpenAIServer() as s:``."""
 
-    def __init__(self, latency_s: float = 0.0, port: int | None = None):
-        self.app = create_app(latency_s)
+    def __init__(
+        self, latency_s: float = 0.0, port: int | None = None, fault: FaultRule | None = None
+    ):
+        self.app = create_app(latency_s, fault)
         self.port = port or _free_port()
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
