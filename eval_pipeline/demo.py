@@ -32,7 +32,13 @@ def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
         instance.add_dynamic_partitions(prompt_version_partitions.name, [prompt.partition_key])
         console.print(f"[bold]{name}[/]: golden_dataset → evaluating {prompt.name} "
                       f"{prompt.partition_key} (production label)")  # fmt: skip
-        materialize([golden_dataset], partition_key=name, instance=instance, resources=resources)
+        loaded = materialize(
+            [golden_dataset], partition_key=name, instance=instance, resources=resources,
+            raise_on_error=False,
+        )  # fmt: skip
+        if not loaded.success:
+            console.print(f"[red]golden_dataset[{name}] failed:[/]\n{_step_error(loaded)}")
+            return 2
         key = MultiPartitionKey({"suite": name, "prompt_version": prompt.partition_key})
         result = materialize(
             [golden_dataset, *EVAL_ASSETS],
@@ -56,3 +62,14 @@ def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
         "A worse prompt: eval-pipeline run --suite drive_thru --prompt-version 2"
     )
     return exit_code
+
+
+def _step_error(result) -> str:
+    """The innermost error message of the first failed step (what the user has to fix)."""
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            error = event.event_specific_data.error
+            while error.cause is not None:
+                error = error.cause
+            return error.message.strip()
+    return "unknown error (see the run in the Dagster UI)"

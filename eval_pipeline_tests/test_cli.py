@@ -71,3 +71,17 @@ def test_demo_summary_matches_the_store(home):
     assert f"Cases: {summary['n_cases']}" in result.output
     assert f"{summary['metrics']['order_correctness']:.1%}" in result.output
     assert (home / "dagster").is_dir()
+
+
+def test_demo_with_a_broken_dataset_says_what_to_fix(home, tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
+    cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
+    cases.write_text(cases.read_text().replace("tier: smoke", "tier: smok", 1))
+    monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
+    result = invoke("demo")
+    assert result.exit_code == 2
+    assert "dt-simple-01" in result.output and "metadata.tier" in result.output
+    assert (
+        not (home / "results.sqlite").exists()
+        or not ResultsStore(f"sqlite:///{home / 'results.sqlite'}").list_runs()
+    )

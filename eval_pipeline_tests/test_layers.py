@@ -23,7 +23,7 @@ def imports(path: Path) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_layer_imports_point_down(layer):
-    allowed = set(LAYERS[LAYERS.index(layer):])
+    allowed = set(LAYERS[LAYERS.index(layer) :])
     for path in (PACKAGE / layer).rglob("*.py"):
         for module, _ in imports(path):
             parts = module.split(".")

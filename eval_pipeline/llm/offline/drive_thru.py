@@ -41,7 +41,7 @@ NUMBERS = {
     "couple": 2, "pair": 2, "dozen": 12,
 }  # fmt: skip
 SIZES = {"small", "medium", "large"}
-ADD_WORDS = {"with", "add", "extra", "plus-side"}
+ADD_WORDS = {"with", "add", "extra"}
 REMOVE_WORDS = {"no", "without", "hold"}
 FILLERS = re.compile(
     r"\b(uh+|um+|er+|hmm+|like|yeah|yo|okay|ok|just|please|thanks|thank you|"
