@@ -156,7 +156,8 @@ def item_scores(
     )
     means: dict[str, list[float]] = {}
     for s in scores:
-        means.setdefault(s.evaluator, []).append(s.value or 0.0)
+        if s.value is not None:  # evaluator errors are counted in the summary, not averaged
+            means.setdefault(s.evaluator, []).append(s.value)
     metadata: dict[str, Any] = {"run_id": agent_run_outputs["run_id"], "scores": len(scores)}
     metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
     return Output(agent_run_outputs, metadata=metadata)
