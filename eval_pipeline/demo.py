@@ -6,6 +6,9 @@ afterwards, the offline model, the local prompt registry and the SQLite results 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from dagster import DagsterInstance, MultiPartitionKey, materialize
 from rich.console import Console
 
@@ -19,8 +22,14 @@ from eval_pipeline.defs.resources import default_resources
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.report import print_report
 
+# The report is the demo's output; Dagster's own step log stays in the run (see the UI).
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 
 def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
+    home = Path(os.environ["DAGSTER_HOME"])
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     instance = DagsterInstance.get()
     resources = default_resources()
     store = resources["results_store"].open()
@@ -34,7 +43,7 @@ def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
                       f"{prompt.partition_key} (production label)")  # fmt: skip
         loaded = materialize(
             [golden_dataset], partition_key=name, instance=instance, resources=resources,
-            raise_on_error=False,
+            raise_on_error=False, run_config=QUIET,
         )  # fmt: skip
         if not loaded.success:
             console.print(f"[red]golden_dataset[{name}] failed:[/]\n{_step_error(loaded)}")
@@ -47,6 +56,7 @@ def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
             instance=instance,
             resources=resources,
             raise_on_error=False,
+            run_config=QUIET,
         )
         run = store.list_runs(suite=name, prompt_version=prompt.partition_key, limit=1)[0]
         summary = store.read_summary(run.run_id)

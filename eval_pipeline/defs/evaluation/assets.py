@@ -4,6 +4,7 @@ Asset bodies stay thin: they resolve the partition, call core/, and attach metad
 Results live in the results store; assets pass a small run reference along.
 """
 
+import warnings
 from typing import Any
 
 from dagster import (
@@ -12,6 +13,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetIn,
+    BetaWarning,
     Config,
     MaterializeResult,
     MetadataValue,
@@ -42,7 +44,9 @@ from eval_pipeline.defs.resources import (
 )
 
 GROUP = "evaluation"
-SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
+with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
+    warnings.simplefilter("ignore", BetaWarning)
+    SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
 
 
 class EvalRunConfig(Config):
