@@ -72,8 +72,8 @@ def test_worse_prompt_scores_worse(cases):
     good = run_all(DriveThruAgent(OfflineChatModel(), prompt(1), model_name="offline"), cases)
     bad = run_all(DriveThruAgent(OfflineChatModel(), prompt(2), model_name="offline"), cases)
     assert mean(order_correctness, cases, good) >= 0.95
-    assert mean(order_correctness, cases, bad) < mean(order_correctness, cases, good) - 0.1
-    assert mean(tool_call_accuracy, cases, bad) < 0.7
+    assert mean(order_correctness, cases, bad) < 0.95
+    assert mean(tool_call_accuracy, cases, bad) < 0.6
 
 
 def test_temperature_makes_seeded_mistakes(cases):
@@ -103,3 +103,20 @@ def test_chat_openai_over_http_gives_the_same_orders(cases):
     ]
     assert [r.output["tool_calls"] for r in over_http] == [r.output["tool_calls"] for r in offline]
     assert all(r.input_tokens > 0 for r in over_http)
+
+
+def test_refused_blind_add_is_looked_up_and_retried(cases):
+    """Without the lookup-first rule the model adds from the menu text; when the tool
+    refuses (an unknown modifier name), it looks the item up and adds it properly."""
+    from eval_pipeline.core.prompts import PromptVersion
+
+    text = "Take breakfast orders. Pass modifiers to add_item_to_order.\n\nMenu:\n{{menu}}"
+    no_lookup_rule = PromptVersion(name="t", version=1, type="text", prompt=text)
+    case = next(c for c in cases if c.id == "dt-modifiers-02")  # "Egg McMuffin, no cheese"
+    (result,) = run_all(DriveThruAgent(OfflineChatModel(), no_lookup_rule, model_name="x"), [case])
+    assert result.output["tool_calls"] == ["add_item_to_order", "lookup_menu_item",
+                                           "add_item_to_order"]  # fmt: skip
+    assert order_correctness(output=result.output, expected_output=case.expected_output).value == 1
+    assert (
+        tool_call_accuracy(output=result.output, expected_output=case.expected_output).value == 0.5
+    )

@@ -35,7 +35,7 @@ def test_run_passes_on_the_production_prompt(home):
 def test_run_fails_on_a_worse_prompt(home):
     result = invoke("run", "--suite", "drive_thru", "--prompt-version", "2")
     assert result.exit_code == 1, result.output
-    assert "FAIL" in result.output and "below minimum: order_correctness" in result.output
+    assert "FAIL" in result.output and "below minimum: tool_call_accuracy" in result.output
 
 
 @pytest.mark.parametrize(

@@ -200,24 +200,22 @@ def respond(turn: Turn) -> AIMessage:
     added: list[str] = []
     for index, mention in enumerate(mentions):
         rng = turn.rng("mention", index, len(calls))
-        lookup_id, add_id = f"call_{index}_lookup", f"call_{index}_add"
+        # Ids say where an add came from: "blind" = without a lookup, "add" = after one.
+        lookup_id, blind_id, add_id = (f"call_{index}_{k}" for k in ("lookup", "blind", "add"))
+        done = next((calls[i] for i in (add_id, blind_id) if i in calls and _added(calls[i])), None)
+        if done:
+            added.append(done[1].get("summary") or done[0]["args"]["item_id"])
+            continue
         if add_id in calls:
-            call, result = calls[add_id]
-            if isinstance(result, dict) and result.get("status") == "added":
-                added.append(result.get("summary") or call["args"]["item_id"])
-                continue
-            if lookup_id in calls or "lookup_menu_item" not in turn.tool_names:
-                notes.append(f"I couldn't add {mention.phrase}.")
-                continue
-            new_calls.append(_lookup(lookup_id, mention))  # a failed blind add: look it up now
+            notes.append(f"I couldn't add {mention.phrase}.")
             continue
         if lookup_id not in calls:
             direct = menu.get(_norm(mention.phrase))
             skip_lookup = "lookup_first" not in rules or rng.random() < turn.mistake_rate
-            if direct and skip_lookup:
+            if direct and skip_lookup and blind_id not in calls:
                 item = {"item_id": direct, "modifiers": []}
-                new_calls.append(_add(add_id, item, mention, rules, turn, rng, blind=True))
-            else:
+                new_calls.append(_add(blind_id, item, mention, rules, turn, rng, blind=True))
+            else:  # look it up first, or after a blind add the tool refused
                 new_calls.append(_lookup(lookup_id, mention))
             continue
         _, result = calls[lookup_id]
@@ -242,6 +240,11 @@ def respond(turn: Turn) -> AIMessage:
     parts.extend(notes)
     parts.append("Anything else?" if added else "What else can I get you?")
     return AIMessage(content=" ".join(parts))
+
+
+def _added(call_and_result: tuple[dict, Any]) -> bool:
+    result = call_and_result[1]
+    return isinstance(result, dict) and result.get("status") == "added"
 
 
 def _lookup(call_id: str, mention: Mention) -> dict[str, Any]:
