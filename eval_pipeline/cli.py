@@ -92,9 +92,8 @@ def run(
             )  # fmt: skip
         evaluation.produce_scores(store, run_record.run_id, suite, cases)
         summary = evaluation.produce_summary(store, run_record.run_id, suite, cases)
-    except Exception as exc:  # a runtime error: record it on the run, exit 2
+    except Exception as exc:  # recorded on the run by the stage; a runtime error exits 2
         message = redact(f"{type(exc).__name__}: {exc}")
-        store.fail_run(run_record.run_id, message)
         raise ConfigError(f"run {run_record.run_id} failed: {message}") from exc
     checks = evaluate_thresholds(summary, store.read_scores(run_record.run_id), thresholds)
     from eval_pipeline.report import print_report

@@ -105,3 +105,13 @@ def test_unreachable_server_error_hides_the_password():
         ResultsStore("postgresql://user:s3cr3tpw@127.0.0.1:1/db")
     assert "s3cr3tpw" not in str(info.value) and "127.0.0.1:1" in str(info.value)
     assert "EVAL_RESULTS_URL" in str(info.value)
+
+
+def test_a_stage_that_raises_marks_the_run_failed(store):
+    from eval_pipeline.core.evaluation import failure_recorded
+
+    store.create_run(run_record())
+    with pytest.raises(RuntimeError), failure_recorded(store, "r1"):
+        raise RuntimeError("model endpoint vanished")
+    run = store.get_run("r1")
+    assert run.status == "failed" and run.error == "RuntimeError: model endpoint vanished"

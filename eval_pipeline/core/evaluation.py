@@ -8,7 +8,8 @@ transaction, so a crash between stages leaves a 'running' run and no half summar
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from eval_pipeline.core.agent import Agent
@@ -16,6 +17,7 @@ from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.pricing import PriceTable
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.redact import redact
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent_sync
 from eval_pipeline.core.scoring import item_results, run_level, score_items
@@ -69,24 +71,37 @@ def produce_outputs(
     prices: PriceTable | None = None,
     progress: Progress | None = None,
 ) -> list[ItemOutput]:
-    outputs = run_agent_sync(agent, cases, config, prices=prices, progress=progress)
-    store.write_outputs(run.run_id, outputs)
+    with failure_recorded(store, run.run_id):
+        outputs = run_agent_sync(agent, cases, config, prices=prices, progress=progress)
+        store.write_outputs(run.run_id, outputs)
     return outputs
 
 
 def produce_scores(
     store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
 ) -> list[ItemScore]:
-    scores = score_items(cases, store.read_outputs(run_id), suite.evaluators)
-    store.write_scores(run_id, scores)
+    with failure_recorded(store, run_id):
+        scores = score_items(cases, store.read_outputs(run_id), suite.evaluators)
+        store.write_scores(run_id, scores)
     return scores
 
 
 def produce_summary(
     store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
 ) -> dict[str, Any]:
-    outputs, scores = store.read_outputs(run_id), store.read_scores(run_id)
-    run_evals = run_level(suite.run_evaluators, item_results(outputs, scores))
-    summary = summarize(cases, outputs, scores, run_evals)
-    store.complete_run(run_id, summary)
+    with failure_recorded(store, run_id):
+        outputs, scores = store.read_outputs(run_id), store.read_scores(run_id)
+        run_evals = run_level(suite.run_evaluators, item_results(outputs, scores))
+        summary = summarize(cases, outputs, scores, run_evals)
+        store.complete_run(run_id, summary)
     return summary
+
+
+@contextmanager
+def failure_recorded(store: ResultsStore, run_id: str) -> Iterator[None]:
+    """A stage that raises marks its run 'failed' with the (redacted) reason, then re-raises."""
+    try:
+        yield
+    except Exception as exc:
+        store.fail_run(run_id, redact(f"{type(exc).__name__}: {exc}"))
+        raise
