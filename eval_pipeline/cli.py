@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -121,6 +122,81 @@ class _progress:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
+
+
+@main.group()
+def prompts() -> None:
+    """The local prompt registry (prompts/ and prompts/labels.yaml; EVAL_PROMPTS_DIR)."""
+
+
+def _registry():
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+    return LocalPromptRegistry(settings.prompts_dir())
+
+
+@contextmanager
+def _prompt_errors():
+    from eval_pipeline.core.prompts import PromptError
+
+    try:
+        yield
+    except PromptError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+@prompts.command("list")
+def prompts_list() -> None:
+    """Every prompt with its versions and labels."""
+    from rich.table import Table
+
+    table = Table(title=f"Prompts in {settings.prompts_dir()}")
+    for column in ("name", "versions", "labels"):
+        table.add_column(column)
+    with _prompt_errors():
+        for name, versions, labels in _registry().list_prompts():
+            shown = ", ".join(f"{label} → v{v}" for label, v in sorted(labels.items()))
+            table.add_row(name, ", ".join(f"v{v}" for v in versions), shown or "–")
+    console.print(table)
+
+
+@prompts.command("show")
+@click.argument("name")
+@click.option("--version", type=int, default=None, help="Version (default: --label).")
+@click.option("--label", default="production", show_default=True)
+def prompts_show(name: str, version: int | None, label: str) -> None:
+    """Print one prompt version: labels, content hash, config and text."""
+    with _prompt_errors():
+        registry = _registry()
+        prompt = registry.get(name, version) if version else registry.get_by_label(name, label)
+    console.print(
+        f"[bold]{prompt.name} v{prompt.version}[/]  type {prompt.type}  hash {prompt.content_hash}"
+        f"  labels {', '.join(prompt.labels) or '–'}\nconfig {prompt.config}"
+    )
+    console.print(prompt.system_text(), markup=False, highlight=False)
+
+
+@prompts.command("label")
+@click.argument("name")
+@click.argument("version", type=int)
+@click.argument("label")
+def prompts_label(name: str, version: int, label: str) -> None:
+    """Point LABEL of prompt NAME at VERSION (moves it if it was elsewhere)."""
+    with _prompt_errors():
+        previous = _registry().set_label(name, version, label)
+    moved = f"moved from v{previous}" if previous and previous != version else "set"
+    console.print(f"{name}: label {label} → v{version} ({moved})")
+
+
+@prompts.command("add")
+@click.argument("name")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def prompts_add(name: str, source: Path) -> None:
+    """Store SOURCE as the next version of NAME (.yaml: type/prompt/config; else text)."""
+    with _prompt_errors():
+        prompt = _registry().add(name, source)
+    console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}); label it with "
+                  f"`eval-pipeline prompts label {name} {prompt.version} staging`")  # fmt: skip
 
 
 @main.command()

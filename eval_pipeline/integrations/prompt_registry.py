@@ -23,7 +23,7 @@ class PromptRegistry(Protocol):
 
 
 class LocalPromptRegistry:
-    """File-backed registry (read side)."""
+    """File-backed registry: read versions and labels, add versions, move labels."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -59,28 +59,8 @@ class LocalPromptRegistry:
             raise PromptError(
                 f"prompt {name!r} has no version {version} in {self.root} (versions: {known})"
             )
-        data = _load_yaml(path)
-        if not isinstance(data, dict) or "prompt" not in data:
-            raise PromptError(f"{path}: expected a mapping with 'type', 'prompt' and 'config'")
-        kind = data.get("type", "text")
-        prompt = data["prompt"]
-        valid_chat = (
-            kind == "chat"
-            and isinstance(prompt, list)
-            and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt)
-        )
-        if not (valid_chat or (kind == "text" and isinstance(prompt, str))):
-            raise PromptError(
-                f"{path}: field 'prompt': a text prompt is a string, a chat prompt a list of "
-                "{role, content} messages"
-            )
-        config = data.get("config") or {}
-        if not isinstance(config, dict):
-            raise PromptError(f"{path}: field 'config': expected a mapping")
         labels = tuple(sorted(k for k, v in self.labels(name).items() if v == version))
-        return PromptVersion(
-            name=name, version=version, type=kind, prompt=prompt, config=config, labels=labels
-        )
+        return _parse(path, _load_yaml(path), name, version, labels)
 
     def get_by_label(self, name: str, label: str) -> PromptVersion:
         labels = self.labels(name)
@@ -90,6 +70,66 @@ class LocalPromptRegistry:
                 f"(labels: {', '.join(sorted(labels)) or 'none'})"
             )
         return self.get(name, labels[label])
+
+    def list_prompts(self) -> list[tuple[str, list[int], dict[str, int]]]:
+        """(name, versions, labels) of every prompt with at least one version file."""
+        names = sorted({str(p.parent.relative_to(self.root)) for p in self.root.rglob("v*.yaml")})
+        return [(n, self.versions(n), self.labels(n)) for n in names if self.versions(n)]
+
+    def set_label(self, name: str, version: int, label: str) -> int | None:
+        """Point ``label`` at ``version`` (moving it if set); returns the previous version."""
+        self.get(name, version)  # must exist and be valid
+        if not label or not all(c.isalnum() or c in "-_." for c in label):
+            raise PromptError(f"invalid label {label!r}: use letters, digits, '-', '_' or '.'")
+        everything = self._all_labels()
+        previous = everything.setdefault(name, {}).get(label)
+        everything[name][label] = version
+        header = "# Which version each label points to, per prompt (written by eval-pipeline).\n"
+        self.labels_file.write_text(header + yaml.safe_dump(everything, sort_keys=True))
+        return previous
+
+    def add(self, name: str, source: Path) -> PromptVersion:
+        """Store ``source`` as the next version. A .yaml/.yml file holds type, prompt and
+        config; any other file is the text of a text prompt. Validated before writing."""
+        if source.suffix in {".yaml", ".yml"}:
+            data = _load_yaml(source)
+        else:
+            try:
+                data = {"type": "text", "prompt": source.read_text(encoding="utf-8")}
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PromptError(f"{source}: cannot read: {exc}") from exc
+        version = max(self.versions(name), default=0) + 1
+        prompt = _parse(source, data, name, version, ())
+        target = self.root / name / f"v{version}.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        body = {"type": prompt.type, "config": prompt.config, "prompt": prompt.prompt}
+        target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+        return prompt
+
+
+def _parse(
+    path: Path, data: Any, name: str, version: int, labels: tuple[str, ...]
+) -> PromptVersion:
+    if not isinstance(data, dict) or "prompt" not in data:
+        raise PromptError(f"{path}: expected a mapping with 'type', 'prompt' and 'config'")
+    kind = data.get("type", "text")
+    prompt = data["prompt"]
+    valid_chat = (
+        kind == "chat"
+        and isinstance(prompt, list)
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt)
+    )
+    if not (valid_chat or (kind == "text" and isinstance(prompt, str))):
+        raise PromptError(
+            f"{path}: field 'prompt': a text prompt is a string, a chat prompt a list of "
+            "{role, content} messages"
+        )
+    config = data.get("config") or {}
+    if not isinstance(config, dict):
+        raise PromptError(f"{path}: field 'config': expected a mapping")
+    return PromptVersion(
+        name=name, version=version, type=kind, prompt=prompt, config=config, labels=labels
+    )
 
 
 def _load_yaml(path: Path) -> Any:

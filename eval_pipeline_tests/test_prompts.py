@@ -1,0 +1,67 @@
+"""The local prompt registry and `eval-pipeline prompts list|show|label|add`."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from eval_pipeline.cli import main
+from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "drive-thru/orchestrator"
+
+
+@pytest.fixture
+def prompts_dir(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "prompts", tmp_path / "prompts")
+    monkeypatch.setenv("EVAL_PROMPTS_DIR", str(tmp_path / "prompts"))
+    return tmp_path / "prompts"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["prompts", *args], catch_exceptions=False)
+
+
+def test_list_and_show(prompts_dir):
+    listed = invoke("list")
+    assert listed.exit_code == 0 and NAME in listed.output and "production → v1" in listed.output
+    shown = invoke("show", NAME, "--label", "staging")
+    assert shown.exit_code == 0 and "v2" in shown.output and "{{menu}}" in shown.output
+
+
+def test_add_then_label_moves_the_label(prompts_dir, tmp_path):
+    source = tmp_path / "new.txt"
+    source.write_text("Always call lookup_menu_item before add_item_to_order.\n{{menu}}")
+    added = invoke("add", NAME, str(source))
+    assert added.exit_code == 0 and "added v3" in added.output
+    registry = LocalPromptRegistry(prompts_dir)
+    assert registry.get(NAME, 3).type == "text"
+    labelled = invoke("label", NAME, "3", "production")
+    assert labelled.exit_code == 0 and "moved from v1" in labelled.output
+    assert registry.labels(NAME) == {"production": 3, "staging": 2}
+    assert registry.get_by_label(NAME, "production").version == 3
+    assert yaml.safe_load((prompts_dir / "labels.yaml").read_text())[NAME]["production"] == 3
+
+
+def test_bad_input_exits_2_and_writes_nothing(prompts_dir, tmp_path):
+    before = sorted(p.name for p in (prompts_dir / NAME).iterdir())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("type: chat\nprompt: just a string\n")
+    result = invoke("add", NAME, str(bad))
+    assert result.exit_code == 2 and "field 'prompt'" in result.output
+    assert sorted(p.name for p in (prompts_dir / NAME).iterdir()) == before
+    labels = (prompts_dir / "labels.yaml").read_text()
+    assert invoke("label", NAME, "9", "production").exit_code == 2
+    assert invoke("label", NAME, "1", "bad label!").exit_code == 2
+    assert (prompts_dir / "labels.yaml").read_text() == labels
+    assert invoke("show", NAME, "--label", "canary").exit_code == 2
+
+
+def test_malformed_version_file_names_the_file(prompts_dir):
+    (prompts_dir / NAME / "v1.yaml").write_text("prompt: [unclosed\n")
+    with pytest.raises(PromptError, match=r"v1\.yaml"):
+        LocalPromptRegistry(prompts_dir).get(NAME, 1)
