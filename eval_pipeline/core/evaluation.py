@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from eval_pipeline.core.agent import Agent
-from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
 from eval_pipeline.core.pricing import PriceTable
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
@@ -95,6 +95,20 @@ def produce_summary(
         summary = summarize(cases, outputs, scores, run_evals)
         store.complete_run(run_id, summary)
     return summary
+
+
+def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenCase]:
+    """The cases a run was started on, reloaded; refuses if the dataset changed since."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise DatasetError([f"run {run_id!r} is not in the results store"])
+    cases = select_tier(suite.load_cases(), run.tier)
+    if dataset_version(cases) != run.dataset_version:
+        raise DatasetError([
+            f"{suite.dataset_dir}: the dataset changed while run {run_id} was in progress "
+            f"(version {run.dataset_version} → {dataset_version(cases)}); start a new run"
+        ])  # fmt: skip
+    return cases
 
 
 @contextmanager

@@ -1,7 +1,10 @@
 """Evaluation assets: golden_dataset[suite] → agent_run_outputs → item_scores → eval_summary.
 
 Asset bodies stay thin: they resolve the partition, call core/, and attach metadata.
-Results live in the results store; assets pass a small run reference along.
+Results live in the results store; assets pass a small run reference along. The
+evaluation assets read the golden cases from the dataset files themselves (golden_dataset
+is lineage and validation, not a data input), so a sensor- or schedule-triggered run
+works even if golden_dataset was never materialized, and evaluates the files as they are.
 """
 
 import warnings
@@ -11,8 +14,8 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
-    AssetIn,
     BetaWarning,
     Config,
     MaterializeResult,
@@ -24,7 +27,7 @@ from dagster import (
 )
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.cases import GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.cases import dataset_version, select_tier
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.summary import markdown_table
@@ -100,13 +103,12 @@ def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
 @asset(
     group_name=GROUP,
     partitions_def=eval_partitions,
-    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
+    deps=[AssetDep(golden_dataset, partition_mapping=SUITE_OF_EVAL)],
     pool="llm",
 )
 def agent_run_outputs(
     context: AssetExecutionContext,
     config: EvalRunConfig,
-    golden_dataset: list[GoldenCase],
     suites: SuitesResource,
     prompt_registry: PromptRegistryResource,
     llm: LLMResource,
@@ -115,7 +117,7 @@ def agent_run_outputs(
     """Run the agent with this partition's prompt version on every case of the tier."""
     suite_name, version_key = _keys(context)
     suite = suites.get(suite_name)
-    cases = select_tier(golden_dataset, config.tier)
+    cases = select_tier(suite.load_cases(), config.tier)
     prompt = prompt_registry.registry().get(suite.prompt_name, parse_version_key(version_key))
     settings = llm.settings().with_prompt_config(prompt.config)
     repeats = config.repeats or suite.repeats
@@ -144,19 +146,18 @@ def agent_run_outputs(
 @asset(
     group_name=GROUP,
     partitions_def=eval_partitions,
-    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
 )
 def item_scores(
     context: AssetExecutionContext,
     agent_run_outputs: dict[str, Any],
-    golden_dataset: list[GoldenCase],
     suites: SuitesResource,
     results_store: ResultsStoreResource,
 ) -> Output[dict[str, Any]]:
     """Score every recorded output with the suite's item evaluators."""
     suite = suites.get(agent_run_outputs["suite"])
+    store, run_id = results_store.open(), agent_run_outputs["run_id"]
     scores = evaluation.produce_scores(
-        results_store.open(), agent_run_outputs["run_id"], suite, golden_dataset
+        store, run_id, suite, evaluation.cases_of_run(store, run_id, suite)
     )
     means: dict[str, list[float]] = {}
     for s in scores:
@@ -170,7 +171,6 @@ def item_scores(
 @asset(
     group_name=GROUP,
     partitions_def=eval_partitions,
-    ins={"golden_dataset": AssetIn(partition_mapping=SUITE_OF_EVAL)},
     check_specs=[
         AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
         AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
@@ -180,7 +180,6 @@ def item_scores(
 def eval_summary(
     context: AssetExecutionContext,
     item_scores: dict[str, Any],
-    golden_dataset: list[GoldenCase],
     suites: SuitesResource,
     results_store: ResultsStoreResource,
 ):
@@ -188,7 +187,8 @@ def eval_summary(
     suite = suites.get(item_scores["suite"])
     store = results_store.open()
     run_id = item_scores["run_id"]
-    summary = evaluation.produce_summary(store, run_id, suite, golden_dataset)
+    cases = evaluation.cases_of_run(store, run_id, suite)
+    summary = evaluation.produce_summary(store, run_id, suite, cases)
     thresholds = suite.thresholds
     primary = summary["metrics"].get(thresholds.primary_metric)
     yield MaterializeResult(
