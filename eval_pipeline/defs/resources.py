@@ -13,7 +13,9 @@ from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.pricing import PriceTable
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
 
 
@@ -41,13 +43,44 @@ class SuitesResource(ConfigurableResource):
         return get_suite(name, Path(self.datasets_dir))
 
 
+class LangfuseResource(ConfigurableResource):
+    """Langfuse keys and host (LANGFUSE_* via EnvVar). Without keys: local implementations."""
+
+    public_key: str | None = None
+    secret_key: str | None = None
+    base_url: str | None = None
+
+    def settings(self) -> LangfuseSettings | None:
+        return LangfuseSettings.from_values(self.public_key, self.secret_key, self.base_url)
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings() is not None
+
+    def describe(self) -> str:
+        settings = self.settings()
+        return f"langfuse ({settings.base_url})" if settings else "not configured"
+
+
 class PromptRegistryResource(ConfigurableResource):
-    """The local, file-backed prompt registry (Langfuse arrives with its own resource)."""
+    """Langfuse's prompt management when configured, else the file-backed registry."""
 
     prompts_dir: str
+    langfuse: LangfuseResource | None = None
 
-    def registry(self) -> LocalPromptRegistry:
-        return LocalPromptRegistry(Path(self.prompts_dir))
+    def registry(self) -> PromptRegistry:
+        settings = self.langfuse.settings() if self.langfuse else None
+        if settings is None:
+            return LocalPromptRegistry(Path(self.prompts_dir))
+        return LangfusePromptRegistry(
+            _langfuse_client(settings), base_url=settings.base_url, timeout_s=settings.timeout_s
+        )
+
+
+@cache
+def _langfuse_client(settings: LangfuseSettings):
+    """One SDK client per settings and process (the SDK shares resources per key anyway)."""
+    return settings.client()
 
 
 class LLMResource(ConfigurableResource):
@@ -80,12 +113,20 @@ def _env(name: str) -> EnvVar | None:
 
 
 def default_resources() -> dict[str, ConfigurableResource]:
+    langfuse = LangfuseResource(
+        public_key=_env("LANGFUSE_PUBLIC_KEY"),
+        secret_key=_env("LANGFUSE_SECRET_KEY"),
+        base_url=_env("LANGFUSE_BASE_URL"),
+    )
     return {
         "results_store": ResultsStoreResource(
             url=_env("EVAL_RESULTS_URL") or settings.results_url()
         ),
         "suites": SuitesResource(datasets_dir=str(settings.datasets_dir())),
-        "prompt_registry": PromptRegistryResource(prompts_dir=str(settings.prompts_dir())),
+        "langfuse": langfuse,
+        "prompt_registry": PromptRegistryResource(
+            prompts_dir=str(settings.prompts_dir()), langfuse=langfuse
+        ),
         "llm": LLMResource(
             model=_env("EVAL_LLM_MODEL"),
             base_url=_env("EVAL_LLM_BASE_URL"),

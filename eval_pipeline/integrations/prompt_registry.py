@@ -8,6 +8,7 @@ can start locally (with git history of its prompts) and move to Langfuse later.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,10 +17,23 @@ import yaml
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 
 
+class RegistryUnavailable(RuntimeError):
+    """The registry could not be reached or answered with an error (retry later)."""
+
+
 class PromptRegistry(Protocol):
+    """What the pipeline needs from a prompt registry (Langfuse or local files)."""
+
+    @property
+    def description(self) -> str: ...
+
     def get(self, name: str, version: int) -> PromptVersion: ...
 
-    def labels(self, name: str) -> dict[str, int]: ...
+    def get_by_label(self, name: str, label: str) -> PromptVersion: ...
+
+    def label_versions(self, labels: Iterable[str]) -> dict[str, dict[str, int]]:
+        """``{prompt name: {label: version}}`` for the given labels, across all prompts."""
+        ...
 
 
 class LocalPromptRegistry:
@@ -27,6 +41,22 @@ class LocalPromptRegistry:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+
+    @property
+    def description(self) -> str:
+        return f"local ({self.root})"
+
+    def label_versions(self, labels: Iterable[str]) -> dict[str, dict[str, int]]:
+        wanted = set(labels)
+        try:
+            everything = self._all_labels()
+        except PromptError as exc:  # a half-edited labels file: try again next tick
+            raise RegistryUnavailable(str(exc)) from exc
+        found = {
+            name: {label: int(v) for label, v in by_label.items() if label in wanted}
+            for name, by_label in everything.items()
+        }
+        return {name: by_label for name, by_label in found.items() if by_label}
 
     @property
     def labels_file(self) -> Path:

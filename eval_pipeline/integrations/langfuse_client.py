@@ -1,0 +1,58 @@
+"""Langfuse connection settings and the SDK client built from them.
+
+Keys come from the environment (``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``,
+``LANGFUSE_BASE_URL``) or from Dagster ``EnvVar``-backed resources. The secret key is
+registered for redaction as soon as it is read, so it can never reach logs or metadata.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from langfuse import Langfuse
+
+from eval_pipeline.core.redact import register_secret
+
+DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+
+
+@dataclass(frozen=True)
+class LangfuseSettings:
+    public_key: str
+    secret_key: str
+    base_url: str = DEFAULT_BASE_URL
+    timeout_s: int = 10
+
+    def __post_init__(self) -> None:
+        register_secret(self.secret_key)
+
+    def __repr__(self) -> str:  # never show the secret, even in a traceback
+        return f"LangfuseSettings(public_key={self.public_key!r}, base_url={self.base_url!r})"
+
+    @classmethod
+    def from_values(
+        cls, public_key: str | None, secret_key: str | None, base_url: str | None = None
+    ) -> LangfuseSettings | None:
+        """Settings when both keys are given, else None (= use the local implementations)."""
+        if not (public_key and secret_key):
+            return None
+        return cls(public_key, secret_key, (base_url or DEFAULT_BASE_URL).rstrip("/"))
+
+    @classmethod
+    def from_env(cls) -> LangfuseSettings | None:
+        return cls.from_values(
+            os.environ.get("LANGFUSE_PUBLIC_KEY"),
+            os.environ.get("LANGFUSE_SECRET_KEY"),
+            os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST"),
+        )
+
+    def client(self, *, tracing_enabled: bool = True) -> Langfuse:
+        """The SDK client. Note the SDK shares HTTP resources per public key in a process."""
+        return Langfuse(
+            public_key=self.public_key,
+            secret_key=self.secret_key,
+            base_url=self.base_url,
+            timeout=self.timeout_s,
+            tracing_enabled=tracing_enabled,
+        )
