@@ -1,0 +1,43 @@
+"""Shared by the sensor and the schedules: which prompts the suites watch, run requests."""
+
+from __future__ import annotations
+
+import os
+
+from dagster import DagsterInstance, MultiPartitionKey, RunConfig, RunRequest
+
+from eval_pipeline.agents.registry import SUITE_NAMES
+from eval_pipeline.core.label_moves import WatchedPrompt
+from eval_pipeline.defs.evaluation.assets import EvalRunConfig
+from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.resources import SuitesResource
+
+
+def env_setting(name: str, default: str) -> str:
+    """Automation settings are read when the code location loads (restart to change)."""
+    return os.environ.get(name) or default
+
+
+def watched_prompts(suites: SuitesResource) -> list[WatchedPrompt]:
+    watched = []
+    for name in SUITE_NAMES:
+        suite = suites.get(name)
+        watched.append(WatchedPrompt(name, suite.prompt_name, tuple(suite.watched_labels)))
+    return watched
+
+
+def missing_partitions(instance: DagsterInstance, versions: list[str]) -> list[str]:
+    """prompt_version partitions that still have to be added."""
+    name = prompt_version_partitions.name
+    return sorted({v for v in versions if not instance.has_dynamic_partition(name, v)})
+
+
+def eval_run_request(
+    suite: str, version: str, tier: str, *, run_key: str, tags: dict[str, str]
+) -> RunRequest:
+    return RunRequest(
+        run_key=run_key,
+        partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
+        run_config=RunConfig(ops={"agent_run_outputs": EvalRunConfig(tier=tier)}),
+        tags=tags,
+    )

@@ -1,0 +1,76 @@
+"""nightly_full_eval: every night, each suite's production prompt version, full tier."""
+
+from __future__ import annotations
+
+from dagster import (
+    DefaultScheduleStatus,
+    ScheduleEvaluationContext,
+    SkipReason,
+    schedule,
+)
+
+from eval_pipeline.defs.automation.common import (
+    env_setting,
+    eval_run_request,
+    missing_partitions,
+    watched_prompts,
+)
+from eval_pipeline.defs.evaluation.definitions import eval_job
+from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.resources import PromptRegistryResource, SuitesResource
+from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+
+NIGHTLY_CRON = env_setting("EVAL_NIGHTLY_CRON", "0 2 * * *")
+NIGHTLY_TIMEZONE = env_setting("EVAL_NIGHTLY_TIMEZONE", "UTC")
+PRODUCTION_LABEL = "production"
+
+
+@schedule(
+    job=eval_job,
+    cron_schedule=NIGHTLY_CRON,
+    execution_timezone=NIGHTLY_TIMEZONE,
+    default_status=DefaultScheduleStatus.RUNNING,
+    description="Full-tier evaluation of every suite's production prompt version "
+    "(suite repeats, fresh model calls); run keys per date and suite.",
+)
+def nightly_full_eval(
+    context: ScheduleEvaluationContext,
+    prompt_registry: PromptRegistryResource,
+    suites: SuitesResource,
+):
+    registry = prompt_registry.registry()
+    try:
+        snapshot = registry.label_versions([PRODUCTION_LABEL])
+    except RegistryUnavailable as exc:
+        return SkipReason(f"prompt registry {registry.description} unavailable: {exc}")
+    day = context.scheduled_execution_time.date().isoformat()
+    wanted = []
+    for w in watched_prompts(suites):
+        version = snapshot.get(w.prompt_name, {}).get(PRODUCTION_LABEL)
+        if version is None:
+            context.log.warning(f"{w.suite}: prompt {w.prompt_name} has no production label")
+        else:
+            wanted.append((w, f"v{version}"))
+    if not wanted:
+        return SkipReason("no suite has a production prompt version")
+    new = missing_partitions(context.instance, [version for _, version in wanted])
+    if new:  # schedules cannot return partition requests: add them directly
+        context.instance.add_dynamic_partitions(prompt_version_partitions.name, new)
+    return [
+        eval_run_request(
+            w.suite,
+            version,
+            "full",
+            run_key=f"nightly:{day}:{w.suite}",
+            tags={
+                "eval/trigger": "nightly_full_eval",
+                "eval/suite": w.suite,
+                "eval/prompt": w.prompt_name,
+                "eval/label": PRODUCTION_LABEL,
+                "eval/to_version": version,
+                "eval/tier": "full",
+                "eval/date": day,
+            },
+        )
+        for w, version in wanted
+    ]

@@ -1,0 +1,185 @@
+"""prompt_label_sensor and nightly_full_eval against the local registry on a test instance."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from dagster import (
+    Definitions,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+    instance_for_test,
+)
+
+from eval_pipeline.core.label_moves import (
+    SensorCursor,
+    WatchedPrompt,
+    current_state,
+    plan_requests,
+)
+from eval_pipeline.defs.automation.schedules import nightly_full_eval
+from eval_pipeline.defs.automation.sensors import prompt_label_sensor
+from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
+from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.resources import (
+    LLMResource,
+    PromptRegistryResource,
+    ResultsStoreResource,
+    SuitesResource,
+)
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = "drive-thru/orchestrator"
+WATCHED = [WatchedPrompt("drive_thru", PROMPT, ("production", "staging"))]
+
+
+def never(*_):
+    return False
+
+
+def test_first_tick_requests_only_versions_never_evaluated():
+    state = {"drive_thru": {"production": 1, "staging": 2}}
+    requests, cursor = plan_requests(
+        None, state, WATCHED, evaluated=lambda s, v, tier: (v, tier) == (1, "full")
+    )
+    assert [(r.version, r.tier) for r in requests] == [(2, "smoke")]
+    assert requests[0].moves[0].old is None
+    assert cursor.labels == state and cursor.seq == 1
+
+
+def test_a_moved_label_requests_one_run_and_an_unchanged_state_none():
+    before = SensorCursor({"drive_thru": {"production": 1, "staging": 2}}, seq=4)
+    state = {"drive_thru": {"production": 1, "staging": 3}}
+    requests, cursor = plan_requests(before, state, WATCHED, evaluated=never)
+    assert len(requests) == 1
+    request = requests[0]
+    assert (request.suite, request.version, request.tier) == ("drive_thru", 3, "smoke")
+    assert request.tags()["eval/label"] == "staging"
+    assert request.tags()["eval/from_version"] == "v2"
+    assert request.run_key == "prompt-label:drive_thru:v3:smoke:5"
+    again, cursor2 = plan_requests(cursor, state, WATCHED, evaluated=never)
+    assert again == [] and cursor2.seq == cursor.seq
+
+
+def test_promotion_of_two_labels_to_one_version_is_one_full_run():
+    before = SensorCursor({"drive_thru": {"production": 1, "staging": 2}})
+    state = {"drive_thru": {"production": 3, "staging": 3}}
+    requests, _ = plan_requests(before, state, WATCHED, evaluated=never)
+    assert [(r.version, r.tier, len(r.moves)) for r in requests] == [(3, "full", 2)]
+
+
+def test_removed_label_requests_nothing_and_bad_cursor_is_a_first_tick():
+    before = SensorCursor({"drive_thru": {"production": 1, "staging": 2}})
+    requests, cursor = plan_requests(
+        before, {"drive_thru": {"production": 1}}, WATCHED, evaluated=never
+    )
+    assert requests == [] and cursor.labels == {"drive_thru": {"production": 1}}
+    assert SensorCursor.loads("not json") is None
+    assert SensorCursor.loads(cursor.dumps()) == cursor
+
+
+def test_current_state_projects_the_registry_snapshot_on_suites():
+    snapshot = {PROMPT: {"production": 4, "staging": 5, "canary": 6}, "other": {"production": 1}}
+    assert current_state(WATCHED, snapshot) == {"drive_thru": {"production": 4, "staging": 5}}
+
+
+@pytest.fixture
+def env(tmp_path):
+    shutil.copytree(ROOT / "prompts", tmp_path / "prompts")
+    resources = {
+        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
+        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
+        "prompt_registry": PromptRegistryResource(prompts_dir=str(tmp_path / "prompts")),
+        "llm": LLMResource(),
+    }
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        yield instance, resources, LocalPromptRegistry(tmp_path / "prompts")
+
+
+def tick(instance, resources, cursor=None):
+    with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+        result = prompt_label_sensor(context)
+    if isinstance(result, SensorResult):  # build_sensor_context does not apply these
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+    return result
+
+
+def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
+    instance, resources, registry = env
+    first = tick(instance, resources)
+    assert sorted((r.partition_key.keys_by_dimension["prompt_version"], r.tags["eval/tier"])
+                  for r in first.run_requests) == [("v1", "full"), ("v2", "smoke")]  # fmt: skip
+    assert set(instance.get_dynamic_partitions(prompt_version_partitions.name)) == {"v1", "v2"}
+
+    quiet = tick(instance, resources, first.cursor)
+    assert quiet.run_requests == [] and "no watched label moved" in quiet.skip_reason.skip_message
+
+    new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
+    registry.set_label(PROMPT, new.version, "staging")
+    moved = tick(instance, resources, quiet.cursor)
+    assert len(moved.run_requests) == 1
+    request = moved.run_requests[0]
+    assert request.partition_key.keys_by_dimension == {
+        "suite": "drive_thru",
+        "prompt_version": f"v{new.version}",
+    }
+    assert request.tags["eval/label"] == "staging"
+    assert request.tags["eval/from_version"] == "v2"
+    assert request.tags["eval/to_version"] == f"v{new.version}"
+    assert request.tags["eval/tier"] == "smoke"
+    assert f"v{new.version}" in instance.get_dynamic_partitions(prompt_version_partitions.name)
+    assert tick(instance, resources, moved.cursor).run_requests == []
+
+    # The requested run, as the daemon would launch it (golden_dataset never materialized).
+    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
+        "eval_job"
+    )
+    result = job.execute_in_process(
+        partition_key=request.partition_key,
+        run_config=request.run_config,
+        tags=request.tags,
+        instance=instance,
+    )
+    assert result.success
+    store = resources["results_store"].open()
+    runs = store.list_runs(suite="drive_thru", prompt_version=f"v{new.version}")
+    assert [(r.status, r.tier, r.prompt_hash) for r in runs] == [
+        ("complete", "smoke", new.content_hash)
+    ]
+    assert store.read_summary(runs[0].run_id)["n_cases"] == 11
+
+
+def test_registry_outage_skips_with_the_cause_and_keeps_the_cursor(env):
+    instance, resources, registry = env
+    first = tick(instance, resources)
+    registry.labels_file.write_text("drive-thru/orchestrator: [not, a, mapping]\n")
+    with build_sensor_context(
+        instance=instance, cursor=first.cursor, resources=resources
+    ) as context:
+        result = prompt_label_sensor(context)
+        assert isinstance(result, SkipReason)
+        assert "unavailable" in result.skip_message and "labels.yaml" in result.skip_message
+        assert context.cursor == first.cursor
+
+
+def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
+    instance, resources, _ = env
+    with build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=datetime(2026, 11, 22, 2, 0, tzinfo=UTC),
+        resources=resources,
+    ) as context:
+        requests = list(nightly_full_eval(context))
+    assert [r.run_key for r in requests] == ["nightly:2026-11-22:drive_thru"]
+    request = requests[0]
+    assert request.partition_key.keys_by_dimension["prompt_version"] == "v1"
+    assert request.run_config["ops"]["agent_run_outputs"]["config"]["tier"] == "full"
+    assert "v1" in instance.get_dynamic_partitions(prompt_version_partitions.name)
