@@ -27,6 +27,7 @@ from eval_pipeline.defs.automation.sensors import prompt_label_sensor
 from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.defs.resources import (
+    LangfuseResource,
     LLMResource,
     PromptRegistryResource,
     ResultsStoreResource,
@@ -97,6 +98,7 @@ def env(tmp_path):
         "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
         "prompt_registry": PromptRegistryResource(prompts_dir=str(tmp_path / "prompts")),
         "llm": LLMResource(),
+        "langfuse": LangfuseResource(),
     }
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:

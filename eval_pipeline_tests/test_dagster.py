@@ -13,6 +13,7 @@ from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import golden_dataset
 from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
 from eval_pipeline.defs.resources import (
+    LangfuseResource,
     LLMResource,
     PromptRegistryResource,
     ResultsStoreResource,
@@ -31,6 +32,7 @@ def env(tmp_path):
         "suites": SuitesResource(datasets_dir=str(tmp_path / "datasets")),
         "prompt_registry": PromptRegistryResource(prompts_dir=str(ROOT / "prompts")),
         "llm": LLMResource(),
+        "langfuse": LangfuseResource(),
     }
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:

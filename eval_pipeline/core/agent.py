@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,7 +21,11 @@ class AgentResult:
 
 
 class Agent(Protocol):
-    async def run(self, case: GoldenCase, *, repeat: int) -> AgentResult: ...
+    async def run(
+        self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
+    ) -> AgentResult:
+        """Run one case. ``callbacks`` are LangChain callbacks to attach (e.g. tracing)."""
+        ...
 
 
 def item_seed(case_id: str, repeat: int, base: int = 0) -> int:

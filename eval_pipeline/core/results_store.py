@@ -89,6 +89,18 @@ summaries = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
 )  # fmt: skip
 
+# Deliveries to external systems (e.g. scores to Langfuse) that failed and wait for the next
+# run: keyed by a deterministic id, so queuing the same thing twice keeps one row.
+outbox = Table(
+    "outbox", metadata,
+    Column("id", String(200), primary_key=True),
+    Column("kind", String(50), nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text),
+    Column("queued_at", DateTime(timezone=True), nullable=False),
+)  # fmt: skip
+
 
 class ResultsStoreError(RuntimeError):
     """The store cannot be opened or written; the message never contains a password."""
@@ -180,6 +192,36 @@ class ResultsStore:
                 .where(runs.c.run_id == run_id)
                 .values(status="failed", finished_at=utcnow(), error=error)
             )
+
+    def queue(self, kind: str, items: dict[str, dict[str, Any]], error: str) -> None:
+        """Put undelivered payloads (by id) in the outbox; re-queuing counts an attempt."""
+        if not items:
+            return
+        with self.engine.begin() as conn:
+            known = {
+                row.id: row.attempts
+                for row in conn.execute(
+                    select(outbox.c.id, outbox.c.attempts).where(outbox.c.id.in_(list(items)))
+                )
+            }
+            conn.execute(delete(outbox).where(outbox.c.id.in_(list(known))))
+            rows = [
+                {"id": key, "kind": kind, "payload": payload, "attempts": known.get(key, 0) + 1,
+                 "last_error": error, "queued_at": utcnow()}
+                for key, payload in items.items()
+            ]  # fmt: skip
+            conn.execute(insert(outbox), rows)
+
+    def queued(self, kind: str, limit: int = 10_000) -> dict[str, dict[str, Any]]:
+        query = select(outbox.c.id, outbox.c.payload).where(outbox.c.kind == kind)
+        with self.engine.connect() as conn:
+            return {row.id: row.payload for row in conn.execute(query.limit(limit))}
+
+    def delivered(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        with self.engine.begin() as conn:
+            for start in range(0, len(ids), 500):
+                conn.execute(delete(outbox).where(outbox.c.id.in_(ids[start : start + 500])))
 
     # --- reads --------------------------------------------------------------------------
     def get_run(self, run_id: str) -> RunRecord | None:

@@ -59,7 +59,12 @@ class LangfuseResource(ConfigurableResource):
 
     def describe(self) -> str:
         settings = self.settings()
-        return f"langfuse ({settings.base_url})" if settings else "not configured"
+        return f"langfuse ({settings.base_url})" if settings else "not configured (local files)"
+
+    def client(self):
+        """The SDK client, or None when Langfuse is not configured."""
+        settings = self.settings()
+        return _langfuse_client(settings) if settings else None
 
 
 class PromptRegistryResource(ConfigurableResource):
@@ -73,7 +78,7 @@ class PromptRegistryResource(ConfigurableResource):
         if settings is None:
             return LocalPromptRegistry(Path(self.prompts_dir))
         return LangfusePromptRegistry(
-            _langfuse_client(settings), base_url=settings.base_url, timeout_s=settings.timeout_s
+            self.langfuse.client(), base_url=settings.base_url, timeout_s=settings.timeout_s
         )
 
 

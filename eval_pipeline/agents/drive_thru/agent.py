@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -35,7 +36,9 @@ class DriveThruAgent:
         self.base_seed = base_seed
         self.callbacks = callbacks or []
 
-    async def run(self, case: GoldenCase, *, repeat: int) -> AgentResult:
+    async def run(
+        self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
+    ) -> AgentResult:
         utterance = case.input.get("customer_utterance")
         if not isinstance(utterance, str):
             raise ValueError(f"case {case.id}: input.customer_utterance must be a string")
@@ -43,7 +46,7 @@ class DriveThruAgent:
         graph = build_graph(llm, self.system_prompt)  # fresh graph + checkpointer per item
         config = {
             "configurable": {"thread_id": f"eval-{uuid.uuid4()}"},
-            "callbacks": self.callbacks,
+            "callbacks": [*self.callbacks, *callbacks],
             "recursion_limit": 25,
         }
         state = await graph.ainvoke(

@@ -40,11 +40,14 @@ from eval_pipeline.defs.evaluation.metadata import (
 )
 from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
 from eval_pipeline.defs.resources import (
+    LangfuseResource,
     LLMResource,
     PromptRegistryResource,
     ResultsStoreResource,
     SuitesResource,
 )
+from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 
 GROUP = "evaluation"
 with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
@@ -113,6 +116,7 @@ def agent_run_outputs(
     prompt_registry: PromptRegistryResource,
     llm: LLMResource,
     results_store: ResultsStoreResource,
+    langfuse: LangfuseResource,
 ) -> Output[dict[str, Any]]:
     """Run the agent with this partition's prompt version on every case of the tier."""
     suite_name, version_key = _keys(context)
@@ -134,13 +138,28 @@ def agent_run_outputs(
         concurrency=config.concurrency, repeats=repeats, timeout_s=config.timeout_s,
         requests_per_second=config.requests_per_second,
     )  # fmt: skip
+    agent = suite.make_agent(prompt, settings)
+    client = langfuse.client()
+    if client is not None:
+        agent = TracedAgent(
+            agent, client, public_key=langfuse.public_key or "", run_id=run.run_id,
+            trace_name=f"eval-{suite_name}",
+            tags=["eval-pipeline", f"suite:{suite_name}", f"prompt:{version_key}"],
+            metadata={"suite": suite_name, "prompt_version": version_key,
+                      "run_id": run.run_id, "dagster_run_id": context.run.run_id},
+        )  # fmt: skip
     outputs = evaluation.produce_outputs(
-        store, run, suite.make_agent(prompt, settings), cases, runner,
+        store, run, agent, cases, runner,
         prices=llm.prices(), progress=progress_logger(context.log, run.run_id),
     )  # fmt: skip
+    if client is not None:
+        client.flush()
     ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
            "tier": config.tier}  # fmt: skip
-    return Output(ref, metadata=outputs_metadata(run, prompt, settings, outputs))
+    metadata = outputs_metadata(run, prompt, settings, outputs)
+    metadata["prompt_registry"] = prompt_registry.registry().description
+    metadata["langfuse"] = langfuse.describe()
+    return Output(ref, metadata=metadata)
 
 
 @asset(
@@ -182,6 +201,7 @@ def eval_summary(
     item_scores: dict[str, Any],
     suites: SuitesResource,
     results_store: ResultsStoreResource,
+    langfuse: LangfuseResource,
 ):
     """Aggregate the run, mark it complete, and gate it on the suite's thresholds."""
     suite = suites.get(item_scores["suite"])
@@ -191,8 +211,18 @@ def eval_summary(
     summary = evaluation.produce_summary(store, run_id, suite, cases)
     thresholds = suite.thresholds
     primary = summary["metrics"].get(thresholds.primary_metric)
+    writeback: dict[str, Any] = {"langfuse": langfuse.describe()}
+    client = langfuse.client()
+    if client is not None:  # never fails the evaluation; undelivered scores wait in the outbox
+        payloads = langfuse_scores.item_score_payloads(run_id, store.read_scores(run_id))
+        payloads |= langfuse_scores.run_score_payloads(run_id, summary["metrics"])
+        report = langfuse_scores.write_back(client, store, payloads)
+        writeback |= report.metadata()
+        if report.error:
+            context.log.warning(f"Langfuse write-back incomplete: {report.error}")
     yield MaterializeResult(
         metadata={
+            **writeback,
             "run_id": run_id,
             "primary_metric": thresholds.primary_metric,
             "primary_value": primary if primary is not None else float("nan"),

@@ -1,0 +1,72 @@
+"""Trace every evaluated item to Langfuse: one trace per (run, case, repeat).
+
+The root observation carries the case input and the agent's output contract (the same
+shape production traces are read back in); the LangGraph run below it is recorded by the
+Langfuse LangChain ``CallbackHandler``. Trace ids are derived from (run, case, repeat), so
+scores can be attached later without storing ids, and a re-run overwrites, not duplicates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langfuse import Langfuse, propagate_attributes
+from langfuse.langchain import CallbackHandler
+
+from eval_pipeline.core.agent import Agent, AgentResult
+from eval_pipeline.core.cases import GoldenCase
+
+
+def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
+    return Langfuse.create_trace_id(seed=f"{run_id}:{item_id}:{repeat}")
+
+
+class TracedAgent:
+    """Wraps an agent under test; tracing problems never fail the item (the SDK exports
+    spans in the background and only logs export errors)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        client: Langfuse,
+        *,
+        public_key: str,
+        run_id: str,
+        trace_name: str,
+        tags: list[str],
+        metadata: dict[str, str],
+    ):
+        self.agent = agent
+        self.client = client
+        self.handler = CallbackHandler(public_key=public_key)
+        self.run_id = run_id
+        self.trace_name = trace_name
+        self.tags = tags
+        self.metadata = metadata
+
+    async def run(self, case: GoldenCase, *, repeat: int, callbacks: Any = ()) -> AgentResult:
+        trace_id = item_trace_id(self.run_id, case.id, repeat)
+        with (
+            self.client.start_as_current_observation(
+                trace_context={"trace_id": trace_id},
+                name=self.trace_name,
+                as_type="agent",
+                input=case.input,
+                metadata={"case_id": case.id, "repeat": str(repeat)},
+            ) as root,
+            propagate_attributes(
+                trace_name=self.trace_name,
+                session_id=self.run_id,
+                tags=self.tags,
+                metadata={**self.metadata, "case_id": case.id, "repeat": str(repeat)},
+            ),
+        ):
+            try:
+                result = await self.agent.run(
+                    case, repeat=repeat, callbacks=[*callbacks, self.handler]
+                )
+            except Exception as exc:
+                root.update(level="ERROR", status_message=f"{type(exc).__name__}: {exc}")
+                raise
+            root.update(output=result.output)
+        return result
