@@ -57,14 +57,15 @@ def run(
     from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
     from eval_pipeline.core.runner import RunnerConfig
     from eval_pipeline.core.thresholds import ThresholdsError, evaluate_thresholds
-    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+    from eval_pipeline.integrations.configured import prompt_registry_from_env
+    from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
     from eval_pipeline.llm.settings import LLMSettings
 
     try:
         suite = get_suite(suite_name)
         cases = select_tier(suite.load_cases(), tier)
         thresholds = suite.thresholds
-        registry = LocalPromptRegistry(settings.prompts_dir())
+        registry = prompt_registry_from_env(settings.prompts_dir())
         prompt = (
             registry.get(suite.prompt_name, prompt_version)
             if prompt_version is not None
@@ -76,6 +77,7 @@ def run(
         UnknownSuiteError,
         DatasetError,
         PromptError,
+        RegistryUnavailable,
         ThresholdsError,
         ResultsStoreError,
     ) as exc:
@@ -122,6 +124,48 @@ class _progress:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
+
+
+@main.group()
+def datasets() -> None:
+    """Golden datasets: mirror them into Langfuse."""
+
+
+@datasets.command("sync")
+@click.option("--suite", "suite_name", required=True, help="Suite whose dataset to sync.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+def datasets_sync(suite_name: str, dry_run: bool) -> None:
+    """Upsert the suite's golden cases into the Langfuse dataset eval-pipeline/SUITE
+    (deterministic item ids: re-running creates no duplicates; removed cases are archived).
+    Needs LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_BASE_URL."""
+    import httpx
+    from langfuse.api.core.api_error import ApiError
+
+    from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
+    from eval_pipeline.core.cases import DatasetError
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+    from eval_pipeline.integrations.langfuse_datasets import sync_dataset
+
+    langfuse = LangfuseSettings.from_env()
+    if langfuse is None:
+        raise ConfigError(
+            "Langfuse is not configured: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and "
+            "LANGFUSE_BASE_URL (nothing was written)"
+        )
+    try:
+        suite = get_suite(suite_name)
+        cases = suite.load_cases()
+        report = sync_dataset(langfuse.client(tracing_enabled=False), suite.name, cases,
+                              dry_run=dry_run)  # fmt: skip
+    except (UnknownSuiteError, DatasetError) as exc:
+        raise ConfigError(str(exc)) from exc
+    except (ApiError, httpx.HTTPError) as exc:
+        status = getattr(exc, "status_code", None)
+        reason = f"HTTP {status}" if status else type(exc).__name__
+        raise ConfigError(redact(f"Langfuse at {langfuse.base_url} failed: {reason}")) from exc
+    counts = ", ".join(f"{n} {k}" for k, n in report.counts().items())
+    verb = "would sync" if dry_run else "synced"
+    console.print(f"{report.dataset} (dataset version {report.dataset_version}): {verb}: {counts}")
 
 
 @main.group()

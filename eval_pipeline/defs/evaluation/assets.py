@@ -46,7 +46,7 @@ from eval_pipeline.defs.resources import (
     ResultsStoreResource,
     SuitesResource,
 )
-from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 
 GROUP = "evaluation"
@@ -101,6 +101,22 @@ def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
         },
         description="≥ 25% of cases expect the agent to do nothing, in every absence category",
     )
+
+
+@asset(group_name=GROUP, partitions_def=suite_partitions, deps=[golden_dataset])
+def langfuse_dataset(
+    context: AssetExecutionContext, suites: SuitesResource, langfuse: LangfuseResource
+) -> MaterializeResult:
+    """The golden cases mirrored into the Langfuse dataset eval-pipeline/<suite> (upsert by
+    deterministic item id, removed cases archived). A no-op, said so, without Langfuse."""
+    client = langfuse.client()
+    if client is None:
+        return MaterializeResult(metadata={"langfuse": langfuse.describe(), "synced": False})
+    suite = suites.get(context.partition_key)
+    report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
+    metadata = {"langfuse": langfuse.describe(), "synced": True, "dataset": report.dataset,
+                "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
+    return MaterializeResult(metadata=metadata)
 
 
 @asset(

@@ -7,6 +7,7 @@ from eval_pipeline.defs.evaluation.assets import (
     eval_summary,
     golden_dataset,
     item_scores,
+    langfuse_dataset,
 )
 
 EVAL_ASSETS = [agent_run_outputs, item_scores, eval_summary]
@@ -14,11 +15,11 @@ EVAL_ASSETS = [agent_run_outputs, item_scores, eval_summary]
 # One job per partitions definition: Dagster refuses jobs that mix them.
 golden_dataset_job = define_asset_job(
     "golden_dataset_job",
-    selection=AssetSelection.assets(golden_dataset),
+    selection=AssetSelection.assets(golden_dataset, langfuse_dataset),
 )
 eval_job = define_asset_job("eval_job", selection=AssetSelection.assets(*EVAL_ASSETS))
 
 defs = Definitions(
-    assets=[golden_dataset, *EVAL_ASSETS],
+    assets=[golden_dataset, langfuse_dataset, *EVAL_ASSETS],
     jobs=[golden_dataset_job, eval_job],
 )
