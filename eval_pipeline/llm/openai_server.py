@@ -74,17 +74,36 @@ def create_app(latency_s: float = 0.0, fault: FaultRule | None = None) -> Starle
     return app
 
 
-class LocalOpenAIServer:
-    """Run the app with uvicorn in a background thread: ``with LocalOpenAIServer() as s:``."""
+class BackgroundServer:
+    """Serve an ASGI app with uvicorn on 127.0.0.1 in a daemon thread (tests, benchmarks)."""
+
+    def __init__(self, app: Starlette, port: int | None = None):
+        self.app = app
+        self.port = port or _free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError(f"the local server on port {self.port} did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class LocalOpenAIServer(BackgroundServer):
+    """The offline model over HTTP: ``with LocalOpenAIServer() as s: … s.base_url``."""
 
     def __init__(
         self, latency_s: float = 0.0, port: int | None = None, fault: FaultRule | None = None
     ):
-        self.app = create_app(latency_s, fault)
-        self.port = port or _free_port()
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        super().__init__(create_app(latency_s, fault), port)
 
     @property
     def base_url(self) -> str:
@@ -95,17 +114,11 @@ class LocalOpenAIServer:
         return self.app.state.stats["requests"]
 
     def __enter__(self) -> LocalOpenAIServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the local OpenAI-compatible server did not start in 10 s")
-            time.sleep(0.02)
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.stop()
 
 
 def _free_port() -> int:

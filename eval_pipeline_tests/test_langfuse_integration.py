@@ -1,0 +1,215 @@
+"""The Langfuse paths end to end: the real SDK over real HTTP against LangfuseTestServer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import (
+    Definitions,
+    EnvVar,
+    MultiPartitionKey,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+    instance_for_test,
+)
+
+from eval_pipeline.agents.registry import get_suite
+from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.defs.automation.sensors import prompt_label_sensor
+from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
+from eval_pipeline.defs.resources import (
+    LangfuseResource,
+    LLMResource,
+    PromptRegistryResource,
+    ResultsStoreResource,
+    SuitesResource,
+)
+from eval_pipeline.integrations.langfuse_datasets import dataset_name, sync_dataset
+from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
+from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
+from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = "drive-thru/orchestrator"
+PLANTED_SECRET = "sk-lf-planted-3e8d1b7c"
+
+
+def local_version(version: int) -> dict:
+    return yaml.safe_load((ROOT / "prompts" / PROMPT / f"v{version}.yaml").read_text())
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("TEST_LANGFUSE_SECRET", PLANTED_SECRET)
+    with LangfuseTestServer(secret_key=PLANTED_SECRET) as srv:
+        v1, v2 = local_version(1), local_version(2)
+        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
+                        labels=["production"])  # fmt: skip
+        srv.seed_prompt(PROMPT, v2["prompt"], type=v2["type"], config=v2.get("config"),
+                        labels=["staging"])  # fmt: skip
+        yield srv
+
+
+@pytest.fixture
+def env(tmp_path, server):
+    langfuse = LangfuseResource(
+        public_key=server.public_key,
+        secret_key=EnvVar("TEST_LANGFUSE_SECRET"),
+        base_url=server.base_url,
+    )
+    resources = {
+        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
+        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
+        "prompt_registry": PromptRegistryResource(
+            prompts_dir=str(tmp_path / "no-local-prompts"), langfuse=langfuse
+        ),
+        "llm": LLMResource(),
+        "langfuse": langfuse,
+    }
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        yield instance, resources, tmp_path
+
+
+def registry(server: LangfuseTestServer) -> LangfusePromptRegistry:
+    return LangfusePromptRegistry(server.client(), base_url=server.base_url)
+
+
+def test_registry_reads_versions_config_and_labels_across_pages(server):
+    for i in range(130):  # more than one page of the listing
+        server.seed_prompt(f"other/p{i:03d}", "hello {{name}}", labels=["production"])
+    server.seed_prompt("chatty", [{"role": "system", "content": "Be brief."},
+                                  {"role": "user", "content": "{{q}}"}],
+                       type="chat", config={"temperature": 0.3}, labels=["staging"])  # fmt: skip
+    reg = registry(server)
+    v1 = reg.get(PROMPT, 1)
+    assert v1.type == local_version(1)["type"]
+    assert v1.config == (local_version(1).get("config") or {})
+    assert v1.content_hash == registry_hash(1)
+    assert "production" in v1.labels
+    chat = reg.get_by_label("chatty", "staging")
+    assert chat.type == "chat" and chat.system_text() == "Be brief."
+    assert chat.config["temperature"] == 0.3
+    positions = reg.label_versions(["production", "staging"])
+    assert positions[PROMPT] == {"production": 1, "staging": 2}
+    assert len([n for n in positions if n.startswith("other/")]) == 130
+    with pytest.raises(PromptError, match="no prompt"):
+        reg.get(PROMPT, 99)
+    server.outage = 503
+    with pytest.raises(RegistryUnavailable, match="503"):
+        reg.label_versions(["production"])
+
+
+def registry_hash(version: int) -> str:
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+    return LocalPromptRegistry(ROOT / "prompts").get(PROMPT, version).content_hash
+
+
+def tick(instance, resources, cursor=None):
+    with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+        result = prompt_label_sensor(context)
+        kept = context.cursor
+    if isinstance(result, SensorResult):
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+    return result, kept
+
+
+def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, server):
+    instance, resources, tmp_path = env
+    first, _ = tick(instance, resources)
+    assert len(first.run_requests) == 2  # never evaluated: production v1 (full), staging v2
+
+    v3 = server.seed_prompt(PROMPT, local_version(1)["prompt"], type=local_version(1)["type"])
+    server.client().update_prompt(name=PROMPT, version=v3, new_labels=["staging"])
+    moved, _ = tick(instance, resources, first.cursor)
+    (request,) = moved.run_requests
+    assert request.tags["eval/label"] == "staging"
+    assert (request.tags["eval/from_version"], request.tags["eval/to_version"]) == ("v2", f"v{v3}")
+    assert f"v{v3}" in instance.get_dynamic_partitions("prompt_version")
+    again, _ = tick(instance, resources, moved.cursor)
+    assert again.run_requests == []
+
+    server.outage = 503
+    skipped, kept = tick(instance, resources, moved.cursor)
+    assert isinstance(skipped, SkipReason) and "503" in skipped.skip_message
+    assert kept == moved.cursor
+    server.outage = None
+
+    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
+        "eval_job"
+    )
+    result = job.execute_in_process(partition_key=request.partition_key,
+                                    run_config=request.run_config, tags=request.tags,
+                                    instance=instance)  # fmt: skip
+    assert result.success
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru", prompt_version=f"v{v3}")
+    assert run.status == "complete" and store.read_summary(run.run_id)["n_cases"] == 11
+    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    assert meta["langfuse_scores_queued"].value == 0
+    scores = store.read_scores(run.run_id)
+    sent = [s for s in server.state.scores if s.get("metadata", {}).get("run_id") == run.run_id]
+    assert len([s for s in sent if "traceId" in s]) == len(scores)
+    assert {s["name"] for s in sent if "sessionId" in s} >= {"run_order_correctness"}
+    roots = {o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"}
+    assert {s["traceId"] for s in sent if "traceId" in s} <= roots
+    assert len(roots) == 11
+
+    # the planted Langfuse secret appears nowhere we write
+    assert PLANTED_SECRET not in "".join(repr(e) for e in instance.all_logs(result.run_id))
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [p for p in written if PLANTED_SECRET.encode() in p.read_bytes()]
+
+
+def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
+    instance, resources, tmp_path = env
+    instance.add_dynamic_partitions("prompt_version", ["v1"])
+    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
+        "eval_job"
+    )
+    key = {"suite": "drive_thru", "prompt_version": "v1"}
+    config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}}
+    # The prompt is fetched before the outage; the outage hits tracing and write-back.
+    server.fail_paths = ("/api/public/scores", "/api/public/otel/v1/traces")
+    failed = job.execute_in_process(partition_key=MultiPartitionKey(key), run_config=config,
+                                    instance=instance)  # fmt: skip
+    assert failed.success  # Langfuse being down never fails an evaluation
+    meta = failed.asset_materializations_for_node("eval_summary")[0].metadata
+    queued = meta["langfuse_scores_queued"].value
+    assert queued > 0 and "503" in meta["langfuse_writeback_error"].value
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    assert len(store.queued(OUTBOX_KIND)) == queued
+
+    server.fail_paths = ()
+    again = job.execute_in_process(partition_key=MultiPartitionKey(key), run_config=config,
+                                   instance=instance)  # fmt: skip
+    meta = again.asset_materializations_for_node("eval_summary")[0].metadata
+    assert meta["langfuse_scores_retried"].value == queued
+    assert meta["langfuse_scores_queued"].value == 0
+    assert store.queued(OUTBOX_KIND) == {}
+    ids = [s["id"] for s in server.state.scores]
+    assert len(ids) == len(set(ids)) == 2 * queued
+
+
+def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path):
+    client = server.client()
+    suite = get_suite("drive_thru", ROOT / "datasets")
+    cases = suite.load_cases()
+    first = sync_dataset(client, "drive_thru", cases)
+    assert first.counts() == {"created": 47, "updated": 0, "unchanged": 0, "archived": 0}
+    second = sync_dataset(client, "drive_thru", cases)
+    assert second.counts() == {"created": 0, "updated": 0, "unchanged": 47, "archived": 0}
+    items = [i for i in server.state.dataset_items.values()
+             if i["datasetName"] == dataset_name("drive_thru")]  # fmt: skip
+    assert len(items) == 47
+    third = sync_dataset(client, "drive_thru", cases[1:])
+    assert third.counts()["archived"] == 1
+    archived = server.state.dataset_items[f"drive_thru-{cases[0].id}"]
+    assert archived["status"] == "ARCHIVED"
