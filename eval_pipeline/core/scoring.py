@@ -54,25 +54,35 @@ def score_items(
                     )
                 )
             else:
-                scores.extend(_evaluate(fn, name, case, out))
+                scores.extend(
+                    evaluate_one(
+                        fn, item_id=out.item_id, repeat=out.repeat, input=case.input,
+                        output=out.output, expected_output=case.expected_output,
+                        metadata=case.metadata.model_dump(),
+                    )
+                )  # fmt: skip
     return scores
 
 
-def _evaluate(fn: Evaluator, name: str, case: GoldenCase, out: ItemOutput) -> list[ItemScore]:
+def evaluate_one(
+    fn: Evaluator,
+    *,
+    item_id: str,
+    repeat: int,
+    input: Any,
+    output: Any,
+    expected_output: Any,
+    metadata: dict[str, Any],
+) -> list[ItemScore]:
+    """Call one item evaluator; an evaluator that raises gives value None and the reason."""
     try:
-        result = fn(
-            input=case.input,
-            output=out.output,
-            expected_output=case.expected_output,
-            metadata=case.metadata.model_dump(),
-        )
+        result = fn(input=input, output=output, expected_output=expected_output, metadata=metadata)
     except Exception as exc:
         message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
-        return [ItemScore(out.item_id, out.repeat, name, None, message)]
+        return [ItemScore(item_id, repeat, evaluator_name(fn), None, message)]
     evaluations = result if isinstance(result, list) else [result]
     return [
-        ItemScore(out.item_id, out.repeat, ev.name, _as_float(ev.value), ev.comment)
-        for ev in evaluations
+        ItemScore(item_id, repeat, ev.name, _as_float(ev.value), ev.comment) for ev in evaluations
     ]
 
 

@@ -6,10 +6,15 @@ from eval_pipeline.evaluators.drive_thru import (
     order_correctness,
     tool_call_accuracy,
 )
+from eval_pipeline.evaluators.traces import cost_within, latency_within, no_error, tool_protocol
 
 __all__ = [
     "avg_order_correctness",
+    "cost_within",
+    "latency_within",
+    "no_error",
     "no_hallucinated_items",
     "order_correctness",
     "tool_call_accuracy",
+    "tool_protocol",
 ]

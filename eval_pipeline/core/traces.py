@@ -1,0 +1,190 @@
+"""Production traces: the root observation of one agent run, parsed and bounded.
+
+The shape is the one Langfuse's v2 observations API returns (camelCase: ``id``,
+``traceId``, ``name``, ``startTime``, ``endTime``, ``input``, ``output``, ``metadata``,
+``level``, ``statusMessage``, ``usageDetails``, ``costDetails``, ``latency``, ``tags``);
+local JSONL files use the same shape, one observation per line. By convention the root
+observation's input is the case input and its output the agent's output contract.
+Input/output may arrive as JSON text (the v2 API returns them as strings).
+
+Trace content is data: it is parsed as JSON only, never evaluated. Oversized fields are
+truncated with a note and bytes that are not UTF-8 are replaced, so one odd trace cannot
+stop a day's scoring; a line that is not an observation at all is an error naming the
+file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.core.records import ItemScore
+from eval_pipeline.core.scoring import Evaluator, evaluate_one
+
+MAX_FIELD_CHARS = 64_000  # per input / output / metadata, as JSON text
+
+
+class TraceError(ValueError):
+    """A trace (or a trace file) cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    trace_id: str
+    observation_id: str
+    name: str
+    start_time: datetime
+    input: Any = None
+    output: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    level: str = "DEFAULT"
+    status_message: str | None = None
+    latency_ms: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    notes: tuple[str, ...] = ()  # what parsing had to change (truncation, bad bytes)
+
+    def lookup(self, path: str) -> Any:
+        """A dotted path into the record, e.g. ``metadata.category`` or ``level``."""
+        head, _, rest = path.partition(".")
+        value: Any = getattr(self, head, None)
+        for part in rest.split(".") if rest else []:
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def evaluator_metadata(self) -> dict[str, Any]:
+        """What reference-free evaluators read besides input and output."""
+        return {**self.metadata, "latency_ms": self.latency_ms, "cost_usd": self.cost_usd,
+                "level": self.level, "status_message": self.status_message}  # fmt: skip
+
+
+def day_window(day: date) -> tuple[datetime, datetime]:
+    """[start, end) of a UTC day."""
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def parse_observation(obj: Any, *, source: str = "trace") -> TraceRecord:
+    if not isinstance(obj, dict):
+        raise TraceError(f"{source}: expected a JSON object (an observation), got "
+                         f"{type(obj).__name__}")  # fmt: skip
+    problems = [
+        f"field {key!r}: required, a non-empty string"
+        for key in ("id", "traceId", "startTime")
+        if not isinstance(obj.get(key), str) or not obj.get(key)
+    ]
+    start = _time(obj.get("startTime"))
+    if not problems and start is None:
+        problems.append(f"field 'startTime': not an ISO timestamp: {obj.get('startTime')!r}")
+    if problems:
+        raise TraceError(f"{source}: " + "; ".join(problems))
+    notes: list[str] = []
+    usage = obj.get("usageDetails") if isinstance(obj.get("usageDetails"), dict) else {}
+    cost = obj.get("costDetails") if isinstance(obj.get("costDetails"), dict) else {}
+    metadata = _bounded("metadata", _json_value(obj.get("metadata")), notes)
+    latency = obj.get("latency")
+    end = _time(obj.get("endTime"))
+    if not isinstance(latency, int | float) and end is not None:
+        latency = (end - start).total_seconds()
+    return TraceRecord(
+        trace_id=obj["traceId"],
+        observation_id=obj["id"],
+        name=str(obj.get("name") or obj.get("traceName") or ""),
+        start_time=start,
+        input=_bounded("input", _json_value(obj.get("input")), notes),
+        output=_bounded("output", _json_value(obj.get("output")), notes),
+        metadata=metadata if isinstance(metadata, dict) else {"value": metadata},
+        tags=tuple(str(t) for t in obj.get("tags") or ()),
+        level=str(obj.get("level") or "DEFAULT").upper(),
+        status_message=obj.get("statusMessage"),
+        latency_ms=float(latency) * 1000 if isinstance(latency, int | float) else None,
+        input_tokens=_int(usage.get("input")),
+        output_tokens=_int(usage.get("output")),
+        cost_usd=float(obj.get("totalCost") or cost.get("total") or 0.0),
+        notes=tuple(notes),
+    )
+
+
+def read_trace_file(path: Path) -> Iterator[TraceRecord]:
+    """Stream a JSONL file of observations (one line in memory at a time)."""
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+                bad_bytes = False
+            except UnicodeDecodeError:
+                line, bad_bytes = raw.decode("utf-8", errors="replace"), True
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TraceError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                                 "fix or remove the line") from None  # fmt: skip
+            record = parse_observation(obj, source=where)
+            if bad_bytes:
+                note = "bytes that are not UTF-8 were replaced with U+FFFD"
+                record = _with_note(record, note)
+            yield record
+
+
+def score_traces(
+    records: Iterable[TraceRecord], evaluators: Sequence[Evaluator]
+) -> list[ItemScore]:
+    """Reference-free scores: item id = trace id, no expected output."""
+    return [
+        score
+        for r in records
+        for fn in evaluators
+        for score in evaluate_one(
+            fn,
+            item_id=r.trace_id,
+            repeat=0,
+            input=r.input,
+            output=r.output,
+            expected_output=None,
+            metadata=r.evaluator_metadata(),
+        )
+    ]
+
+
+def _with_note(record: TraceRecord, note: str) -> TraceRecord:
+    return replace(record, notes=(*record.notes, note))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _bounded(name: str, value: Any, notes: list[str]) -> Any:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= MAX_FIELD_CHARS:
+        return value
+    notes.append(f"{name} truncated from {len(text)} to {MAX_FIELD_CHARS} characters")
+    return {"_truncated": True, "preview": text[:MAX_FIELD_CHARS]}
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
