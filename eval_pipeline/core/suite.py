@@ -32,6 +32,8 @@ class Suite:
     repeats: int = 1
     agent_version: str = "1"
     evaluator_versions: dict[str, str] = field(default_factory=dict)
+    trace_name: str = ""  # name of the agent's root observation in production traces
+    trace_evaluators: Sequence[Evaluator] = ()  # reference-free, for production traces
 
     @property
     def thresholds_path(self) -> Path:

@@ -11,9 +11,13 @@ from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators import (
     avg_order_correctness,
+    cost_within,
+    latency_within,
+    no_error,
     no_hallucinated_items,
     order_correctness,
     tool_call_accuracy,
+    tool_protocol,
 )
 from eval_pipeline.llm.factory import create_chat_model
 from eval_pipeline.llm.settings import LLMSettings
@@ -23,6 +27,9 @@ CATEGORIES = (
     "informal", "ambiguous", "complex_combo",
 )  # fmt: skip
 ABSENCE_CATEGORIES = ("not_on_menu", "greeting", "ambiguous")
+TRACE_NAME = "drive-thru-agent"  # root observation of the production agent's traces
+LATENCY_BUDGET_MS = 5_000  # a customer at the speaker waits no longer
+COST_BUDGET_USD = 0.01
 
 
 def validate_case(case: GoldenCase) -> list[tuple[str, str]]:
@@ -81,4 +88,12 @@ def build_suite(datasets_dir: Path) -> Suite:
         ),
         run_evaluators=(avg_order_correctness,),
         validate_case=validate_case,
+        trace_name=TRACE_NAME,
+        trace_evaluators=(
+            no_hallucinated_items(load_menu().item_ids),
+            tool_protocol,
+            no_error,
+            latency_within(LATENCY_BUDGET_MS),
+            cost_within(COST_BUDGET_USD),
+        ),
     )
