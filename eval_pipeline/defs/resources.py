@@ -16,6 +16,11 @@ from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
+from eval_pipeline.integrations.trace_sources import (
+    LangfuseTraceSource,
+    LocalTraceSource,
+    TraceSource,
+)
 from eval_pipeline.llm.settings import LLMSettings
 
 
@@ -112,6 +117,19 @@ class LLMResource(ConfigurableResource):
         return PriceTable.from_file(Path(self.prices_file) if self.prices_file else None)
 
 
+class TraceSourceResource(ConfigurableResource):
+    """Production traces: Langfuse's observations API when configured, else local JSONL."""
+
+    datasets_dir: str
+    langfuse: LangfuseResource | None = None
+
+    def source(self) -> TraceSource:
+        settings = self.langfuse.settings() if self.langfuse else None
+        if settings is None:
+            return LocalTraceSource(Path(self.datasets_dir))
+        return LangfuseTraceSource(self.langfuse.client(), base_url=settings.base_url)
+
+
 def _env(name: str) -> EnvVar | None:
     """An EnvVar when the variable is set, so optional settings load without warnings."""
     return EnvVar(name) if os.environ.get(name) else None
@@ -131,6 +149,9 @@ def default_resources() -> dict[str, ConfigurableResource]:
         "langfuse": langfuse,
         "prompt_registry": PromptRegistryResource(
             prompts_dir=str(settings.prompts_dir()), langfuse=langfuse
+        ),
+        "trace_source": TraceSourceResource(
+            datasets_dir=str(settings.datasets_dir()), langfuse=langfuse
         ),
         "llm": LLMResource(
             model=_env("EVAL_LLM_MODEL"),

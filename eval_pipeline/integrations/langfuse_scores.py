@@ -67,6 +67,24 @@ def item_score_payloads(run_id: str, scores: Iterable[ItemScore]) -> dict[str, d
     return payloads
 
 
+def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any]]:
+    """Reference-free scores of production traces, on those traces (item id = trace id)."""
+    payloads = {}
+    for s in scores:
+        if s.value is None:
+            continue
+        key = score_id("production", s.item_id, s.evaluator)
+        payloads[key] = {
+            "id": key,
+            "traceId": s.item_id,
+            "name": f"eval_{s.evaluator}",
+            "value": float(s.value),
+            "comment": s.comment,
+            "dataType": "NUMERIC",
+        }
+    return payloads
+
+
 def run_score_payloads(run_id: str, metrics: dict[str, float | None]) -> dict[str, dict[str, Any]]:
     """Run-level means as session scores (each item trace's session is the run)."""
     payloads = {}

@@ -54,7 +54,8 @@ def validate_case(case: GoldenCase) -> list[tuple[str, str]]:
         if not isinstance(quantity, int) or isinstance(quantity, bool) or quantity < 1:
             problems.append((f"{where}.quantity", f"a whole number ≥ 1, got {quantity!r}"))
         size = line.get("size")
-        if size is not None and size not in {s.value for s in item.sizes}:
+        sizes = {s.value for s in item.sizes}
+        if size is not None and size not in sizes and not (size == "regular" and not sizes):
             problems.append((f"{where}.size", f"{item.name} has no size {size!r}"))
         for j, mod in enumerate(line.get("modifiers") or []):
             mod_id = mod.get("modifier_id") if isinstance(mod, dict) else None

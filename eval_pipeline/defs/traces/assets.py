@@ -1,0 +1,179 @@
+"""Production traces: production_traces[day × suite] → trace_scores → golden_candidates.
+
+A reproducible sample of a day's traces of each suite's agent (Langfuse or local JSONL),
+scored with the suite's reference-free evaluators; the worst and most novel become
+candidate golden cases in a review file a person can promote into the dataset.
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    Config,
+    MetadataValue,
+    MultiPartitionKey,
+    Output,
+    asset,
+)
+
+from eval_pipeline import settings
+from eval_pipeline.core.cases import content_hash
+from eval_pipeline.core.golden_candidates import select_candidates, write_review_file
+from eval_pipeline.core.records import ItemScore
+from eval_pipeline.core.sampling import SamplingConfig, sample
+from eval_pipeline.core.summary import md_escape
+from eval_pipeline.core.traces import TraceRecord, score_traces
+from eval_pipeline.defs.partitions import trace_partitions
+from eval_pipeline.defs.resources import (
+    LangfuseResource,
+    ResultsStoreResource,
+    SuitesResource,
+    TraceSourceResource,
+)
+from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations.trace_sources import LangfuseTraceSource
+
+GROUP = "production"
+PROGRESS_EVERY = 10_000
+
+
+class TraceSamplingConfig(Config):
+    """Same day + same settings = same sample (hash of the trace id, see core/sampling.py)."""
+
+    rate: float = 1.0
+    cap: int | None = 200
+    stratify_by: str | None = "metadata.category"
+    salt: str = ""
+
+
+class CandidatesConfig(Config):
+    limit: int = 20
+    min_novelty: float = 0.5
+    review_dir: str = ""  # default: $EVAL_HOME/review
+
+
+def _keys(context: AssetExecutionContext) -> tuple[date, str]:
+    key = context.partition_key
+    assert isinstance(key, MultiPartitionKey), "trace assets are day × suite"
+    return date.fromisoformat(key.keys_by_dimension["day"]), key.keys_by_dimension["suite"]
+
+
+def _counted(records: Iterable[TraceRecord], counts: Counter, log: Any) -> Iterator[TraceRecord]:
+    for record in records:
+        counts["read"] += 1
+        counts["with_notes"] += bool(record.notes)
+        if counts["read"] % PROGRESS_EVERY == 0:
+            log.info(f"{counts['read']} traces read")
+        yield record
+
+
+@asset(group_name=GROUP, partitions_def=trace_partitions)
+def production_traces(
+    context: AssetExecutionContext,
+    config: TraceSamplingConfig,
+    suites: SuitesResource,
+    trace_source: TraceSourceResource,
+) -> Output[list[TraceRecord]]:
+    """A reproducible sample of the day's root traces of the suite's production agent."""
+    day, suite_name = _keys(context)
+    suite = suites.get(suite_name)
+    source = trace_source.source()
+    sampling = SamplingConfig(config.rate, config.cap, config.stratify_by, config.salt)
+    counts: Counter[str] = Counter()
+    stream = source.traces(suite_name, suite.trace_name, day)
+    sampled = sample(_counted(stream, counts, context.log), sampling)
+    strata = (
+        Counter(str(r.lookup(config.stratify_by)) for r in sampled) if config.stratify_by else {}
+    )
+    rows = "\n".join(f"| {md_escape(k)} | {v} |" for k, v in sorted(strata.items()))
+    return Output(
+        sampled,
+        metadata={
+            "source": source.description,
+            "trace_name": suite.trace_name,
+            "traces_read": counts["read"],
+            "traces_sampled": len(sampled),
+            "traces_with_notes": counts["with_notes"],
+            "sample_hash": content_hash(sorted(r.trace_id for r in sampled)),
+            "sampling": f"rate {config.rate}, cap {config.cap}, by {config.stratify_by}",
+            "by_stratum": MetadataValue.md("| stratum | traces |\n|---|---:|\n" + rows),
+        },
+    )
+
+
+@asset(group_name=GROUP, partitions_def=trace_partitions)
+def trace_scores(
+    context: AssetExecutionContext,
+    production_traces: list[TraceRecord],
+    suites: SuitesResource,
+    trace_source: TraceSourceResource,
+    langfuse: LangfuseResource,
+    results_store: ResultsStoreResource,
+) -> Output[list[ItemScore]]:
+    """Reference-free scores (hallucinated items, tool protocol, errors, latency, cost)."""
+    _, suite_name = _keys(context)
+    suite = suites.get(suite_name)
+    scores = score_traces(production_traces, suite.trace_evaluators)
+    by_name: dict[str, list[float]] = {}
+    for s in scores:
+        if s.value is not None:
+            by_name.setdefault(s.evaluator, []).append(s.value)
+    metadata: dict[str, Any] = {"traces": len(production_traces), "scores": len(scores)}
+    for name, values in sorted(by_name.items()):
+        metadata[f"mean_{name}"] = round(sum(values) / len(values), 4)
+        metadata[f"failing_{name}"] = sum(v < 1.0 for v in values)
+    client = langfuse.client()
+    if client is not None and isinstance(trace_source.source(), LangfuseTraceSource):
+        report = langfuse_scores.write_back(
+            client, results_store.open(), langfuse_scores.trace_score_payloads(scores)
+        )
+        metadata |= report.metadata()
+    return Output(scores, metadata=metadata)
+
+
+@asset(group_name=GROUP, partitions_def=trace_partitions)
+def golden_candidates(
+    context: AssetExecutionContext,
+    config: CandidatesConfig,
+    production_traces: list[TraceRecord],
+    trace_scores: list[ItemScore],
+    suites: SuitesResource,
+) -> Output[str]:
+    """The worst and most novel sampled traces as a review file in the golden-case format."""
+    day, suite_name = _keys(context)
+    suite = suites.get(suite_name)
+    existing = [c.input for c in suite.load_cases()]
+    candidates = select_candidates(
+        production_traces,
+        trace_scores,
+        existing,
+        limit=config.limit,
+        min_novelty=config.min_novelty,
+    )
+    folder = Path(config.review_dir) if config.review_dir else settings.eval_home() / "review"
+    path = write_review_file(folder / suite_name / f"{day}.yaml", suite_name, candidates)
+    reasons = Counter(c.reason for c in candidates)
+    lines = [
+        f"| {c.reason} | {c.mean_score:.2f} | {c.novelty:.2f} | "
+        f"{md_escape(str(c.trace.input))[:120]} |"
+        for c in candidates
+    ]
+    table = "| reason | mean score | novelty | input |\n|---|---:|---:|---|\n" + "\n".join(lines)
+    return Output(
+        str(path),
+        metadata={
+            "review_file": MetadataValue.path(str(path)),
+            "candidates": len(candidates),
+            "worst": reasons["worst"],
+            "novel": reasons["novel"],
+            "with_user_correction": sum(
+                "corrected_items" in (c.trace.metadata.get("user_feedback") or {})
+                for c in candidates
+            ),
+            "preview": MetadataValue.md(table),
+        },
+    )

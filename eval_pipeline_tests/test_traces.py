@@ -1,0 +1,185 @@
+"""Production traces: parsing, sampling, reference-free scoring, review candidates."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tracemalloc
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eval_pipeline.agents.registry import get_suite
+from eval_pipeline.core.golden_candidates import (
+    candidate_id,
+    select_candidates,
+    write_review_file,
+)
+from eval_pipeline.core.sampling import SamplingConfig, sample
+from eval_pipeline.core.traces import (
+    MAX_FIELD_CHARS,
+    TraceError,
+    TraceRecord,
+    parse_observation,
+    read_trace_file,
+    score_traces,
+)
+from eval_pipeline.evaluators import cost_within, latency_within, no_error, tool_protocol
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "datasets" / "drive_thru" / "traces"
+
+
+def observation(n: int, **extra) -> dict:
+    start = datetime(2026, 11, 20, 6, tzinfo=UTC) + timedelta(seconds=n)
+    return {
+        "id": f"obs{n}",
+        "traceId": f"{n:032x}",
+        "name": "drive-thru-agent",
+        "startTime": start.isoformat().replace("+00:00", "Z"),
+        "input": json.dumps({"customer_utterance": f"order {n}"}),
+        "output": json.dumps({"order_items": [], "tool_calls": []}),
+        "metadata": {"category": ["simple", "greeting", "quantity"][n % 3]},
+        **extra,
+    }
+
+
+def records(n: int) -> list[TraceRecord]:
+    return [parse_observation(observation(i)) for i in range(n)]
+
+
+def test_shipped_trace_files_parse_and_score():
+    files = sorted(TRACES.glob("*.jsonl"))
+    assert len(files) == 3
+    parsed = [r for f in files for r in read_trace_file(f)]
+    assert len(parsed) == 360 and all(r.name == "drive-thru-agent" for r in parsed)
+    assert all(isinstance(r.input, dict) and "customer_utterance" in r.input for r in parsed)
+    suite = get_suite("drive_thru", ROOT / "datasets")
+    scores = score_traces(parsed, suite.trace_evaluators)
+    assert len(scores) == 360 * len(suite.trace_evaluators)
+    assert any(s.value == 0.0 for s in scores if s.evaluator == "no_error")
+    assert any(s.value == 0.0 for s in scores if s.evaluator == "tool_protocol")
+
+
+def test_bad_lines_name_the_file_line_and_field(tmp_path):
+    bad = tmp_path / "day.jsonl"
+    bad.write_text(json.dumps(observation(1)) + "\n{not json\n")
+    with pytest.raises(TraceError, match=r"day.jsonl:2: not valid JSON"):
+        list(read_trace_file(bad))
+    missing = observation(2)
+    del missing["traceId"]
+    bad.write_text(json.dumps(missing) + "\n")
+    with pytest.raises(TraceError, match=r"day.jsonl:1: field 'traceId'"):
+        list(read_trace_file(bad))
+    with pytest.raises(TraceError, match="startTime"):
+        parse_observation(observation(3, startTime="yesterday"))
+    with pytest.raises(TraceError, match="expected a JSON object"):
+        parse_observation(["not", "an", "observation"])
+
+
+def test_oversized_fields_are_truncated_and_bad_bytes_replaced(tmp_path):
+    huge = observation(1, output=json.dumps({"response": "x" * (MAX_FIELD_CHARS + 10)}))
+    record = parse_observation(huge)
+    assert record.output["_truncated"] is True
+    assert len(record.output["preview"]) == MAX_FIELD_CHARS
+    assert any("output truncated" in n for n in record.notes)
+    path = tmp_path / "day.jsonl"
+    line = json.dumps(observation(2)).replace("order 2", "caf\\u00e9").encode()
+    path.write_bytes(line.replace(b"caf\\u00e9", b"caf\xe9") + b"\n")
+    (parsed,) = read_trace_file(path)
+    assert parsed.input["customer_utterance"] == "caf\ufffd"
+    assert any("UTF-8" in n for n in parsed.notes)
+
+
+def test_sample_is_reproducible_and_independent_of_order():
+    population = records(3000)
+    config = SamplingConfig(rate=0.5, cap=100, stratify_by="metadata.category", salt="s1")
+    first = sample(population, config)
+    shuffled = population[:]
+    random.Random(7).shuffle(shuffled)
+    assert [r.trace_id for r in sample(shuffled, config)] == [r.trace_id for r in first]
+    assert {r.metadata["category"] for r in first} == {"simple", "greeting", "quantity"}
+    assert 98 <= len(first) <= 102  # per-stratum rounding
+    other_salt = sample(population, SamplingConfig(rate=0.5, cap=100, salt="s2"))
+    assert {r.trace_id for r in other_salt} != {r.trace_id for r in first}
+
+
+def test_rate_keeps_about_that_share_and_cap_bounds_it():
+    population = records(10_000)
+    kept = sample(population, SamplingConfig(rate=0.1))
+    assert 900 <= len(kept) <= 1100
+    assert len(sample(population, SamplingConfig(rate=0.1, cap=50))) == 50
+    with pytest.raises(ValueError, match="rate"):
+        SamplingConfig(rate=0)
+
+
+def test_sampling_a_stream_keeps_memory_bounded_by_the_cap():
+    def stream(n):
+        for i in range(n):
+            yield parse_observation(observation(i))
+
+    tracemalloc.start()
+    kept = sample(stream(30_000), SamplingConfig(rate=0.5, cap=100))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(kept) == 100
+    assert peak < 5 * 2**20, f"peak {peak / 2**20:.1f} MiB while streaming 30k traces"
+
+
+def test_reference_free_evaluators():
+    ok = {"tool_calls": ["lookup_menu_item", "add_item_to_order"]}
+    assert tool_protocol(output=ok).value == 1.0
+    blind = tool_protocol(output={"tool_calls": ["add_item_to_order", "lookup_menu_item"]})
+    assert blind.value == 0.0 and "call 1" in blind.comment
+    assert no_error(output=ok, metadata={"level": "ERROR", "status_message": "boom"}).value == 0
+    assert no_error(output=None, metadata={}).value == 0.0
+    assert no_error(output=ok, metadata={"level": "DEFAULT"}).value == 1.0
+    assert latency_within(1000)(output=ok, metadata={"latency_ms": 1500}).value == 0.0
+    assert latency_within(1000)(output=ok, metadata={}).value is None
+    assert cost_within(0.01)(output=ok, metadata={"cost_usd": 0.002}).value == 1.0
+
+
+def test_candidates_worst_and_novel_with_user_corrections(tmp_path):
+    suite = get_suite("drive_thru", ROOT / "datasets")
+    traces = [r for f in sorted(TRACES.glob("*.jsonl")) for r in read_trace_file(f)]
+    scores = score_traces(traces, suite.trace_evaluators)
+    existing = [c.input for c in suite.load_cases()]
+    chosen = select_candidates(traces, scores, existing, limit=20)
+    assert len(chosen) == 20
+    assert {c.reason for c in chosen} == {"worst", "novel"}
+    assert chosen == select_candidates(list(reversed(traces)), scores, existing, limit=20)
+    worst = [c for c in chosen if c.reason == "worst"]
+    assert all(c.mean_score < 1.0 for c in worst)
+    path = write_review_file(tmp_path / "review" / "2026-11-20.yaml", "drive_thru", chosen)
+    cases = yaml.safe_load(path.read_text())
+    assert [c["id"] for c in cases] == [candidate_id("drive_thru", c.trace.trace_id)
+                                        for c in chosen]  # fmt: skip
+    corrected = [c for c in cases if c["expected_output"] is not None]
+    assert all(c["metadata"]["user_feedback"]["corrected_items"] is not None for c in corrected)
+    assert all(c["expected_output"] is None for c in cases if not c["metadata"]["user_feedback"])
+
+
+def test_a_reviewed_candidate_loads_as_a_golden_case(tmp_path):
+    traces = [r for f in sorted(TRACES.glob("*.jsonl")) for r in read_trace_file(f)]
+    with_fix = [t for t in traces if "corrected_items" in (t.metadata.get("user_feedback") or {})]
+    assert with_fix, "the shipped traces include user corrections"
+    chosen = select_candidates(with_fix[:1], [], [], limit=1, min_novelty=0.0)
+    review = write_review_file(tmp_path / "r.yaml", "drive_thru", chosen)
+    (case,) = yaml.safe_load(review.read_text())
+    case["metadata"]["category"] = with_fix[0].metadata["category"]  # the reviewer's job
+    datasets = tmp_path / "datasets"
+    shutil.copytree(ROOT / "datasets" / "drive_thru", datasets / "drive_thru")
+    extra = datasets / "drive_thru" / "cases_promoted.yaml"
+    extra.write_text(yaml.safe_dump([case]))
+    loaded = get_suite("drive_thru", datasets).load_cases()
+    assert case["id"] in {c.id for c in loaded}
+
+
+def test_day_boundaries_are_utc():
+    from eval_pipeline.core.traces import day_window
+
+    start, end = day_window(date(2026, 11, 20))
+    assert start.tzinfo is UTC and end - start == timedelta(days=1)
