@@ -116,7 +116,7 @@ class LangfuseTestServer:
 
     def add_observations(self, observations: Iterable[dict[str, Any]]) -> None:
         with self.state.lock:
-            self.state.observations.extend(observations)
+            self.state.observations.extend({"projectId": PROJECT_ID, **o} for o in observations)
 
     def set_observation_source(self, source: ObservationSource | None) -> None:
         """Serve GET v2/observations from ``source(offset, limit) -> (page, next offset)``:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,32 @@ def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path)
     assert third.counts()["archived"] == 1
     archived = server.state.dataset_items[f"drive_thru-{cases[0].id}"]
     assert archived["status"] == "ARCHIVED"
+
+
+def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server, tmp_path):
+    from datetime import date
+
+    from eval_pipeline.core.traces import score_traces
+    from eval_pipeline.integrations.langfuse_scores import trace_score_payloads, write_back
+    from eval_pipeline.integrations.trace_sources import LangfuseTraceSource, LocalTraceSource
+
+    day = date(2026, 11, 20)
+    local = LocalTraceSource(ROOT / "datasets")
+    lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
+    observations = [json.loads(line) for line in lines.splitlines()]
+    filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in
+              enumerate(observations * 10)]  # fmt: skip
+    server.add_observations(observations + filler)  # 1,320 roots: two pages of 1,000
+    client = server.client()
+    remote = list(LangfuseTraceSource(client).traces("drive_thru", "drive-thru-agent", day))
+    assert len(remote) == 1320
+    assert server.requests[("GET", "/api/public/v2/observations")] == 2
+    expected = list(local.traces("drive_thru", "drive-thru-agent", day))
+    by_id = {r.trace_id: r for r in remote}
+    assert all(by_id[r.trace_id].output == r.output for r in expected)
+    suite = get_suite("drive_thru", ROOT / "datasets")
+    scores = score_traces(expected, suite.trace_evaluators)
+    store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    report = write_back(client, store, trace_score_payloads(scores))
+    assert report.queued == 0 and report.sent == len(scores)
+    assert {s["traceId"] for s in server.state.scores} == {r.trace_id for r in expected}

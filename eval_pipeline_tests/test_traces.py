@@ -183,3 +183,64 @@ def test_day_boundaries_are_utc():
 
     start, end = day_window(date(2026, 11, 20))
     assert start.tzinfo is UTC and end - start == timedelta(days=1)
+
+
+def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
+    from dagster import MultiPartitionKey, instance_for_test, materialize
+
+    from eval_pipeline.defs.resources import (
+        LangfuseResource,
+        ResultsStoreResource,
+        SuitesResource,
+        TraceSourceResource,
+    )
+    from eval_pipeline.defs.traces.assets import (
+        golden_candidates,
+        production_traces,
+        trace_scores,
+    )
+
+    resources = {
+        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
+        "trace_source": TraceSourceResource(datasets_dir=str(ROOT / "datasets")),
+        "langfuse": LangfuseResource(),
+        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'r.sqlite'}"),
+    }
+    key = MultiPartitionKey({"day": "2026-11-20", "suite": "drive_thru"})
+    config = {"ops": {"production_traces": {"config": {"cap": 60}},
+                      "golden_candidates": {"config": {"review_dir": str(tmp_path)}}}}  # fmt: skip
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        runs = [
+            materialize(
+                [production_traces, trace_scores, golden_candidates],
+                partition_key=key,
+                resources=resources,
+                instance=instance,
+                run_config=config,
+            )
+            for _ in range(2)
+        ]
+    assert all(r.success for r in runs)
+    sampled = [r.asset_materializations_for_node("production_traces")[0].metadata for r in runs]
+    assert sampled[0]["traces_read"].value == 120
+    assert 58 <= sampled[0]["traces_sampled"].value <= 62
+    assert sampled[0]["sample_hash"] == sampled[1]["sample_hash"]
+    assert sampled[0]["source"].value.startswith("local")
+    scored = runs[0].asset_materializations_for_node("trace_scores")[0].metadata
+    assert 0 < scored["mean_tool_protocol"].value < 1
+    review = tmp_path / "drive_thru" / "2026-11-20.yaml"
+    assert yaml.safe_load(review.read_text())
+
+
+def test_daily_schedule_requests_yesterday_for_every_suite():
+    from dagster import build_schedule_context
+
+    from eval_pipeline.agents.registry import SUITE_NAMES
+    from eval_pipeline.defs.traces.schedules import production_traces_daily
+
+    context = build_schedule_context(scheduled_execution_time=datetime(2026, 11, 22, 3, tzinfo=UTC))
+    requests = list(production_traces_daily(context))
+    assert [r.run_key for r in requests] == [f"traces:2026-11-21:{s}" for s in SUITE_NAMES]
+    assert requests[0].partition_key.keys_by_dimension == {"day": "2026-11-21",
+                                                           "suite": SUITE_NAMES[0]}  # fmt: skip

@@ -69,7 +69,7 @@ class LangfuseTraceSource:
 
     @property
     def description(self) -> str:
-        return f"langfuse ({self.base_url})"
+        return f"langfuse ({self.base_url})" if self.base_url else "langfuse"
 
     def traces(self, suite: str, trace_name: str, day: date) -> Iterator[TraceRecord]:
         start, end = day_window(day)
@@ -99,7 +99,7 @@ class LangfuseTraceSource:
 
 
 def _parse(observation: Any, where: str) -> TraceRecord:
-    raw = observation.dict(by_alias=True) if hasattr(observation, "dict") else dict(observation)
+    raw = observation.model_dump(by_alias=True, mode="json")
     try:
         return parse_observation(raw, source=where)
     except TraceError as exc:
