@@ -88,8 +88,10 @@ def main() -> None:
     print(f"| steady, nothing moved ({args.ticks} ticks) | {statistics.median(steady) * 1000:.0f} "
           f"| {q[18] * 1000:.0f} | {max(steady) * 1000:.0f} | 1000 |")  # fmt: skip
     print(f"| after a label move (requests 1 run) | {move_s * 1000:.0f} | | | 1000 |")
-    print(f"\nLabel move → run requested, when the tick runs right after the move: "
-          f"{to_request * 1000:.0f} ms (plus up to one sensor interval, 60 s by default).")
+    print(
+        f"\nLabel move → run requested, when the tick runs right after the move: "
+        f"{to_request * 1000:.0f} ms (plus up to one sensor interval, 60 s by default)."
+    )
 
 
 if __name__ == "__main__":

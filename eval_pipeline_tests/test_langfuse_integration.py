@@ -49,10 +49,12 @@ def server(monkeypatch):
     monkeypatch.setenv("TEST_LANGFUSE_SECRET", PLANTED_SECRET)
     with LangfuseTestServer(secret_key=PLANTED_SECRET) as srv:
         v1, v2 = local_version(1), local_version(2)
-        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
-                        labels=["production"])  # fmt: skip
-        srv.seed_prompt(PROMPT, v2["prompt"], type=v2["type"], config=v2.get("config"),
-                        labels=["staging"])  # fmt: skip
+        srv.seed_prompt(
+            PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"), labels=["production"]
+        )
+        srv.seed_prompt(
+            PROMPT, v2["prompt"], type=v2["type"], config=v2.get("config"), labels=["staging"]
+        )
         yield srv
 
 
@@ -84,9 +86,14 @@ def registry(server: LangfuseTestServer) -> LangfusePromptRegistry:
 def test_registry_reads_versions_config_and_labels_across_pages(server):
     for i in range(130):  # more than one page of the listing
         server.seed_prompt(f"other/p{i:03d}", "hello {{name}}", labels=["production"])
-    server.seed_prompt("chatty", [{"role": "system", "content": "Be brief."},
-                                  {"role": "user", "content": "{{q}}"}],
-                       type="chat", config={"temperature": 0.3}, labels=["staging"])  # fmt: skip
+    server.seed_prompt(
+        "chatty",
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "{{q}}"}],
+        type="chat",
+        config={"temperature": 0.3},
+        labels=["staging"],
+    )
+    assert server.client().auth_check()  # projects endpoint, Basic auth
     reg = registry(server)
     v1 = reg.get(PROMPT, 1)
     assert v1.type == local_version(1)["type"]
@@ -146,9 +153,12 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
         "eval_job"
     )
-    result = job.execute_in_process(partition_key=request.partition_key,
-                                    run_config=request.run_config, tags=request.tags,
-                                    instance=instance)  # fmt: skip
+    result = job.execute_in_process(
+        partition_key=request.partition_key,
+        run_config=request.run_config,
+        tags=request.tags,
+        instance=instance,
+    )
     assert result.success
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru", prompt_version=f"v{v3}")
@@ -162,6 +172,15 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     roots = {o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"}
     assert {s["traceId"] for s in sent if "traceId" in s} <= roots
     assert len(roots) == 11
+    # below each item's root: the LangGraph run, recorded by the LangChain CallbackHandler
+    children = [
+        o
+        for o in server.state.observations
+        if o["traceId"] in roots and o.get("parentObservationId")
+    ]
+    assert {o["type"] for o in children} >= {"GENERATION"}
+    root = next(o for o in server.state.observations if o.get("name") == "eval-drive_thru")
+    assert "suite:drive_thru" in root["tags"] and root["sessionId"] == run.run_id
 
     # the planted Langfuse secret appears nowhere we write
     assert PLANTED_SECRET not in "".join(repr(e) for e in instance.all_logs(result.run_id))
@@ -179,8 +198,9 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}}
     # The prompt is fetched before the outage; the outage hits tracing and write-back.
     server.fail_paths = ("/api/public/scores", "/api/public/otel/v1/traces")
-    failed = job.execute_in_process(partition_key=MultiPartitionKey(key), run_config=config,
-                                    instance=instance)  # fmt: skip
+    failed = job.execute_in_process(
+        partition_key=MultiPartitionKey(key), run_config=config, instance=instance
+    )
     assert failed.success  # Langfuse being down never fails an evaluation
     meta = failed.asset_materializations_for_node("eval_summary")[0].metadata
     queued = meta["langfuse_scores_queued"].value
@@ -189,8 +209,9 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     assert len(store.queued(OUTBOX_KIND)) == queued
 
     server.fail_paths = ()
-    again = job.execute_in_process(partition_key=MultiPartitionKey(key), run_config=config,
-                                   instance=instance)  # fmt: skip
+    again = job.execute_in_process(
+        partition_key=MultiPartitionKey(key), run_config=config, instance=instance
+    )
     meta = again.asset_materializations_for_node("eval_summary")[0].metadata
     assert meta["langfuse_scores_retried"].value == queued
     assert meta["langfuse_scores_queued"].value == 0
@@ -207,8 +228,11 @@ def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path)
     assert first.counts() == {"created": 47, "updated": 0, "unchanged": 0, "archived": 0}
     second = sync_dataset(client, "drive_thru", cases)
     assert second.counts() == {"created": 0, "updated": 0, "unchanged": 47, "archived": 0}
-    items = [i for i in server.state.dataset_items.values()
-             if i["datasetName"] == dataset_name("drive_thru")]  # fmt: skip
+    items = [
+        i
+        for i in server.state.dataset_items.values()
+        if i["datasetName"] == dataset_name("drive_thru")
+    ]
     assert len(items) == 47
     third = sync_dataset(client, "drive_thru", cases[1:])
     assert third.counts()["archived"] == 1
@@ -227,8 +251,7 @@ def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server
     local = LocalTraceSource(ROOT / "datasets")
     lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
     observations = [json.loads(line) for line in lines.splitlines()]
-    filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in
-              enumerate(observations * 10)]  # fmt: skip
+    filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in enumerate(observations * 10)]
     server.add_observations(observations + filler)  # 1,320 roots: two pages of 1,000
     client = server.client()
     remote = list(LangfuseTraceSource(client).traces("drive_thru", "drive-thru-agent", day))
@@ -243,3 +266,28 @@ def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server
     report = write_back(client, store, trace_score_payloads(scores))
     assert report.queued == 0 and report.sent == len(scores)
     assert {s["traceId"] for s in server.state.scores} == {r.trace_id for r in expected}
+
+
+def test_cli_datasets_sync_twice_creates_nothing_new(server, monkeypatch):
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    LangfuseResourceManager.reset()
+    runner = CliRunner()
+    first = runner.invoke(main, ["datasets", "sync", "--suite", "drive_thru"])
+    assert first.exit_code == 0, first.output
+    assert "47 created" in first.output
+    second = runner.invoke(main, ["datasets", "sync", "--suite", "drive_thru"])
+    assert "0 created, 0 updated, 47 unchanged, 0 archived" in " ".join(second.output.split())
+    assert len(server.state.dataset_items) == 47
+    unknown = runner.invoke(main, ["datasets", "sync", "--suite", "nope"])
+    assert unknown.exit_code == 2 and "unknown suite" in unknown.output
+    server.outage = 503
+    down = runner.invoke(main, ["datasets", "sync", "--suite", "drive_thru"])
+    assert down.exit_code == 2 and "503" in down.output
+    assert PLANTED_SECRET not in first.output + second.output + down.output
