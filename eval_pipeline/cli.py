@@ -143,7 +143,7 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
 
     from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
     from eval_pipeline.core.cases import DatasetError
-    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_error
     from eval_pipeline.integrations.langfuse_datasets import sync_dataset
 
     langfuse = LangfuseSettings.from_env()
@@ -160,8 +160,7 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
     except (UnknownSuiteError, DatasetError) as exc:
         raise ConfigError(str(exc)) from exc
     except (ApiError, httpx.HTTPError) as exc:
-        status = getattr(exc, "status_code", None)
-        reason = f"HTTP {status}" if status else type(exc).__name__
+        reason = describe_error(exc)
         raise ConfigError(redact(f"Langfuse at {langfuse.base_url} failed: {reason}")) from exc
     counts = ", ".join(f"{n} {k}" for k, n in report.counts().items())
     verb = "would sync" if dry_run else "synced"

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 from dagster import (
-    Definitions,
-    SensorResult,
     SkipReason,
     build_schedule_context,
     build_sensor_context,
@@ -24,16 +22,9 @@ from eval_pipeline.core.label_moves import (
 )
 from eval_pipeline.defs.automation.schedules import nightly_full_eval
 from eval_pipeline.defs.automation.sensors import prompt_label_sensor
-from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
 from eval_pipeline.defs.partitions import prompt_version_partitions
-from eval_pipeline.defs.resources import (
-    LangfuseResource,
-    LLMResource,
-    PromptRegistryResource,
-    ResultsStoreResource,
-    SuitesResource,
-)
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "drive-thru/orchestrator"
@@ -93,25 +84,14 @@ def test_current_state_projects_the_registry_snapshot_on_suites():
 @pytest.fixture
 def env(tmp_path):
     shutil.copytree(ROOT / "prompts", tmp_path / "prompts")
-    resources = {
-        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
-        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
-        "prompt_registry": PromptRegistryResource(prompts_dir=str(tmp_path / "prompts")),
-        "llm": LLMResource(),
-        "langfuse": LangfuseResource(),
-    }
+    resources = eval_resources(tmp_path, prompts_dir=tmp_path / "prompts")
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         yield instance, resources, LocalPromptRegistry(tmp_path / "prompts")
 
 
 def tick(instance, resources, cursor=None):
-    with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
-        result = prompt_label_sensor(context)
-    if isinstance(result, SensorResult):  # build_sensor_context does not apply these
-        for request in result.dynamic_partitions_requests:
-            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
-    return result
+    return sensor_tick(instance, resources, cursor)[0]
 
 
 def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
@@ -141,9 +121,7 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     assert tick(instance, resources, moved.cursor).run_requests == []
 
     # The requested run, as the daemon would launch it (golden_dataset never materialized).
-    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
-        "eval_job"
-    )
+    job = eval_job(resources)
     result = job.execute_in_process(
         partition_key=request.partition_key,
         run_config=request.run_config,

@@ -13,13 +13,10 @@ from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import golden_dataset
 from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
 from eval_pipeline.defs.resources import (
-    LangfuseResource,
     LLMResource,
-    PromptRegistryResource,
-    ResultsStoreResource,
-    SuitesResource,
 )
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline_tests.helpers import eval_resources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,13 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def env(tmp_path):
     shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
-    resources = {
-        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
-        "suites": SuitesResource(datasets_dir=str(tmp_path / "datasets")),
-        "prompt_registry": PromptRegistryResource(prompts_dir=str(ROOT / "prompts")),
-        "llm": LLMResource(),
-        "langfuse": LangfuseResource(),
-    }
+    resources = eval_resources(tmp_path, datasets_dir=tmp_path / "datasets")
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])

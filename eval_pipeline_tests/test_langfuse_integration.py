@@ -8,31 +8,23 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import (
-    Definitions,
     EnvVar,
     MultiPartitionKey,
-    SensorResult,
     SkipReason,
-    build_sensor_context,
     instance_for_test,
 )
 
 from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.prompts import PromptError
 from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.defs.automation.sensors import prompt_label_sensor
-from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
 from eval_pipeline.defs.resources import (
     LangfuseResource,
-    LLMResource,
-    PromptRegistryResource,
-    ResultsStoreResource,
-    SuitesResource,
 )
 from eval_pipeline.integrations.langfuse_datasets import dataset_name, sync_dataset
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,15 +57,8 @@ def env(tmp_path, server):
         secret_key=EnvVar("TEST_LANGFUSE_SECRET"),
         base_url=server.base_url,
     )
-    resources = {
-        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
-        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
-        "prompt_registry": PromptRegistryResource(
-            prompts_dir=str(tmp_path / "no-local-prompts"), langfuse=langfuse
-        ),
-        "llm": LLMResource(),
-        "langfuse": langfuse,
-    }
+    resources = eval_resources(tmp_path, prompts_dir=tmp_path / "no-local-prompts",
+                               langfuse=langfuse)  # fmt: skip
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         yield instance, resources, tmp_path
@@ -119,40 +104,28 @@ def registry_hash(version: int) -> str:
     return LocalPromptRegistry(ROOT / "prompts").get(PROMPT, version).content_hash
 
 
-def tick(instance, resources, cursor=None):
-    with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
-        result = prompt_label_sensor(context)
-        kept = context.cursor
-    if isinstance(result, SensorResult):
-        for request in result.dynamic_partitions_requests:
-            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
-    return result, kept
-
-
 def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, server):
     instance, resources, tmp_path = env
-    first, _ = tick(instance, resources)
+    first, _ = sensor_tick(instance, resources)
     assert len(first.run_requests) == 2  # never evaluated: production v1 (full), staging v2
 
     v3 = server.seed_prompt(PROMPT, local_version(1)["prompt"], type=local_version(1)["type"])
     server.client().update_prompt(name=PROMPT, version=v3, new_labels=["staging"])
-    moved, _ = tick(instance, resources, first.cursor)
+    moved, _ = sensor_tick(instance, resources, first.cursor)
     (request,) = moved.run_requests
     assert request.tags["eval/label"] == "staging"
     assert (request.tags["eval/from_version"], request.tags["eval/to_version"]) == ("v2", f"v{v3}")
     assert f"v{v3}" in instance.get_dynamic_partitions("prompt_version")
-    again, _ = tick(instance, resources, moved.cursor)
+    again, _ = sensor_tick(instance, resources, moved.cursor)
     assert again.run_requests == []
 
     server.outage = 503
-    skipped, kept = tick(instance, resources, moved.cursor)
+    skipped, kept = sensor_tick(instance, resources, moved.cursor)
     assert isinstance(skipped, SkipReason) and "503" in skipped.skip_message
     assert kept == moved.cursor
     server.outage = None
 
-    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
-        "eval_job"
-    )
+    job = eval_job(resources)
     result = job.execute_in_process(
         partition_key=request.partition_key,
         run_config=request.run_config,
@@ -191,9 +164,7 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
 def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     instance, resources, tmp_path = env
     instance.add_dynamic_partitions("prompt_version", ["v1"])
-    job = Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
-        "eval_job"
-    )
+    job = eval_job(resources)
     key = {"suite": "drive_thru", "prompt_version": "v1"}
     config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}}
     # The prompt is fetched before the outage; the outage hits tracing and write-back.

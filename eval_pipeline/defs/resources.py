@@ -117,6 +117,9 @@ class LLMResource(ConfigurableResource):
         return PriceTable.from_file(Path(self.prices_file) if self.prices_file else None)
 
 
+PAGE_TIMEOUT_S = 30  # one page of 1,000 observations
+
+
 class TraceSourceResource(ConfigurableResource):
     """Production traces: Langfuse's observations API when configured, else local JSONL."""
 
@@ -127,7 +130,9 @@ class TraceSourceResource(ConfigurableResource):
         settings = self.langfuse.settings() if self.langfuse else None
         if settings is None:
             return LocalTraceSource(Path(self.datasets_dir))
-        return LangfuseTraceSource(self.langfuse.client(), base_url=settings.base_url)
+        return LangfuseTraceSource(
+            self.langfuse.client(), base_url=settings.base_url, timeout_s=PAGE_TIMEOUT_S
+        )
 
 
 def _env(name: str) -> EnvVar | None:

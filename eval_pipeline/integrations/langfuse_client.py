@@ -56,3 +56,22 @@ class LangfuseSettings:
             timeout=self.timeout_s,
             tracing_enabled=tracing_enabled,
         )
+
+
+class LangfuseService:
+    """Base of the classes that read or write through one SDK client."""
+
+    def __init__(self, client: Langfuse, *, base_url: str = "", timeout_s: int = 10):
+        self.client = client
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+
+    @property
+    def description(self) -> str:
+        return f"langfuse ({self.base_url})" if self.base_url else "langfuse"
+
+
+def describe_error(exc: Exception) -> str:
+    """A short, secret-free reason: the HTTP status, or the exception type and message."""
+    status = getattr(exc, "status_code", None)
+    return f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"

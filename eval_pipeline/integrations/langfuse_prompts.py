@@ -13,26 +13,17 @@ from collections.abc import Iterable
 from typing import Any
 
 import httpx
-from langfuse import Langfuse
 from langfuse.api.commons.errors.not_found_error import NotFoundError
 from langfuse.api.core.api_error import ApiError
 
 from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 
 PAGE_SIZE = 100
 
 
-class LangfusePromptRegistry:
-    def __init__(self, client: Langfuse, *, base_url: str = "", timeout_s: int = 10):
-        self.client = client
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-
-    @property
-    def description(self) -> str:
-        return f"langfuse ({self.base_url})" if self.base_url else "langfuse"
-
+class LangfusePromptRegistry(LangfuseService):
     def get(self, name: str, version: int) -> PromptVersion:
         return self._fetch(name, version=version)
 
@@ -50,7 +41,7 @@ class LangfusePromptRegistry:
             raise PromptError(f"Langfuse has no prompt {name!r} with {what}") from exc
         except (ApiError, httpx.HTTPError) as exc:
             raise RegistryUnavailable(
-                f"Langfuse prompt {name!r} ({what}): {_describe(exc)}"
+                f"Langfuse prompt {name!r} ({what}): {describe_error(exc)}"
             ) from exc
         return from_langfuse(fetched)
 
@@ -71,7 +62,9 @@ class LangfusePromptRegistry:
                     request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 0},
                 )  # fmt: skip
             except (ApiError, httpx.HTTPError) as exc:
-                raise RegistryUnavailable(f"listing Langfuse prompts: {_describe(exc)}") from exc
+                raise RegistryUnavailable(
+                    f"listing Langfuse prompts: {describe_error(exc)}"
+                ) from exc
             yield from response.data
             if page >= (response.meta.total_pages or 0):
                 return
@@ -98,8 +91,3 @@ def from_langfuse(fetched: Any) -> PromptVersion:
         config=dict(fetched.config or {}),
         labels=tuple(sorted(fetched.labels or ())),
     )
-
-
-def _describe(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    return f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"

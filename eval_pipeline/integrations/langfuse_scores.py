@@ -22,6 +22,7 @@ from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 from eval_pipeline.core.records import ItemScore
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.integrations.langfuse_client import describe_error
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
@@ -117,7 +118,7 @@ def write_back(
         try:
             rejected = _send(client, [pending[k] for k in batch])
         except (ApiError, httpx.HTTPError, ValueError) as exc:
-            error = redact(_describe(exc))
+            error = redact(describe_error(exc))
             break
         if rejected:
             error = redact(f"Langfuse rejected {len(rejected)} score(s): {rejected[0]}")
@@ -141,8 +142,3 @@ def _send(client: Langfuse, batch: Sequence[dict[str, Any]]) -> list[str]:
     if isinstance(response, CreateScoreBatchResults) and response.rejected:
         return [str(e) for e in response.errors] or ["(no detail)"]
     return []
-
-
-def _describe(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    return f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"

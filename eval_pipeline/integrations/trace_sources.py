@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
-from langfuse import Langfuse
 from langfuse.api.core.api_error import ApiError
 
 from eval_pipeline.core.traces import (
@@ -22,6 +21,7 @@ from eval_pipeline.core.traces import (
     parse_observation,
     read_trace_file,
 )
+from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
 
 # Field groups of GET /api/public/v2/observations that the parser needs, nothing more.
 FIELDS = "core,basic,io,metadata,usage,metrics,trace_context"
@@ -59,17 +59,8 @@ class LocalTraceSource:
         return (t for t in read_trace_file(path) if t.name == trace_name)
 
 
-class LangfuseTraceSource:
+class LangfuseTraceSource(LangfuseService):
     """Root observations named ``trace_name`` whose start time falls on ``day`` (UTC)."""
-
-    def __init__(self, client: Langfuse, *, base_url: str = "", timeout_s: int = 30):
-        self.client = client
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-
-    @property
-    def description(self) -> str:
-        return f"langfuse ({self.base_url})" if self.base_url else "langfuse"
 
     def traces(self, suite: str, trace_name: str, day: date) -> Iterator[TraceRecord]:
         start, end = day_window(day)
@@ -85,11 +76,9 @@ class LangfuseTraceSource:
                     request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 2},
                 )  # fmt: skip
             except (ApiError, httpx.HTTPError) as exc:
-                status = getattr(exc, "status_code", None)
-                reason = f"HTTP {status}" if status else type(exc).__name__
                 raise TraceSourceError(
-                    f"reading {trace_name} traces for {day} from {self.description}: {reason} "
-                    f"(page {page})"
+                    f"reading {trace_name} traces for {day} from {self.description}: "
+                    f"{describe_error(exc)} (page {page})"
                 ) from exc
             for i, observation in enumerate(response.data):
                 yield _parse(observation, f"{self.description} page {page} item {i}")

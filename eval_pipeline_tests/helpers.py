@@ -1,0 +1,57 @@
+"""Shared test set-up: Dagster resources on temporary storage, sensor ticks, the eval job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dagster import Definitions, SensorResult, build_sensor_context
+
+from eval_pipeline.defs.automation.sensors import prompt_label_sensor
+from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
+from eval_pipeline.defs.resources import (
+    LangfuseResource,
+    LLMResource,
+    PromptRegistryResource,
+    ResultsStoreResource,
+    SuitesResource,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def eval_resources(
+    tmp_path: Path,
+    *,
+    datasets_dir: Path = ROOT / "datasets",
+    prompts_dir: Path = ROOT / "prompts",
+    langfuse: LangfuseResource | None = None,
+) -> dict[str, Any]:
+    """The evaluation resources with the results store in ``tmp_path``."""
+    langfuse = langfuse or LangfuseResource()
+    return {
+        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
+        "suites": SuitesResource(datasets_dir=str(datasets_dir)),
+        "prompt_registry": PromptRegistryResource(prompts_dir=str(prompts_dir), langfuse=langfuse),
+        "llm": LLMResource(),
+        "langfuse": langfuse,
+    }
+
+
+def sensor_tick(instance, resources, cursor=None):
+    """One prompt_label_sensor tick: (result, the context's cursor afterwards). Applies the
+    dynamic-partition requests, which build_sensor_context does not do."""
+    with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+        result = prompt_label_sensor(context)
+        kept = context.cursor
+    if isinstance(result, SensorResult):
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+    return result, kept
+
+
+def eval_job(resources: dict[str, Any]):
+    """eval_job bound to these resources, as the daemon would launch it."""
+    return Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
+        "eval_job"
+    )
