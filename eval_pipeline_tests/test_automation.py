@@ -136,6 +136,12 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     ]
     assert store.read_summary(runs[0].run_id)["n_cases"] == 11
 
+    # A sensor starting from scratch (no cursor) skips what the store shows as evaluated.
+    fresh = tick(instance, resources)
+    assert [(r.tags["eval/to_version"], r.tags["eval/tier"]) for r in fresh.run_requests] == [
+        ("v1", "full")
+    ]
+
 
 def test_registry_outage_skips_with_the_cause_and_keeps_the_cursor(env):
     instance, resources, registry = env

@@ -14,7 +14,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    for var in ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_RESULTS_URL"):
+    for var in (
+        "EVAL_LLM_BASE_URL",
+        "EVAL_LLM_API_KEY",
+        "OPENAI_API_KEY",
+        "EVAL_RESULTS_URL",
+        "LANGFUSE_PUBLIC_KEY",
+        "LANGFUSE_SECRET_KEY",
+        "LANGFUSE_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))

@@ -109,7 +109,10 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     first, _ = sensor_tick(instance, resources)
     assert len(first.run_requests) == 2  # never evaluated: production v1 (full), staging v2
 
-    v3 = server.seed_prompt(PROMPT, local_version(1)["prompt"], type=local_version(1)["type"])
+    v3 = server.seed_prompt(
+        PROMPT, local_version(1)["prompt"], type=local_version(1)["type"],
+        config={"temperature": 0.4},
+    )  # fmt: skip
     server.client().update_prompt(name=PROMPT, version=v3, new_labels=["staging"])
     moved, _ = sensor_tick(instance, resources, first.cursor)
     (request,) = moved.run_requests
@@ -136,6 +139,8 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru", prompt_version=f"v{v3}")
     assert run.status == "complete" and store.read_summary(run.run_id)["n_cases"] == 11
+    assert run.prompt_config == {"temperature": 0.4}  # the prompt's config reached the model
+    assert run.model_params["temperature"] == 0.4
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     assert meta["langfuse_scores_queued"].value == 0
     scores = store.read_scores(run.run_id)
@@ -239,16 +244,39 @@ def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server
     assert {s["traceId"] for s in server.state.scores} == {r.trace_id for r in expected}
 
 
-def test_cli_datasets_sync_twice_creates_nothing_new(server, monkeypatch):
+@pytest.fixture
+def cli_env(server, monkeypatch, tmp_path):
+    """The CLI configured for the test server through LANGFUSE_* variables."""
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("EVAL_RESULTS_URL", raising=False)
+    LangfuseResourceManager.reset()
+    return tmp_path / "home"
+
+
+def test_cli_run_evaluates_the_langfuse_label(server, cli_env):
     from click.testing import CliRunner
 
     from eval_pipeline.cli import main
 
-    for name, value in server.env().items():
-        monkeypatch.setenv(name, value)
-    from langfuse._client.resource_manager import LangfuseResourceManager
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--label", "staging"])
+    assert result.exit_code == 1, result.output  # staging = v2, the worse prompt
+    store = ResultsStore(f"sqlite:///{cli_env / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    assert run.prompt_version == "v2" and run.status == "complete"
+    server.outage = 503
+    down = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+    assert down.exit_code == 2 and "503" in down.output
 
-    LangfuseResourceManager.reset()
+
+def test_cli_datasets_sync_twice_creates_nothing_new(server, cli_env):
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
     runner = CliRunner()
     first = runner.invoke(main, ["datasets", "sync", "--suite", "drive_thru"])
     assert first.exit_code == 0, first.output
