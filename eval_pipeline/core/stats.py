@@ -1,0 +1,143 @@
+"""Statistics for regression gates: paired comparisons, exact tests, intervals, Holm.
+
+Everything works on per-item values (one number per golden case, repeats already reduced),
+never on run-level averages: the item is the unit that was sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+Decision = Literal["pass", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class MeanSE:
+    mean: float
+    se: float
+    n: int
+    clusters: int | None = None
+
+
+def mean_se(values: Sequence[float], clusters: Sequence[object] | None = None) -> MeanSE:
+    """Mean and its standard error; with cluster labels, the cluster-robust (sandwich)
+    standard error with the small-sample factor C/(C−1)."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        raise ValueError("mean_se needs at least one value")
+    mean = float(x.mean())
+    if clusters is None:
+        se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+        return MeanSE(mean, se, n)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} values")
+    labels = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)[1]
+    sums = np.bincount(labels, weights=x - mean)
+    c = len(sums)
+    if c < 2:
+        return MeanSE(mean, 0.0, n, c)
+    variance = c / (c - 1) * float(np.sum(sums**2)) / n**2
+    return MeanSE(mean, math.sqrt(variance), n, c)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    n: int
+    delta: float  # mean of candidate − baseline
+    se: float
+    ci_low: float  # two-sided 1 − 2α interval (Student t, n − 1 d.f.)
+    ci_high: float
+    p_value: float  # one-sided, H1: the candidate is worse
+    mde: float  # smallest drop detectable with 80% power at this n and spread
+    margin: float
+    alpha: float
+    decision: Decision
+
+
+def compare_paired(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    margin: float = 0.02,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> PairedComparison:
+    """Paired comparison of per-item values (same items, same order).
+
+    fail: the upper confidence bound of delta is below 0 *and* delta ≤ −margin;
+    pass: the lower bound is ≥ −margin (worse by less than the margin, with confidence);
+    warn: anything else (too few items or too much noise to tell).
+    """
+    b, c = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    if len(b) != len(c):
+        raise ValueError(f"paired values differ in length: {len(b)} baseline, {len(c)} candidate")
+    n = len(b)
+    if n == 0:
+        raise ValueError("compare_paired needs at least one item")
+    d = c - b
+    delta = float(d.mean())
+    all_equal = bool(np.all(d == d[0]))
+    se = 0.0 if all_equal or n < 2 else float(d.std(ddof=1) / math.sqrt(n))
+    if se == 0.0:
+        half = mde = 0.0
+        p_value = 0.0 if delta < 0 else 1.0
+    else:
+        t = float(stats.t.ppf(1 - alpha, n - 1))
+        half = t * se
+        mde = (t + float(stats.t.ppf(power, n - 1))) * se
+        p_value = float(stats.ttest_rel(c, b, alternative="less").pvalue)
+    if delta + half < 0 and delta <= -margin:
+        decision: Decision = "fail"
+    elif delta - half >= -margin:
+        decision = "pass"
+    else:
+        decision = "warn"
+    return PairedComparison(
+        n, delta, se, delta - half, delta + half, p_value, mde, margin, alpha, decision
+    )
+
+
+def mcnemar_exact(baseline_pass: Sequence[bool], candidate_pass: Sequence[bool]) -> float:
+    """One-sided exact McNemar p-value that the candidate fails more items.
+
+    b = items the baseline passes and the candidate fails, c = the reverse;
+    p = P[X ≥ b] with X ~ Binomial(b + c, ½); 1.0 when b + c = 0.
+    """
+    if len(baseline_pass) != len(candidate_pass):
+        raise ValueError("paired pass/fail lists differ in length")
+    pairs = list(zip(baseline_pass, candidate_pass, strict=True))
+    b = sum(1 for old, new in pairs if old and not new)
+    c = sum(1 for old, new in pairs if new and not old)
+    if b + c == 0:
+        return 1.0
+    return float(stats.binom.sf(b - 1, b + c, 0.5))
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a rate (sensible at 0 %, 100 % and small n)."""
+    if n == 0:
+        return (0.0, 1.0)
+    z = float(stats.norm.ppf(1 - (1 - confidence) / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

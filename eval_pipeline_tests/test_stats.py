@@ -1,0 +1,108 @@
+"""core/stats.py against scipy on random and edge-case data, and the decision rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from eval_pipeline.core.stats import compare_paired, holm, mcnemar_exact, mean_se, wilson_interval
+
+RNG = np.random.default_rng(20261122)
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 47, 500])
+def test_paired_matches_scipy_on_random_data(n):
+    base = RNG.uniform(0, 1, n)
+    cand = np.clip(base + RNG.normal(-0.03, 0.1, n), 0, 1)
+    result = compare_paired(base, cand, alpha=0.05)
+    d = cand - base
+    assert result.delta == pytest.approx(d.mean())
+    assert result.se == pytest.approx(stats.sem(d))
+    expected_p = stats.ttest_rel(cand, base, alternative="less").pvalue
+    assert result.p_value == pytest.approx(expected_p, rel=1e-9)
+    low, high = stats.t.interval(0.90, n - 1, loc=d.mean(), scale=stats.sem(d))
+    assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
+    t_a, t_p = stats.t.ppf(0.95, n - 1), stats.t.ppf(0.8, n - 1)
+    assert result.mde == pytest.approx((t_a + t_p) * stats.sem(d))
+
+
+def test_ties_and_discrete_scores_match_scipy():
+    base = np.array([1, 1, 0, 1, 0.5, 1, 1, 0, 1, 1], dtype=float)
+    cand = np.array([1, 0, 0, 1, 0.5, 0, 1, 0, 1, 1], dtype=float)
+    result = compare_paired(base, cand)
+    assert result.p_value == pytest.approx(stats.ttest_rel(cand, base, alternative="less").pvalue)
+
+
+def test_all_equal_differences_have_zero_se_and_apply_the_rule_directly():
+    same = compare_paired([0.5, 0.7, 0.9], [0.5, 0.7, 0.9])
+    assert (same.se, same.delta, same.decision, same.p_value) == (0.0, 0.0, "pass", 1.0)
+    worse = compare_paired([1.0, 1.0, 1.0], [0.9, 0.9, 0.9])
+    assert worse.se == 0.0 and worse.decision == "fail" and worse.p_value == 0.0
+    tiny = compare_paired([1.0, 1.0], [0.99, 0.99], margin=0.02)
+    assert tiny.decision == "pass"  # worse, but by less than the margin
+
+
+def test_single_item():
+    one = compare_paired([1.0], [0.0])
+    assert one.n == 1 and one.se == 0.0 and one.decision == "fail"
+    assert compare_paired([0.0], [1.0]).decision == "pass"
+
+
+def test_decision_rule_on_constructed_cases():
+    n = 40
+    noise = np.tile([-0.05, 0.05], n // 2)
+    base = np.full(n, 0.8)
+    clear_drop = compare_paired(base, base - 0.10 + noise, margin=0.02)
+    assert clear_drop.ci_high < 0 and clear_drop.decision == "fail"
+    no_change = compare_paired(base, base + noise, margin=0.05)
+    assert no_change.ci_low >= -0.05 and no_change.decision == "pass"
+    wide = np.tile([-0.5, 0.5], n // 2)
+    unclear = compare_paired(base, base - 0.03 + wide, margin=0.02)
+    assert unclear.decision == "warn"
+    small_real_drop = compare_paired(base, base - 0.01 + noise / 10, margin=0.02)
+    # certainly worse, but certainly by less than the margin: pass
+    assert small_real_drop.ci_high < 0 and small_real_drop.decision == "pass"
+
+
+def test_mean_se_plain_and_clustered():
+    x = RNG.normal(0.7, 0.2, 30)
+    plain = mean_se(x)
+    assert plain.mean == pytest.approx(x.mean()) and plain.se == pytest.approx(stats.sem(x))
+    singletons = mean_se(x, clusters=list(range(30)))  # clusters of size 1 → the plain se
+    assert singletons.se == pytest.approx(plain.se) and singletons.clusters == 30
+    # repeats of the same item are not independent: clustering widens the interval
+    items = np.repeat(RNG.normal(0.7, 0.2, 10), 3) + RNG.normal(0, 0.01, 30)
+    clustered = mean_se(items, clusters=np.repeat(np.arange(10), 3))
+    assert clustered.se > mean_se(items).se * 1.5
+    # sandwich form by hand
+    labels = np.repeat(np.arange(10), 3)
+    sums = np.array([np.sum(items[labels == g] - items.mean()) for g in range(10)])
+    assert clustered.se == pytest.approx(math.sqrt(10 / 9 * np.sum(sums**2) / 30**2))
+    assert mean_se([0.5]).se == 0.0
+    with pytest.raises(ValueError):
+        mean_se([])
+
+
+def test_mcnemar_exact_matches_scipy_binomtest():
+    base = [True] * 30 + [False] * 10
+    cand = [True] * 22 + [False] * 8 + [True] * 3 + [False] * 7  # b = 8, c = 3
+    expected = stats.binomtest(8, 11, 0.5, alternative="greater").pvalue
+    assert mcnemar_exact(base, cand) == pytest.approx(expected)
+    assert mcnemar_exact([True, False], [True, False]) == 1.0
+    assert mcnemar_exact([True], [False]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (10, 10), (7, 20), (1, 1), (450, 500)])
+def test_wilson_matches_scipy(k, n):
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = wilson_interval(k, n)
+    assert (low, high) == (pytest.approx(ci.low), pytest.approx(ci.high))
+
+
+def test_holm_adjustment():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5]) == [0.5]
+    assert holm([0.9, 0.8]) == [1.0, 1.0]
