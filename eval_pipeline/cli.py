@@ -63,7 +63,8 @@ def run(
 
     try:
         suite = get_suite(suite_name)
-        cases = select_tier(suite.load_cases(), tier)
+        all_cases = suite.load_cases()
+        cases = select_tier(all_cases, tier)
         thresholds = suite.thresholds
         registry = prompt_registry_from_env(settings.prompts_dir())
         prompt = (
@@ -84,8 +85,9 @@ def run(
         raise ConfigError(str(exc)) from exc
     repeats = repeats or suite.repeats
     run_record = evaluation.start_run(
-        store, suite, prompt, cases, tier=tier, repeats=repeats, model_params=llm.public_params()
-    )
+        store, suite, prompt, all_cases, tier=tier, repeats=repeats,
+        model_params=llm.public_params(),
+    )  # fmt: skip
     config = RunnerConfig(concurrency=concurrency, repeats=repeats)
     try:
         with _progress(f"{suite.name} {tier}") as report:

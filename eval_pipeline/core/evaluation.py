@@ -33,7 +33,7 @@ def start_run(
     store: ResultsStore,
     suite: Suite,
     prompt: PromptVersion,
-    cases: Sequence[GoldenCase],
+    all_cases: Sequence[GoldenCase],
     *,
     tier: str,
     repeats: int,
@@ -48,7 +48,7 @@ def start_run(
         prompt_version=prompt.partition_key,
         prompt_hash=prompt.content_hash,
         prompt_config=dict(prompt.config),
-        dataset_version=dataset_version(cases),
+        dataset_version=dataset_version(all_cases),  # the whole dataset; the tier selects
         model=str(model_params.get("model", "")),
         model_params=model_params,
         tier=tier,
@@ -102,13 +102,13 @@ def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenC
     run = store.get_run(run_id)
     if run is None:
         raise DatasetError([f"run {run_id!r} is not in the results store"])
-    cases = select_tier(suite.load_cases(), run.tier)
+    cases = suite.load_cases()
     if dataset_version(cases) != run.dataset_version:
         raise DatasetError([
             f"{suite.dataset_dir}: the dataset changed while run {run_id} was in progress "
             f"(version {run.dataset_version} → {dataset_version(cases)}); start a new run"
         ])  # fmt: skip
-    return cases
+    return select_tier(cases, run.tier)
 
 
 @contextmanager

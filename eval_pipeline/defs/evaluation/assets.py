@@ -137,13 +137,14 @@ def agent_run_outputs(
     """Run the agent with this partition's prompt version on every case of the tier."""
     suite_name, version_key = _keys(context)
     suite = suites.get(suite_name)
-    cases = select_tier(suite.load_cases(), config.tier)
+    all_cases = suite.load_cases()
+    cases = select_tier(all_cases, config.tier)
     prompt = prompt_registry.registry().get(suite.prompt_name, parse_version_key(version_key))
     settings = llm.settings().with_prompt_config(prompt.config)
     repeats = config.repeats or suite.repeats
     store = results_store.open()
     run = evaluation.start_run(
-        store, suite, prompt, cases, tier=config.tier, repeats=repeats,
+        store, suite, prompt, all_cases, tier=config.tier, repeats=repeats,
         model_params=settings.public_params(), dagster_run_id=context.run.run_id,
     )  # fmt: skip
     context.log.info(
