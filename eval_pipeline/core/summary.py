@@ -13,6 +13,8 @@ import pandas as pd
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.records import ItemOutput, ItemScore
+from eval_pipeline.core.reducers import flaky_items
+from eval_pipeline.core.stats import mean_se
 
 
 def scores_table(cases: Sequence[GoldenCase], scores: Sequence[ItemScore]) -> pd.DataFrame:
@@ -70,6 +72,11 @@ def summarize(
         "n_errors": sum(1 for o in outputs if o.error),
         "error_items": errors[:50],
         "metrics": {k: _r(v) for k, v in dict(metrics).items()},
+        "metric_se": {  # standard errors over per-case means, never over run averages
+            str(k): _r(mean_se(group.dropna().tolist()).se) if group.notna().any() else None
+            for k, group in per_case.groupby("evaluator")["value"]
+        },
+        "flaky_items": flaky_items(scores),
         "by_category": _pivot(per_case, "category"),
         "by_difficulty": _pivot(per_case, "difficulty"),
         "run_evaluations": run_evaluations or {},

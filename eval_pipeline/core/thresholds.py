@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,6 +26,22 @@ class ThresholdsError(ValueError):
     pass
 
 
+class RegressionConfig(BaseModel):
+    """How a run is compared with its baseline (the ``regression:`` section)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline_label: str = "production"
+    margin: float = Field(0.02, ge=0.0, le=1.0)
+    alpha: float = Field(0.05, gt=0.0, lt=0.5)
+    reducer: Literal["mean", "median", "max", "pass_at_k", "pass_all_k"] = "mean"
+    pass_threshold: float = Field(1.0, ge=0.0, le=1.0)
+    metrics: list[str] | None = None  # default: the primary metric and the min_mean metrics
+    binary_metrics: list[str] | None = None  # McNemar; default: the all_items_pass metrics
+    max_cost_ratio: float | None = Field(None, gt=0.0)
+    max_latency_ratio: float | None = Field(None, gt=0.0)
+
+
 class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -33,6 +49,21 @@ class Thresholds(BaseModel):
     min_mean: dict[str, float] = Field(default_factory=dict)
     all_items_pass: list[str] = Field(default_factory=list)
     category_floors: dict[str, dict[str, float]] = Field(default_factory=dict)
+    regression: RegressionConfig = Field(default_factory=RegressionConfig)
+
+    @property
+    def gated_metrics(self) -> list[str]:
+        configured = self.regression.metrics
+        return (
+            configured
+            if configured is not None
+            else list(dict.fromkeys([self.primary_metric, *self.min_mean]))
+        )
+
+    @property
+    def binary_metrics(self) -> list[str]:
+        configured = self.regression.binary_metrics
+        return configured if configured is not None else list(self.all_items_pass)
 
     def model_post_init(self, _: Any) -> None:
         values = [*self.min_mean.values()] + [

@@ -32,6 +32,7 @@ from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.summary import markdown_table
 from eval_pipeline.core.thresholds import evaluate_thresholds
+from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results
 from eval_pipeline.defs.evaluation.metadata import (
     check_metadata,
     dataset_metadata,
@@ -211,6 +212,7 @@ def item_scores(
         AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
         AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
         AssetCheckSpec("category_floors", asset="eval_summary"),
+        *GATE_CHECK_SPECS,
     ],
 )
 def eval_summary(
@@ -218,9 +220,11 @@ def eval_summary(
     item_scores: dict[str, Any],
     suites: SuitesResource,
     results_store: ResultsStoreResource,
+    prompt_registry: PromptRegistryResource,
     langfuse: LangfuseResource,
 ):
-    """Aggregate the run, mark it complete, and gate it on the suite's thresholds."""
+    """Aggregate the run, mark it complete, gate it on the suite's thresholds and, item by
+    item, against its baseline run (see core/gate.py)."""
     suite = suites.get(item_scores["suite"])
     store = results_store.open()
     run_id = item_scores["run_id"]
@@ -261,3 +265,6 @@ def eval_summary(
             description=outcome.description,
             metadata=check_metadata(outcome),
         )
+    run = store.get_run(run_id)
+    assert run is not None
+    yield from gate_results(store, run, suite, cases, prompt_registry.registry())

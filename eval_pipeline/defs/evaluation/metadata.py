@@ -68,15 +68,20 @@ def outputs_metadata(
 def check_metadata(outcome: CheckOutcome) -> dict[str, Any]:
     if not outcome.rows:
         return {}
-    columns = list(outcome.rows[0])
+    return {"details": MetadataValue.md(rows_markdown(outcome.rows)), "rows": len(outcome.rows)}
+
+
+def rows_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """A list of same-keyed dicts as a Markdown table (cells escaped, long tables cut)."""
+    columns = list(rows[0])
     lines = [
         "| " + " | ".join(md_escape(_cell(row.get(c))) for c in columns) + " |"
-        for row in outcome.rows[:MAX_TABLE_ROWS]
+        for row in rows[:MAX_TABLE_ROWS]
     ]
     table = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n" + "\n".join(lines)
-    if len(outcome.rows) > MAX_TABLE_ROWS:
-        table += f"\n\n… {len(outcome.rows) - MAX_TABLE_ROWS} more rows in the results store"
-    return {"details": MetadataValue.md(table), "rows": len(outcome.rows)}
+    if len(rows) > MAX_TABLE_ROWS:
+        table += f"\n\n… {len(rows) - MAX_TABLE_ROWS} more rows in the results store"
+    return table
 
 
 def _cell(value: Any) -> str:

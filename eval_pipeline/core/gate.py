@@ -1,0 +1,383 @@
+"""The regression gate: a candidate run against its baseline, item by item, with evidence.
+
+1. Baseline: the latest complete full-tier run of the version the baseline label points
+   to; when the candidate *is* that version (the nightly run), its previous complete full
+   run, so a provider's drift (same prompt, same model name, worse answers) is caught.
+2. Comparability: same dataset version, the candidate's items all in the baseline, same
+   evaluator versions. Otherwise the gate says "not comparable: …" and gives no number.
+3. Checks: a paired comparison per gated metric (fail only if also significant after
+   Holm across the gated and binary metrics), exact McNemar on binary metrics, per-category
+   deltas of the primary metric (warning only), and paired log-ratios of cost and latency
+   (gated when a maximum ratio is configured). Items missing from a run count as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.reducers import reduce_items
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.stats import PairedComparison, compare_paired, holm, mcnemar_exact
+from eval_pipeline.core.thresholds import Thresholds
+
+Outcome = Literal["pass", "warn", "fail"]
+GATE_CHECKS = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
+MAX_LISTED = 15
+
+
+@dataclass
+class GateCheck:
+    name: str  # one of GATE_CHECKS
+    outcome: Outcome
+    description: str
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one per metric / category
+    worse_items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def blocking_failure(self) -> bool:
+        return self.outcome == "fail" and self.name != "category_deltas"
+
+
+@dataclass
+class GateReport:
+    candidate_run_id: str
+    baseline_run_id: str | None
+    comparable: bool
+    problems: list[str]
+    checks: list[GateCheck]
+
+    @property
+    def outcome(self) -> Outcome:
+        outcomes = [c.outcome for c in self.checks]
+        return "fail" if "fail" in outcomes else "warn" if "warn" in outcomes else "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "outcome": self.outcome}
+
+
+class NotComparable(ValueError):
+    """The runs cannot be compared; the message says why in plain words."""
+
+
+def find_baseline(
+    store: ResultsStore, candidate: RunRecord, baseline_version: str
+) -> RunRecord | None:
+    """Latest complete full-tier run of ``baseline_version`` other than the candidate, and
+    started before it when the candidate evaluates that same version."""
+    runs = store.list_runs(
+        suite=candidate.suite,
+        prompt_version=baseline_version,
+        status="complete",
+        tier="full",
+        limit=50,
+    )
+    for run in runs:  # newest first
+        if run.run_id == candidate.run_id:
+            continue
+        if baseline_version == candidate.prompt_version and run.started_at >= candidate.started_at:
+            continue
+        return run
+    return None
+
+
+def comparability_problems(
+    baseline: RunRecord, candidate: RunRecord, baseline_items: set[str], candidate_items: set[str]
+) -> list[str]:
+    problems = []
+    if baseline.dataset_version != candidate.dataset_version:
+        problems.append(
+            f"dataset changed (baseline {baseline.dataset_version}, candidate "
+            f"{candidate.dataset_version}): re-run the baseline on the current dataset"
+        )
+    if missing := sorted(candidate_items - baseline_items):
+        problems.append(f"{len(missing)} item(s) not in the baseline run: {missing[:5]}")
+    changed = {
+        name: (baseline.evaluator_versions.get(name), version)
+        for name, version in candidate.evaluator_versions.items()
+        if baseline.evaluator_versions.get(name) != version
+    }
+    if changed:
+        detail = ", ".join(f"{k} {old} → {new}" for k, (old, new) in sorted(changed.items()))
+        problems.append(f"evaluator versions differ: {detail}")
+    return problems
+
+
+def _paired_values(
+    base: Mapping[str, float], cand: Mapping[str, float], items: Sequence[str]
+) -> tuple[list[float], list[float]]:
+    return [base.get(i, 0.0) for i in items], [cand.get(i, 0.0) for i in items]
+
+
+def _row(metric: str, comparison: PairedComparison, **extra: Any) -> dict[str, Any]:
+    return {
+        "metric": metric,
+        "n": comparison.n,
+        "delta": round(comparison.delta, 4),
+        "ci_low": round(comparison.ci_low, 4),
+        "ci_high": round(comparison.ci_high, 4),
+        "p_value": round(comparison.p_value, 6),
+        "mde": round(comparison.mde, 4),
+        "decision": comparison.decision,
+        **extra,
+    }
+
+
+def compare_runs(
+    baseline: RunRecord,
+    candidate: RunRecord,
+    baseline_data: tuple[Sequence[ItemOutput], Sequence[ItemScore]],
+    candidate_data: tuple[Sequence[ItemOutput], Sequence[ItemScore]],
+    thresholds: Thresholds,
+    categories: Mapping[str, str],
+    *,
+    margin: float | None = None,
+) -> GateReport:
+    """All gate checks for a candidate run against its baseline (raises NotComparable)."""
+    config = thresholds.regression
+    margin = config.margin if margin is None else margin
+    (base_out, base_scores), (cand_out, cand_scores) = baseline_data, candidate_data
+    items = sorted({o.item_id for o in cand_out})
+    problems = comparability_problems(
+        baseline, candidate, {o.item_id for o in base_out}, set(items)
+    )
+    if problems:
+        raise NotComparable("not comparable: " + "; ".join(problems))
+
+    def values(scores: Sequence[ItemScore], metric: str) -> dict[str, float]:
+        return reduce_items(scores, metric, config.reducer, config.pass_threshold)
+
+    # Paired gates and McNemar form one Holm family.
+    paired = {
+        m: compare_paired(
+            *_paired_values(values(base_scores, m), values(cand_scores, m), items),
+            margin=margin,
+            alpha=config.alpha,
+        )
+        for m in thresholds.gated_metrics
+    }
+    passes = {}
+    for m in thresholds.binary_metrics:
+        b, c = _paired_values(values(base_scores, m), values(cand_scores, m), items)
+        old = [v >= config.pass_threshold for v in b]
+        new = [v >= config.pass_threshold for v in c]
+        passes[m] = (old, new, mcnemar_exact(old, new))
+    family = [p.p_value for p in paired.values()] + [x[2] for x in passes.values()]
+    adjusted = dict(zip([*paired, *[f"binary:{m}" for m in passes]], holm(family), strict=True))
+
+    rows, outcomes = [], []
+    for metric, comparison in paired.items():
+        decision = comparison.decision
+        if decision == "fail" and adjusted[metric] >= config.alpha:
+            decision = "warn"  # a drop, but not significant once every metric is counted
+        outcomes.append(decision)
+        rows.append(_row(metric, comparison, p_holm=round(adjusted[metric], 6), outcome=decision))
+    primary = thresholds.primary_metric
+    worse = _worse_items(values(base_scores, primary), values(cand_scores, primary), items)
+    checks = [GateCheck("paired_gate", _worst(outcomes), _describe(rows, margin), rows, worse)]
+
+    binary_rows, binary_outcomes = [], []
+    for metric, (old, new, p) in passes.items():
+        b = sum(o and not n for o, n in zip(old, new, strict=True))
+        c = sum(n and not o for o, n in zip(old, new, strict=True))
+        p_holm = adjusted[f"binary:{metric}"]
+        outcome: Outcome = "fail" if p_holm < config.alpha else "warn" if b > c else "pass"
+        binary_outcomes.append(outcome)
+        binary_rows.append(
+            {
+                "metric": metric,
+                "n": len(items),
+                "newly_failing": b,
+                "newly_passing": c,
+                "p_value": round(p, 6),
+                "p_holm": round(p_holm, 6),
+                "outcome": outcome,
+            }
+        )
+    text = (
+        "; ".join(
+            f"{r['metric']}: {r['newly_failing']} newly failing, "
+            f"{r['newly_passing']} newly passing (p={r['p_holm']:.3g})"
+            for r in binary_rows
+        )
+        or "no binary metrics configured"
+    )
+    checks.append(GateCheck("binary_gate", _worst(binary_outcomes), text, binary_rows))
+    checks.append(
+        _category_check(
+            values(base_scores, primary),
+            values(cand_scores, primary),
+            items,
+            categories,
+            primary,
+            margin,
+            config.alpha,
+        )
+    )
+    checks.append(
+        _ratio_check(
+            base_out, cand_out, items, config.max_cost_ratio, config.max_latency_ratio, config.alpha
+        )
+    )
+    return GateReport(candidate.run_id, baseline.run_id, True, [], checks)
+
+
+def _worst(outcomes: Sequence[Outcome]) -> Outcome:
+    return "fail" if "fail" in outcomes else "warn" if "warn" in outcomes else "pass"
+
+
+def _describe(rows: Sequence[dict[str, Any]], margin: float) -> str:
+    parts = [
+        f"{r['metric']}: {r['outcome']} (Δ {r['delta']:+.3f}, CI [{r['ci_low']:+.3f}, "
+        f"{r['ci_high']:+.3f}], p={r['p_holm']:.3g} Holm, MDE {r['mde']:.3f}, n={r['n']})"
+        for r in rows
+    ]
+    return f"margin {margin}: " + "; ".join(parts)
+
+
+def _worse_items(
+    base: Mapping[str, float], cand: Mapping[str, float], items: Sequence[str]
+) -> list[dict[str, Any]]:
+    drops = [
+        {
+            "item_id": i,
+            "baseline": round(base.get(i, 0.0), 4),
+            "candidate": round(cand.get(i, 0.0), 4),
+        }
+        for i in items
+        if cand.get(i, 0.0) < base.get(i, 0.0)
+    ]
+    drops.sort(key=lambda r: (r["candidate"] - r["baseline"], r["item_id"]))
+    return drops[:MAX_LISTED]
+
+
+def _category_check(
+    base: Mapping[str, float],
+    cand: Mapping[str, float],
+    items: Sequence[str],
+    categories: Mapping[str, str],
+    metric: str,
+    margin: float,
+    alpha: float,
+) -> GateCheck:
+    """Per-category deltas of the primary metric: a warning, never blocking by itself."""
+    rows, flagged = [], []
+    for category in sorted({categories.get(i, "(none)") for i in items}):
+        members = [i for i in items if categories.get(i, "(none)") == category]
+        comparison = compare_paired(
+            *_paired_values(base, cand, members), margin=margin, alpha=alpha
+        )
+        rows.append(_row(metric, comparison, category=category))
+        if comparison.decision == "fail":
+            flagged.append(f"{category} (Δ {comparison.delta:+.3f})")
+    text = (
+        ("categories that got worse: " + ", ".join(flagged))
+        if flagged
+        else ("no category got significantly worse")
+    )
+    return GateCheck("category_deltas", "warn" if flagged else "pass", text, rows)
+
+
+def _ratio_check(
+    base_out: Sequence[ItemOutput],
+    cand_out: Sequence[ItemOutput],
+    items: Sequence[str],
+    max_cost: float | None,
+    max_latency: float | None,
+    alpha: float,
+) -> GateCheck:
+    """Paired log-ratios candidate/baseline of cost and latency per item."""
+    rows, outcomes = [], []
+    for name, attr, limit in (
+        ("cost", "cost_usd", max_cost),
+        ("latency", "latency_ms", max_latency),
+    ):
+        base, cand = _item_means(base_out, attr), _item_means(cand_out, attr)
+        both = [i for i in items if base.get(i, 0) > 0 and cand.get(i, 0) > 0]
+        if len(both) < 2:
+            rows.append(
+                {
+                    "metric": name,
+                    "n": len(both),
+                    "ratio": None,
+                    "outcome": "pass",
+                    "note": "not enough non-zero values",
+                }
+            )
+            continue
+        logs = compare_paired(
+            [0.0] * len(both), [math.log(cand[i] / base[i]) for i in both], margin=0.0, alpha=alpha
+        )
+        ratio, low, high = (math.exp(x) for x in (logs.delta, logs.ci_low, logs.ci_high))
+        outcome: Outcome = "pass"
+        if limit is not None:
+            outcome = "fail" if low > limit else "warn" if ratio > limit else "pass"
+        outcomes.append(outcome)
+        rows.append(
+            {
+                "metric": name,
+                "n": len(both),
+                "ratio": round(ratio, 4),
+                "ci_low": round(low, 4),
+                "ci_high": round(high, 4),
+                "max_ratio": limit,
+                "outcome": outcome,
+            }
+        )
+    text = "; ".join(
+        f"{r['metric']} ×{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        + (f" (max ×{r['max_ratio']})" if r.get("max_ratio") else " (not gated)")
+        if r["ratio"] is not None
+        else f"{r['metric']}: {r['note']}"
+        for r in rows
+    )
+    return GateCheck("cost_latency", _worst(outcomes), text, rows)
+
+
+def _item_means(outputs: Sequence[ItemOutput], attr: str) -> dict[str, float]:
+    sums: dict[str, list[float]] = {}
+    for o in outputs:
+        sums.setdefault(o.item_id, []).append(float(getattr(o, attr)))
+    return {k: sum(v) / len(v) for k, v in sums.items()}
+
+
+def not_comparable_report(candidate: RunRecord, baseline: RunRecord | None, reason: str):
+    """Every gate check errors with the same plain reason."""
+    checks = [GateCheck(name, "fail", reason) for name in GATE_CHECKS]
+    return GateReport(
+        candidate.run_id, baseline.run_id if baseline else None, False, [reason], checks
+    )
+
+
+def gate_against_baseline(
+    store: ResultsStore,
+    candidate: RunRecord,
+    baseline_version: str,
+    thresholds: Thresholds,
+    categories: Mapping[str, str],
+    *,
+    margin: float | None = None,
+) -> GateReport | None:
+    """The gate for a stored candidate run; None when no baseline run exists yet."""
+    baseline = find_baseline(store, candidate, baseline_version)
+    if baseline is None:
+        return None
+    data = {
+        run.run_id: (store.read_outputs(run.run_id), store.read_scores(run.run_id))
+        for run in (baseline, candidate)
+    }
+    try:
+        return compare_runs(
+            baseline,
+            candidate,
+            data[baseline.run_id],
+            data[candidate.run_id],
+            thresholds,
+            categories,
+            margin=margin,
+        )
+    except NotComparable as exc:
+        return not_comparable_report(candidate, baseline, str(exc))

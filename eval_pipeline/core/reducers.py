@@ -1,0 +1,86 @@
+"""From per-repeat scores to one value per item, and how unstable items are.
+
+Reducers (per item, over its K repeats): ``mean`` (default), ``median``, ``max``,
+``pass_at_k`` (1 if any repeat passes) and ``pass_all_k`` (pass^k: 1 only if every repeat
+passes). An item passes a metric when its value is at least ``pass_threshold`` (1.0 by
+default: the evaluator found nothing wrong).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eval_pipeline.core.records import ItemScore
+
+REDUCERS = ("mean", "median", "max", "pass_at_k", "pass_all_k")
+
+
+def _reduce(values: Sequence[float], reducer: str, pass_threshold: float) -> float:
+    if reducer == "mean":
+        return statistics.fmean(values)
+    if reducer == "median":
+        return float(statistics.median(values))
+    if reducer == "max":
+        return max(values)
+    if reducer == "pass_at_k":
+        return float(any(v >= pass_threshold for v in values))
+    if reducer == "pass_all_k":
+        return float(all(v >= pass_threshold for v in values))
+    raise ValueError(f"unknown reducer {reducer!r} (use one of: {', '.join(REDUCERS)})")
+
+
+def repeat_values(scores: Iterable[ItemScore], metric: str) -> dict[str, list[float]]:
+    """item id → the metric's values over repeats (evaluator errors count as 0)."""
+    by_item: dict[str, dict[int, float]] = defaultdict(dict)
+    for s in scores:
+        if s.evaluator == metric:
+            by_item[s.item_id][s.repeat] = 0.0 if s.value is None else s.value
+    return {item: [v for _, v in sorted(reps.items())] for item, reps in by_item.items()}
+
+
+def reduce_items(
+    scores: Iterable[ItemScore], metric: str, reducer: str = "mean", pass_threshold: float = 1.0
+) -> dict[str, float]:
+    """item id → one value for the metric."""
+    return {
+        item: _reduce(values, reducer, pass_threshold)
+        for item, values in repeat_values(scores, metric).items()
+    }
+
+
+def flaky_items(
+    scores: Sequence[ItemScore], *, pass_threshold: float = 1.0, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Items whose value changes across repeats, most variable first."""
+    rows = []
+    for metric in sorted({s.evaluator for s in scores}):
+        for item, values in repeat_values(scores, metric).items():
+            if len(values) > 1 and len(set(values)) > 1:
+                passes = [v >= pass_threshold for v in values]
+                rows.append(
+                    {
+                        "item_id": item,
+                        "metric": metric,
+                        "values": values,
+                        "variance": round(statistics.pvariance(values), 6),
+                        "pass_rate": round(sum(passes) / len(passes), 4),
+                    }
+                )
+    rows.sort(key=lambda r: (-r["variance"], r["item_id"], r["metric"]))
+    return rows[:limit]
+
+
+def outcome_flips(
+    series: Sequence[dict[str, float]], pass_threshold: float = 1.0
+) -> dict[str, int]:
+    """item id → how often its pass/fail outcome changed between consecutive runs."""
+    flips: dict[str, int] = defaultdict(int)
+    for before, after in itertools.pairwise(series):
+        for item in before.keys() & after.keys():
+            if (before[item] >= pass_threshold) != (after[item] >= pass_threshold):
+                flips[item] += 1
+    return dict(flips)
