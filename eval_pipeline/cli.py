@@ -40,6 +40,19 @@ def main() -> None:
 @click.option("--label", default="production", show_default=True,
               help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
 @click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
+@click.option("--baseline", "baseline_label", default=None, metavar="LABEL",
+              help="Gate against the latest full run of the version LABEL points to "
+                   "(e.g. production).")  # fmt: skip
+@click.option("--margin", type=click.FloatRange(0, 1), default=None,
+              help="Allowed drop before the gate fails (default 0.02).")  # fmt: skip
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="Minimum mean of the primary metric.")  # fmt: skip
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Write the result as JSON.")  # fmt: skip
+@click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+              help="Write JUnit XML: a test case per item and per gate.")  # fmt: skip
+@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
+              help="Write a Markdown report (charts next to it).")  # fmt: skip
 def run(
     suite_name: str,
     tier: str,
@@ -47,10 +60,16 @@ def run(
     concurrency: int,
     label: str,
     prompt_version: int | None,
+    baseline_label: str | None,
+    margin: float | None,
+    threshold: float | None,
+    json_path: Path | None,
+    junit_path: Path | None,
+    report_path: Path | None,
 ) -> None:
-    """Run one suite in-process and print the report."""
+    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error."""
     from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
-    from eval_pipeline.core import evaluation
+    from eval_pipeline.core import evaluation, exports, gate
     from eval_pipeline.core.cases import DatasetError, select_tier
     from eval_pipeline.core.pricing import PriceTable
     from eval_pipeline.core.prompts import PromptError
@@ -74,6 +93,15 @@ def run(
         )
         llm = LLMSettings.from_env().with_prompt_config(prompt.config)
         store = ResultsStore(settings.results_url())
+        run_record = evaluation.build_run(
+            suite, prompt, all_cases, tier=tier, repeats=repeats or suite.repeats,
+            model_params=llm.public_params(),
+        )  # fmt: skip
+        baseline = (
+            _baseline(store, registry, suite, run_record, baseline_label, {c.id for c in cases})
+            if baseline_label
+            else None
+        )
     except (
         UnknownSuiteError,
         DatasetError,
@@ -81,14 +109,11 @@ def run(
         RegistryUnavailable,
         ThresholdsError,
         ResultsStoreError,
+        gate.NotComparable,
     ) as exc:
         raise ConfigError(str(exc)) from exc
-    repeats = repeats or suite.repeats
-    run_record = evaluation.start_run(
-        store, suite, prompt, all_cases, tier=tier, repeats=repeats,
-        model_params=llm.public_params(),
-    )  # fmt: skip
-    config = RunnerConfig(concurrency=concurrency, repeats=repeats)
+    store.create_run(run_record)
+    config = RunnerConfig(concurrency=concurrency, repeats=run_record.repeats)
     try:
         with _progress(f"{suite.name} {tier}") as report:
             evaluation.produce_outputs(
@@ -100,13 +125,78 @@ def run(
     except Exception as exc:  # recorded on the run by the stage; a runtime error exits 2
         message = redact(f"{type(exc).__name__}: {exc}")
         raise ConfigError(f"run {run_record.run_id} failed: {message}") from exc
-    checks = evaluate_thresholds(summary, store.read_scores(run_record.run_id), thresholds)
-    from eval_pipeline.report import print_report
+    outputs, scores = store.read_outputs(run_record.run_id), store.read_scores(run_record.run_id)
+    checks = evaluate_thresholds(summary, scores, thresholds)
+    if threshold is not None:
+        checks.append(_threshold_check(summary, thresholds.primary_metric, threshold))
+    result = exports.RunResult(run_record, summary, checks, thresholds, outputs, scores)
+    if baseline is not None:
+        categories = {c.id: c.category for c in cases}
+        base_data = (store.read_outputs(baseline.run_id), store.read_scores(baseline.run_id))
+        result.gate = gate.compare_runs(baseline, run_record, base_data, (outputs, scores),
+                                        thresholds, categories, margin=margin)  # fmt: skip
+    else:
+        result.gate_note = "no baseline requested (use --baseline production)"
+    from eval_pipeline.report import print_gate, print_report
 
     print_report(console, run_record, summary, checks)
+    print_gate(console, result.gate, result.gate_note)
+    exit_code = EXIT_FAIL if result.failed else EXIT_PASS
+    _write_files(store, result, exit_code, json_path, junit_path, report_path)
     console.print(f"Results store: {settings.results_url()}  (run {run_record.run_id})")
-    failed = [name for name, outcome, blocking in checks if blocking and not outcome.passed]
-    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
+    sys.exit(exit_code)
+
+
+def _baseline(store, registry, suite, candidate, label: str, items: set[str]):
+    """The baseline run for ``--baseline LABEL``, checked for comparability before any call."""
+    from eval_pipeline.core import gate
+
+    version = registry.label_versions([label]).get(suite.prompt_name, {}).get(label)
+    if version is None:
+        raise ConfigError(f"prompt {suite.prompt_name!r} has no label {label!r}: no baseline")
+    baseline = gate.find_baseline(store, candidate, f"v{version}")
+    if baseline is None:
+        raise ConfigError(
+            f"no complete full-tier run of {suite.name} {label} (v{version}) in the results "
+            f"store to compare with: run `eval-pipeline run --suite {suite.name} "
+            f"--prompt-version {version}` first"
+        )
+    base_items = {o.item_id for o in store.read_outputs(baseline.run_id)}
+    if problems := gate.comparability_problems(baseline, candidate, base_items, items):
+        raise gate.NotComparable(f"not comparable with baseline run {baseline.run_id}: "
+                                 + "; ".join(problems))  # fmt: skip
+    return baseline
+
+
+def _threshold_check(summary, metric: str, minimum: float):
+    from eval_pipeline.core.thresholds import CheckOutcome
+
+    value = summary["metrics"].get(metric)
+    passed = value is not None and value >= minimum
+    text = f"{metric} mean {value} {'≥' if passed else '<'} --threshold {minimum}"
+    return ("threshold", CheckOutcome(passed, text), True)
+
+
+def _write_files(store, result, exit_code, json_path, junit_path, report_path) -> None:
+    from eval_pipeline.core import charts, exports
+
+    if json_path:
+        console.print(f"JSON: {exports.write_json(json_path, result, exit_code)}")
+    if junit_path:
+        console.print(f"JUnit: {exports.write_junit(junit_path, result)}")
+    if report_path:
+        stem = report_path.with_suffix("")
+        metric = result.thresholds.primary_metric
+        history = store.metric_history(result.run.suite, metric)
+        if history:
+            points = [charts.TrendPoint(r.started_at, m, se, r.prompt_version)
+                      for r, m, se in history]  # fmt: skip
+            result.charts["trend"] = charts.trend_chart(points, metric, Path(f"{stem}-trend.png"))
+        if result.gate is not None and result.gate.comparable:
+            rows = next(c.rows for c in result.gate.checks if c.name == "category_deltas")
+            path = Path(f"{stem}-categories.png")
+            result.charts["per-category delta"] = charts.category_delta_chart(rows, metric, path)
+        console.print(f"Report: {exports.write_markdown(report_path, result)}")
 
 
 class _progress:

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from eval_pipeline.core.gate import GateReport
 from eval_pipeline.core.records import RunRecord
 from eval_pipeline.core.thresholds import CheckOutcome
 
@@ -48,6 +49,28 @@ def print_report(
         verdict = "[green]PASS" if outcome.passed else ("[red]FAIL" if blocking else "[yellow]WARN")
         gates.add_row(name, "ERROR" if blocking else "WARN", verdict, outcome.description)
     console.print(gates)
+
+
+def print_gate(console: Console, gate: GateReport | None, note: str | None) -> None:
+    """The regression gate: one line per check, then the items that got worse."""
+    if gate is None:
+        console.print(f"Regression gate: {note}")
+        return
+    table = Table(title=f"Regression gate vs baseline run {gate.baseline_run_id}")
+    for column in ("check", "result", "details"):
+        table.add_column(column)
+    colours = {"pass": "[green]PASS", "warn": "[yellow]WARN", "fail": "[red]FAIL"}
+    for check in gate.checks:
+        table.add_row(check.name, colours[check.outcome], check.description)
+    console.print(table)
+    worse = [w for c in gate.checks for w in c.worse_items]
+    if worse:
+        items = Table(title="Items that got worse (primary metric)")
+        for column in ("item", "baseline", "candidate"):
+            items.add_column(column)
+        for w in worse:
+            items.add_row(w["item_id"], f"{w['baseline']:.3f}", f"{w['candidate']:.3f}")
+        console.print(items)
 
 
 def _slice_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:

@@ -34,6 +34,18 @@ def start_run(
     suite: Suite,
     prompt: PromptVersion,
     all_cases: Sequence[GoldenCase],
+    **fields: Any,
+) -> RunRecord:
+    """Build the run record (see ``build_run``) and store it."""
+    run = build_run(suite, prompt, all_cases, **fields)
+    store.create_run(run)
+    return run
+
+
+def build_run(
+    suite: Suite,
+    prompt: PromptVersion,
+    all_cases: Sequence[GoldenCase],
     *,
     tier: str,
     repeats: int,
@@ -41,7 +53,7 @@ def start_run(
     run_id: str | None = None,
     dagster_run_id: str | None = None,
 ) -> RunRecord:
-    run = RunRecord(
+    return RunRecord(
         run_id=run_id or new_run_id(suite.name, prompt),
         suite=suite.name,
         prompt_name=prompt.name,
@@ -57,8 +69,6 @@ def start_run(
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
     )
-    store.create_run(run)
-    return run
 
 
 def produce_outputs(

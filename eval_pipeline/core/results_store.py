@@ -246,6 +246,21 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return [_run(r) for r in conn.execute(query).mappings()]
 
+    def metric_history(
+        self, suite: str, metric: str, *, tier: str = "full", limit: int = 60
+    ) -> list[tuple[RunRecord, float, float]]:
+        """(run, mean, standard error) of a metric over the suite's complete runs, oldest
+        first: the trend behind the nightly chart."""
+        history = []
+        for run in reversed(self.list_runs(suite=suite, status="complete", tier=tier,
+                                           limit=limit)):  # fmt: skip
+            summary = self.read_summary(run.run_id) or {}
+            mean = (summary.get("metrics") or {}).get(metric)
+            if mean is not None:
+                se = (summary.get("metric_se") or {}).get(metric) or 0.0
+                history.append((run, float(mean), float(se)))
+        return history
+
     def read_outputs(self, run_id: str) -> list[ItemOutput]:
         query = (
             select(item_outputs)

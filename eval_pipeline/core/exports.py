@@ -1,0 +1,216 @@
+"""Files for CI: a JSON result, JUnit XML (a test case per item and per gate), a Markdown report.
+
+All text from data (ids, comments, descriptions) is escaped: XML by ElementTree, Markdown
+by ``md_escape``, so a case or a model answer cannot inject markup into a CI page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.core.gate import GateReport
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.summary import markdown_table, md_escape
+from eval_pipeline.core.thresholds import CheckOutcome, Thresholds
+
+ThresholdChecks = Sequence[tuple[str, CheckOutcome, bool]]
+
+
+@dataclass
+class RunResult:
+    """Everything a report is made of."""
+
+    run: RunRecord
+    summary: dict[str, Any]
+    checks: ThresholdChecks
+    thresholds: Thresholds
+    outputs: Sequence[ItemOutput]
+    scores: Sequence[ItemScore]
+    gate: GateReport | None = None
+    gate_note: str | None = None  # why there is no gate (no baseline, not requested)
+    charts: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        names = [name for name, outcome, blocking in self.checks if blocking and not outcome.passed]
+        if self.gate is not None:
+            names += [c.name for c in self.gate.checks if c.blocking_failure]
+        return names
+
+
+def write_json(path: Path, result: RunResult, exit_code: int) -> Path:
+    body = {
+        "exit_code": exit_code,
+        "run": result.run.to_dict(),
+        "summary": result.summary,
+        "checks": [
+            {
+                "name": n,
+                "passed": o.passed,
+                "blocking": b,
+                "description": o.description,
+                "rows": o.rows,
+            }
+            for n, o, b in result.checks
+        ],
+        "gate": result.gate.to_dict() if result.gate else None,
+        "gate_note": result.gate_note,
+        "failed": result.failed,
+    }
+    return _write(path, json.dumps(body, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def write_junit(path: Path, result: RunResult) -> Path:
+    run, thresholds = result.run, result.thresholds
+    worse = {
+        w["item_id"]: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
+    }
+    by_item: dict[str, list[ItemScore]] = {}
+    for s in result.scores:
+        by_item.setdefault(s.item_id, []).append(s)
+    errors = {o.item_id: o.error for o in result.outputs if o.error}
+    suites = ET.Element("testsuites", name=f"eval-pipeline {run.suite}")
+    items = ET.SubElement(suites, "testsuite", name=f"{run.suite}.items")
+    for item_id in sorted(by_item):
+        case = ET.SubElement(items, "testcase", classname=f"{run.suite}.items", name=item_id)
+        scores = by_item[item_id]
+        ET.SubElement(case, "system-out").text = "\n".join(
+            f"{s.evaluator} (repeat {s.repeat}): {s.value} — {s.comment or ''}" for s in scores
+        )
+        broken = [
+            s for s in scores if s.evaluator in thresholds.all_items_pass and (s.value or 0.0) < 1.0
+        ]
+        if item_id in errors:
+            ET.SubElement(case, "failure", message=f"agent error: {errors[item_id]}")
+        elif broken:
+            ET.SubElement(case, "failure", message=f"{broken[0].evaluator}: {broken[0].comment}")
+        elif item_id in worse:
+            w = worse[item_id]
+            message = f"{thresholds.primary_metric} {w['baseline']} → {w['candidate']}"
+            ET.SubElement(case, "failure", message=f"worse than the baseline: {message}")
+    gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
+    for name, outcome, blocking in result.checks:
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=name)
+        _gate_case(
+            case,
+            "fail" if not outcome.passed and blocking else "warn" if not outcome.passed else "pass",
+            outcome.description,
+        )
+    for check in result.gate.checks if result.gate else []:
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
+        outcome = (
+            "fail" if check.blocking_failure else "warn" if check.outcome != "pass" else "pass"
+        )
+        _gate_case(case, outcome, check.description)
+    for suite in (items, gates):
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(c.find("failure") is not None for c in cases)))
+    ET.indent(suites)
+    return _write(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _gate_case(case: ET.Element, outcome: str, description: str) -> None:
+    if outcome == "fail":
+        ET.SubElement(case, "failure", message=description[:500])
+    ET.SubElement(case, "system-out").text = f"{outcome.upper()}: {description}"
+
+
+def write_markdown(path: Path, result: RunResult) -> Path:
+    run, summary = result.run, result.summary
+    lines = [
+        f"# Evaluation report — {md_escape(run.suite)} ({run.tier} tier)",
+        "",
+        f"Run `{run.run_id}` · prompt {md_escape(run.prompt_name)} {run.prompt_version} "
+        f"(`{run.prompt_hash}`) · model {md_escape(run.model)} · dataset `{run.dataset_version}`"
+        f" · {summary['n_cases']} cases × {summary['repeats']} repeat(s), "
+        f"{summary['n_errors']} error(s)",
+        "",
+        f"**Result: {'FAIL — ' + ', '.join(result.failed) if result.failed else 'PASS'}**",
+        "",
+        "## Summary",
+        "",
+        "| metric | mean | SE | n |",
+        "|---|---:|---:|---:|",
+    ]
+    for metric, value in summary["metrics"].items():
+        se = summary.get("metric_se", {}).get(metric)
+        lines.append(f"| {md_escape(metric)} | {_f(value)} | {_f(se)} | {summary['n_cases']} |")
+    lines += ["", "## By category", "", markdown_table(summary["by_category"], "category"), ""]
+    lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]
+    for name, outcome, blocking in result.checks:
+        verdict = "pass" if outcome.passed else "FAIL" if blocking else "warn"
+        lines.append(
+            f"| {name} | {'yes' if blocking else 'no'} | {verdict} | "
+            f"{md_escape(outcome.description)} |"
+        )
+    lines += ["", "## Regression gate", ""]
+    if result.gate is None:
+        lines.append(md_escape(result.gate_note or "no gate was run"))
+    else:
+        lines += _gate_section(result.gate)
+    lat, tokens = summary["latency_ms"], summary["tokens"]
+    lines += [
+        "",
+        "## Cost and latency",
+        "",
+        f"Latency p50 {_f(lat['p50'], 0)} ms, p95 {_f(lat['p95'], 0)} ms · tokens "
+        f"{tokens['input']:,} in / {tokens['output']:,} out · cost ${summary['cost_usd']:.4f}",
+    ]
+    for title, chart in result.charts.items():
+        relative = os.path.relpath(Path(chart).resolve(), Path(path).resolve().parent)
+        lines += ["", f"![{md_escape(title)}]({Path(relative).as_posix()})"]
+    return _write(path, "\n".join(lines) + "\n")
+
+
+def _gate_section(gate: GateReport) -> list[str]:
+    lines = [f"Baseline run `{gate.baseline_run_id}` · outcome **{gate.outcome}**", ""]
+    if not gate.comparable:
+        return [*lines, md_escape("; ".join(gate.problems))]
+    lines += [
+        "| check | metric | n | Δ | 90% CI | p (Holm) | MDE | outcome |",
+        "|---|---|---:|---:|---|---:|---:|---|",
+    ]
+    for check in gate.checks:
+        if check.name != "paired_gate":
+            lines.append(
+                f"| {check.name} | | | | | | | {check.outcome}: {md_escape(check.description)} |"
+            )
+            continue
+        for r in check.rows:
+            lines.append(
+                f"| paired_gate | {md_escape(r['metric'])} | {r['n']} | {r['delta']:+.3f} | "
+                f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] | {r['p_holm']:.3g} | "
+                f"{r['mde']:.3f} | {r['outcome']} |"
+            )
+    worse = [w for c in gate.checks for w in c.worse_items]
+    if worse:
+        lines += [
+            "",
+            "### Worst regressions",
+            "",
+            "| item | baseline | candidate |",
+            "|---|---:|---:|",
+        ]
+        lines += [
+            f"| {md_escape(w['item_id'])} | {w['baseline']:.3f} | {w['candidate']:.3f} |"
+            for w in worse
+        ]
+    return lines
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"
+
+
+def _write(path: Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
