@@ -170,3 +170,26 @@ def test_failing_items_are_kept_and_the_key_never_leaks(env, monkeypatch):
     written = [p for p in tmp_path.rglob("*") if p.is_file()]  # store, WAL, Dagster storage
     assert any(p.name.startswith("results.sqlite") for p in written)
     assert not [p for p in written if PLANTED_KEY.encode() in p.read_bytes()]
+
+
+def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(env):
+    instance, resources, tmp_path = env
+    baseline = evaluate(instance, resources, "v1", tier="full")
+    assert baseline.success
+    worse = evaluate(instance, resources, "v2", tier="full")
+    assert not worse.success  # the blocking gate stopped the run
+    gate = checks(worse)["paired_gate"]
+    assert not gate.passed and gate.severity.value == "ERROR"
+    meta = gate.metadata
+    assert meta["delta"].value < 0 and meta["ci_high"].value < 0
+    assert "dt-" in meta["worse_items"].value  # ids of the items that got worse
+    same = evaluate(instance, resources, "v1", tier="full")
+    found = checks(same)
+    assert same.success and found["paired_gate"].passed and found["binary_gate"].passed
+    assert found["paired_gate"].metadata["baseline_run_id"].value != "none"
+    cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
+    cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
+    changed = evaluate(instance, resources, "v1", tier="full")
+    gate = checks(changed)["paired_gate"]
+    assert not changed.success and gate.severity.value == "ERROR"
+    assert gate.description.startswith("not comparable: dataset changed")
