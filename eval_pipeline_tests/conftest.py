@@ -18,3 +18,10 @@ def pg_url() -> Iterator[str]:
                 pytest.fail(f"Postgres tests must run in CI: {exc}")
             pytest.skip(str(exc))
         yield stack.enter_context(fresh_database(server))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_eval_home(tmp_path_factory, monkeypatch):
+    """Nothing a test writes (charts, review files, stores) lands in the checkout."""
+    if "EVAL_HOME" not in os.environ:
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path_factory.mktemp("eval_home")))

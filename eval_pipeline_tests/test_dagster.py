@@ -187,6 +187,9 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     found = checks(same)
     assert same.success and found["paired_gate"].passed and found["binary_gate"].passed
     assert found["paired_gate"].metadata["baseline_run_id"].value != "none"
+    pictures = same.asset_materializations_for_node("eval_summary")[0].metadata
+    assert pictures["trend_chart"].value.startswith("![order_correctness trend](data:image/png")
+    assert "category_delta_chart" in pictures
     cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
     cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
     changed = evaluate(instance, resources, "v1", tier="full")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
-from eval_pipeline.core.reducers import reduce_items
+from eval_pipeline.core.reducers import outcome_flips, reduce_items
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.core.stats import PairedComparison, compare_paired, holm, mcnemar_exact
 from eval_pipeline.core.thresholds import Thresholds
@@ -381,3 +381,25 @@ def gate_against_baseline(
         )
     except NotComparable as exc:
         return not_comparable_report(candidate, baseline, str(exc))
+
+
+def flips_across_runs(
+    store: ResultsStore, run: RunRecord, metric: str, thresholds: Thresholds, *, limit: int = 10
+) -> list[dict[str, Any]]:
+    """Items whose pass/fail outcome changed between consecutive complete full runs of the
+    same prompt version (nightly drift or flakiness), most flips first."""
+    config = thresholds.regression
+    runs = store.list_runs(
+        suite=run.suite,
+        prompt_version=run.prompt_version,
+        status="complete",
+        tier="full",
+        limit=limit,
+    )
+    series = [
+        reduce_items(store.read_scores(r.run_id), metric, config.reducer, config.pass_threshold)
+        for r in reversed(runs)
+    ]
+    flips = outcome_flips(series, config.pass_threshold)
+    rows = [{"item_id": item, "flips": n, "runs": len(series)} for item, n in flips.items()]
+    return sorted(rows, key=lambda r: (-r["flips"], r["item_id"]))[:MAX_LISTED]

@@ -32,12 +32,13 @@ from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.summary import markdown_table
 from eval_pipeline.core.thresholds import evaluate_thresholds
-from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results
+from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results, run_gate
 from eval_pipeline.defs.evaluation.metadata import (
     check_metadata,
     dataset_metadata,
     outputs_metadata,
     progress_logger,
+    summary_pictures,
 )
 from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
 from eval_pipeline.defs.resources import (
@@ -241,6 +242,10 @@ def eval_summary(
         writeback |= report.metadata()
         if report.error:
             context.log.warning(f"Langfuse write-back incomplete: {report.error}")
+    run = store.get_run(run_id)
+    assert run is not None
+    gate, no_gate_reason = run_gate(store, run, suite, cases, prompt_registry.registry())
+    pictures = summary_pictures(store, run, suite, gate)
     yield MaterializeResult(
         metadata={
             **writeback,
@@ -254,6 +259,8 @@ def eval_summary(
                 markdown_table(summary["by_difficulty"], "difficulty")
             ),
             "cost_usd": summary["cost_usd"],
+            "gate": gate.outcome if gate else no_gate_reason,
+            **pictures,
         }
     )
     checks = evaluate_thresholds(summary, store.read_scores(run_id), thresholds)
@@ -265,6 +272,4 @@ def eval_summary(
             description=outcome.description,
             metadata=check_metadata(outcome),
         )
-    run = store.get_run(run_id)
-    assert run is not None
-    yield from gate_results(store, run, suite, cases, prompt_registry.registry())
+    yield from gate_results(gate, no_gate_reason)

@@ -28,28 +28,33 @@ def baseline_version(registry: PromptRegistry, suite: Suite) -> str | None:
     return None if version is None else f"v{version}"
 
 
-def gate_results(
+def run_gate(
     store: ResultsStore,
     run: RunRecord,
     suite: Suite,
     cases: Sequence[GoldenCase],
     registry: PromptRegistry,
-) -> Iterator[AssetCheckResult]:
+) -> tuple[GateReport | None, str]:
+    """The gate report, or None and the reason there is nothing to compare with."""
     label = suite.thresholds.regression.baseline_label
     try:
         version = baseline_version(registry, suite)
     except RegistryUnavailable as exc:
-        yield from _all(f"baseline unknown: prompt registry unavailable ({exc})")
-        return
+        return None, f"baseline unknown: prompt registry unavailable ({exc})"
     if version is None:
-        yield from _all(f"no baseline: prompt {suite.prompt_name} has no {label!r} label")
-        return
+        return None, f"no baseline: prompt {suite.prompt_name} has no {label!r} label"
     categories = {c.id: c.category for c in cases}
     report = gate_against_baseline(store, run, version, suite.thresholds, categories)
     if report is None:
-        yield from _all(f"no baseline yet: no complete full-tier run of {label} ({version})")
-        return
-    yield from _report_results(report)
+        return None, f"no baseline yet: no complete full-tier run of {label} ({version})"
+    return report, ""
+
+
+def gate_results(report: GateReport | None, reason: str) -> Iterator[AssetCheckResult]:
+    if report is None:
+        yield from _all(reason)
+    else:
+        yield from _report_results(report)
 
 
 def _all(reason: str) -> Iterator[AssetCheckResult]:

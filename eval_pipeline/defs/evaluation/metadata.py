@@ -8,9 +8,13 @@ from typing import Any
 
 from dagster import DagsterLogManager, MetadataValue
 
+from eval_pipeline import settings
+from eval_pipeline.core import charts
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.gate import GateReport, flips_across_runs
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.records import ItemOutput, RunRecord
+from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.core.summary import md_escape, summarize
 from eval_pipeline.core.thresholds import CheckOutcome
@@ -101,3 +105,29 @@ def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], 
             log.info(f"{label}: {done}/{total} items done")
 
     return report
+
+
+def summary_pictures(
+    store: ResultsStore, run: RunRecord, suite: Suite, gate: GateReport | None
+) -> dict[str, Any]:
+    """Trend and per-category charts (PNG under EVAL_HOME/charts, also inline), flaky items
+    across repeats and across runs of this version."""
+    metric = suite.thresholds.primary_metric
+    folder = settings.eval_home() / "charts" / run.suite
+    meta: dict[str, Any] = {}
+    history = store.metric_history(run.suite, metric)
+    if history:
+        points = [charts.TrendPoint(r.started_at, m, se, r.prompt_version) for r, m, se in history]
+        path = charts.trend_chart(points, metric, folder / f"{run.run_id}-trend.png")
+        meta["trend_chart"] = MetadataValue.md(charts.markdown_image(path, f"{metric} trend"))
+        meta["trend_chart_path"] = MetadataValue.path(str(path))
+    if gate is not None and gate.comparable:
+        rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
+        path = charts.category_delta_chart(rows, metric, folder / f"{run.run_id}-categories.png")
+        meta["category_delta_chart"] = MetadataValue.md(charts.markdown_image(path, "deltas"))
+    summary = store.read_summary(run.run_id) or {}
+    if flaky := summary.get("flaky_items"):
+        meta["flaky_items"] = MetadataValue.md(rows_markdown(flaky))
+    if flips := flips_across_runs(store, run, metric, suite.thresholds):
+        meta["flaky_across_runs"] = MetadataValue.md(rows_markdown(flips))
+    return meta
