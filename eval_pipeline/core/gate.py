@@ -21,7 +21,13 @@ from typing import Any, Literal
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.reducers import outcome_flips, reduce_items
 from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.stats import PairedComparison, compare_paired, holm, mcnemar_exact
+from eval_pipeline.core.stats import (
+    PairedComparison,
+    compare_paired,
+    holm,
+    mcnemar_exact,
+    wilson_interval,
+)
 from eval_pipeline.core.thresholds import Thresholds
 
 Outcome = Literal["pass", "warn", "fail"]
@@ -186,12 +192,16 @@ def compare_runs(
         p_holm = adjusted[f"binary:{metric}"]
         outcome: Outcome = "fail" if p_holm < config.alpha else "warn" if b > c else "pass"
         binary_outcomes.append(outcome)
+        low, high = wilson_interval(sum(new), len(new))
         binary_rows.append(
             {
                 "metric": metric,
                 "n": len(items),
                 "newly_failing": b,
                 "newly_passing": c,
+                "baseline_rate": round(sum(old) / len(old), 4) if old else None,
+                "candidate_rate": round(sum(new) / len(new), 4) if new else None,
+                "candidate_wilson_95": f"[{low:.3f}, {high:.3f}]",
                 "p_value": round(p, 6),
                 "p_holm": round(p_holm, 6),
                 "outcome": outcome,
@@ -264,14 +274,17 @@ def _category_check(
     alpha: float,
 ) -> GateCheck:
     """Per-category deltas of the primary metric: a warning, never blocking by itself."""
-    rows, flagged = [], []
+    comparisons = {}
     for category in sorted({categories.get(i, "(none)") for i in items}):
         members = [i for i in items if categories.get(i, "(none)") == category]
-        comparison = compare_paired(
+        comparisons[category] = compare_paired(
             *_paired_values(base, cand, members), margin=margin, alpha=alpha
         )
-        rows.append(_row(metric, comparison, category=category))
-        if comparison.decision == "fail":
+    adjusted = holm([c.p_value for c in comparisons.values()])  # the slices are one family
+    rows, flagged = [], []
+    for (category, comparison), p_holm in zip(comparisons.items(), adjusted, strict=True):
+        rows.append(_row(metric, comparison, category=category, p_holm=round(p_holm, 6)))
+        if comparison.decision == "fail" and p_holm < alpha:
             flagged.append(f"{category} (Δ {comparison.delta:+.3f})")
     text = (
         ("categories that got worse: " + ", ".join(flagged))

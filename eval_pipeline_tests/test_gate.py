@@ -1,0 +1,135 @@
+"""core/gate.py on constructed runs: baselines, comparability, missing items, each check."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from eval_pipeline.core.gate import (
+    NotComparable,
+    compare_runs,
+    find_baseline,
+    gate_against_baseline,
+)
+from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.thresholds import Thresholds
+
+THRESHOLDS = Thresholds.model_validate(
+    {
+        "primary_metric": "quality",
+        "min_mean": {"quality": 0.5},
+        "all_items_pass": ["safe"],
+        "regression": {"max_latency_ratio": 1.5},
+    }
+)
+ITEMS = [f"i{n:02d}" for n in range(30)]
+CATEGORIES = {i: "a" if n < 15 else "b" for n, i in enumerate(ITEMS)}
+
+
+def record(run_id: str, version: str = "v1", minutes: int = 0, **fields) -> RunRecord:
+    base = {
+        "suite": "s",
+        "prompt_name": "p",
+        "prompt_version": version,
+        "prompt_hash": "h",
+        "dataset_version": "d1",
+        "model": "m",
+        "tier": "full",
+        "evaluator_versions": {"quality": "1", "safe": "1"},
+        "status": "complete",
+        "started_at": datetime(2026, 11, 20, tzinfo=UTC) + timedelta(minutes=minutes),
+    }
+    return RunRecord(run_id=run_id, **{**base, **fields})
+
+
+def data(quality: dict[str, float], safe_fail=(), latency=100.0, items=ITEMS):
+    outputs = [ItemOutput(i, 0, {}, latency_ms=latency) for i in items]
+    scores = [ItemScore(i, 0, "quality", quality.get(i, 1.0)) for i in items]
+    scores += [ItemScore(i, 0, "safe", 0.0 if i in safe_fail else 1.0) for i in items]
+    return outputs, scores
+
+
+def checks(report):
+    return {c.name: c for c in report.checks}
+
+
+def test_identical_runs_pass_everything():
+    report = compare_runs(record("b"), record("c"), data({}), data({}), THRESHOLDS, CATEGORIES)
+    assert report.outcome == "pass" and report.comparable
+
+
+def test_a_real_drop_fails_and_lists_the_worse_items():
+    worse = {i: 0.5 for i in ITEMS[:12]}
+    report = compare_runs(record("b"), record("c"), data({}), data(worse), THRESHOLDS, CATEGORIES)
+    found = checks(report)
+    assert found["paired_gate"].outcome == "fail" and found["paired_gate"].blocking_failure
+    assert [w["item_id"] for w in found["paired_gate"].worse_items][:3] == ITEMS[:3]
+    assert (
+        found["category_deltas"].outcome == "warn"
+        and "a (Δ" in found["category_deltas"].description
+    )
+    assert not found["category_deltas"].blocking_failure
+
+
+def test_mcnemar_and_latency_ratio():
+    report = compare_runs(
+        record("b"),
+        record("c"),
+        data({}),
+        data({}, safe_fail=ITEMS[:8], latency=300.0),
+        THRESHOLDS,
+        CATEGORIES,
+    )
+    found = checks(report)
+    assert found["binary_gate"].outcome == "fail"
+    assert found["binary_gate"].rows[0]["newly_failing"] == 8
+    assert found["cost_latency"].outcome == "fail"  # ×3 > max 1.5 with confidence
+    latency = next(r for r in found["cost_latency"].rows if r["metric"] == "latency")
+    assert latency["ratio"] == pytest.approx(3.0)
+
+
+def test_missing_candidate_items_count_as_failures():
+    outputs, scores = data({})
+    kept = [s for s in scores if s.item_id not in ITEMS[:10]]  # scores lost for 10 items
+    report = compare_runs(
+        record("b"), record("c"), data({}), (outputs, kept), THRESHOLDS, CATEGORIES
+    )
+    assert checks(report)["paired_gate"].outcome == "fail"
+
+
+def test_not_comparable_reasons():
+    for candidate, message in [
+        (record("c", dataset_version="d2"), "dataset changed"),
+        (record("c", evaluator_versions={"quality": "2", "safe": "1"}), "quality 1 → 2"),
+    ]:
+        with pytest.raises(NotComparable, match=message):
+            compare_runs(record("b"), candidate, data({}), data({}), THRESHOLDS, CATEGORIES)
+    with pytest.raises(NotComparable, match="not in the baseline"):
+        compare_runs(
+            record("b"), record("c"), data({}, items=ITEMS[:5]), data({}), THRESHOLDS, CATEGORIES
+        )
+
+
+def test_baseline_is_the_latest_full_run_or_the_previous_one_of_the_same_version(tmp_path):
+    store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    for run in (
+        record("old", minutes=0),
+        record("new", minutes=10),
+        record("smoke", minutes=20, tier="smoke"),
+    ):
+        store.create_run(run)
+        store.write_outputs(run.run_id, data({})[0])
+        store.complete_run(run.run_id, {})
+    candidate = record("cand", version="v2", minutes=30)
+    assert find_baseline(store, candidate, "v1").run_id == "new"
+    nightly = record("nightly", version="v1", minutes=15)
+    assert find_baseline(store, nightly, "v1").run_id == "new"
+    earlier = record("early", version="v1", minutes=5)
+    assert find_baseline(store, earlier, "v1").run_id == "old"
+    assert find_baseline(store, candidate, "v9") is None
+    store.create_run(candidate)
+    store.write_outputs("cand", data({})[0])
+    report = gate_against_baseline(store, candidate, "v1", THRESHOLDS, CATEGORIES)
+    assert report.baseline_run_id == "new" and report.outcome == "pass"
