@@ -55,3 +55,17 @@ def eval_job(resources: dict[str, Any]):
     return Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
         "eval_job"
     )
+
+
+CONFIG_ENV = ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_RESULTS_URL",
+              "EVAL_LLM_TEMPERATURE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY",
+              "LANGFUSE_BASE_URL")  # fmt: skip
+
+
+def clean_cli_env(monkeypatch, home: Path) -> Path:
+    """The CLI on embedded defaults with its EVAL_HOME (and DAGSTER_HOME) under ``home``."""
+    for var in CONFIG_ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("EVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+    return home

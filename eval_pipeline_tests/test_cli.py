@@ -8,25 +8,14 @@ from click.testing import CliRunner
 
 from eval_pipeline.cli import main
 from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    for var in (
-        "EVAL_LLM_BASE_URL",
-        "EVAL_LLM_API_KEY",
-        "OPENAI_API_KEY",
-        "EVAL_RESULTS_URL",
-        "LANGFUSE_PUBLIC_KEY",
-        "LANGFUSE_SECRET_KEY",
-        "LANGFUSE_BASE_URL",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    return tmp_path / "home"
+    return clean_cli_env(monkeypatch, tmp_path / "home")
 
 
 def invoke(*args):

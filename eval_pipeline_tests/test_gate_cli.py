@@ -13,23 +13,14 @@ from click.testing import CliRunner
 
 from eval_pipeline.cli import main
 from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    for var in (
-        "EVAL_LLM_BASE_URL",
-        "EVAL_LLM_API_KEY",
-        "OPENAI_API_KEY",
-        "EVAL_RESULTS_URL",
-        "LANGFUSE_PUBLIC_KEY",
-        "LANGFUSE_SECRET_KEY",
-        "EVAL_LLM_TEMPERATURE",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+    clean_cli_env(monkeypatch, tmp_path / "home")
     shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
     monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
     return tmp_path
