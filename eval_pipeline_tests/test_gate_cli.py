@@ -105,12 +105,14 @@ def test_repeats_with_temperature_report_flaky_items_deterministically(home, mon
     summaries = []
     for _ in range(2):
         out = home / f"r{len(summaries)}.json"
-        result = run("--tier", "smoke", "--repeat", "3", "--json", str(out))
+        md = home / f"r{len(summaries)}.md"
+        result = run("--tier", "smoke", "--repeat", "3", "--json", str(out), "--report", str(md))
         assert result.exit_code in (0, 1), result.output
         summaries.append(json.loads(out.read_text())["summary"])
     first, second = summaries
     assert first["repeats"] == 3 and first["flaky_items"]
     assert first["flaky_items"] == second["flaky_items"]
     assert first["metrics"] == second["metrics"] and first["metric_se"] == second["metric_se"]
+    assert "## Flaky items" in (home / "r0.md").read_text()
     flaky = first["flaky_items"][0]
     assert len(flaky["values"]) == 3 and flaky["variance"] > 0

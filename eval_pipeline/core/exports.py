@@ -155,6 +155,20 @@ def write_markdown(path: Path, result: RunResult) -> Path:
         lines.append(md_escape(result.gate_note or "no gate was run"))
     else:
         lines += _gate_section(result.gate)
+    if flaky := summary.get("flaky_items"):
+        lines += [
+            "",
+            "## Flaky items (value changes across repeats)",
+            "",
+            "| item | metric | values | variance | pass rate |",
+            "|---|---|---|---:|---:|",
+        ]
+        lines += [
+            f"| {md_escape(f['item_id'])} | {md_escape(f['metric'])} | "
+            f"{', '.join(f'{v:.2f}' for v in f['values'])} | {f['variance']:.4f} | "
+            f"{f['pass_rate']:.2f} |"
+            for f in flaky
+        ]
     lat, tokens = summary["latency_ms"], summary["tokens"]
     lines += [
         "",
