@@ -1,0 +1,125 @@
+"""Behavioural scoring (seed 001): groundedness, correctness, completeness, overall.
+
+Output contract of behavioural agents: ``tools_called`` (names), ``tool_calls``
+({name, args}) and ``response`` (text). The case's ``expected_output`` holds
+``expected_tools`` and ``expected_fields``; its ``metadata.criteria`` the flags
+``grounded`` and ``tool_called`` (both true by default; chit-chat cases set
+``grounded: false`` to opt out). A case passes at overall ≥ 0.7.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+
+from langfuse import Evaluation
+
+WEIGHTS = {"groundedness": 0.4, "correctness": 0.4, "completeness": 0.2}
+PASS_AT = 0.7
+# Seed 001's default aliases; a suite can pass its own map to completeness_with().
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "price": ("price", "$", "USD", "cost"),
+    "rating": ("rating", "stars", "score"),
+    "status": ("status", "state"),
+    "tracking_number": ("tracking", "shipment"),
+}
+
+
+def _tools(output) -> list[str]:
+    return list((output or {}).get("tools_called") or [])
+
+
+def groundedness_value(tools_called: Sequence[str], criteria: Mapping) -> float:
+    if not criteria.get("grounded", True):
+        return 1.0  # the case opts out (chit-chat)
+    if criteria.get("tool_called", True) and not tools_called:
+        return 0.0  # a factual question answered without consulting any data
+    return 1.0
+
+
+def correctness_value(tools_called: Sequence[str], expected: Sequence[str]) -> float:
+    """Share of the expected tools that were called; extra calls are not penalised."""
+    if not expected:
+        return 1.0
+    return sum(1 for t in expected if t in tools_called) / len(expected)
+
+
+@lru_cache(maxsize=1024)
+def _pattern(alias: str) -> re.Pattern[str]:
+    # Only an ASCII letter next to the alias blocks it: "$348" matches "$", "profit margin"
+    # never matches "price" (\b would treat "$" oddly and letters-only is what we mean).
+    return re.compile(rf"(?<![A-Za-z]){re.escape(alias)}(?![A-Za-z])", re.IGNORECASE)
+
+
+def completeness_value(
+    text: str, expected_fields: Sequence[str], aliases: Mapping[str, Sequence[str]]
+) -> tuple[float, list[str], list[str]]:
+    """(share of fields found, found, missing)."""
+    if not expected_fields:
+        return 1.0, [], []
+    found, missing = [], []
+    for name in expected_fields:
+        patterns = [_pattern(a) for a in aliases.get(name, (name,))]
+        (found if any(p.search(text or "") for p in patterns) else missing).append(name)
+    return len(found) / len(expected_fields), found, missing
+
+
+def groundedness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    criteria = (metadata or {}).get("criteria") or {}
+    tools = _tools(output)
+    value = groundedness_value(tools, criteria)
+    if not criteria.get("grounded", True):
+        comment = "grounding not required (case opts out)"
+    else:
+        comment = f"consulted {tools}" if tools else "answered without calling any tool"
+    return Evaluation(name="groundedness", value=value, comment=comment)
+
+
+def correctness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    expected = list((expected_output or {}).get("expected_tools") or [])
+    tools = _tools(output)
+    missing = [t for t in expected if t not in tools]
+    comment = f"missing {missing}" if missing else f"called every expected tool ({expected})"
+    return Evaluation(name="correctness", value=correctness_value(tools, expected), comment=comment)
+
+
+def completeness_with(aliases: Mapping[str, Sequence[str]]) -> Callable[..., Evaluation]:
+    """A completeness evaluator with this suite's alias map."""
+
+    def completeness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+        fields = list((expected_output or {}).get("expected_fields") or [])
+        text = str((output or {}).get("response") or "")
+        value, _, missing = completeness_value(text, fields, aliases)
+        comment = f"missing fields {missing}" if missing else "every expected field present"
+        return Evaluation(name="completeness", value=value, comment=comment)
+
+    return completeness
+
+
+def overall_with(aliases: Mapping[str, Sequence[str]]) -> Callable[..., Evaluation]:
+    """``overall`` = 0.4·groundedness + 0.4·correctness + 0.2·completeness; pass at 0.7."""
+    completeness_fn = completeness_with(aliases)
+
+    def behavioural_overall(*, input=None, output, expected_output=None, metadata=None, **kw):
+        parts = {
+            "groundedness": groundedness(output=output, metadata=metadata).value,
+            "correctness": correctness(output=output, expected_output=expected_output).value,
+            "completeness": completeness_fn(output=output, expected_output=expected_output).value,
+        }
+        value = sum(WEIGHTS[k] * v for k, v in parts.items())
+        verdict = "pass" if value >= PASS_AT else "fail"
+        detail = ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+        return Evaluation(
+            name="overall",
+            value=round(value, 6),
+            comment=f"{verdict}: {detail}",
+            metadata={**parts, "passed": value >= PASS_AT},
+        )
+
+    behavioural_overall.evaluator_name = "overall"  # type: ignore[attr-defined]
+    return behavioural_overall
+
+
+completeness = completeness_with(FIELD_ALIASES)
+behavioural_overall = overall_with(FIELD_ALIASES)
