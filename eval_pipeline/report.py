@@ -35,6 +35,11 @@ def print_report(
     for name, result in summary["run_evaluations"].items():
         metrics.add_row(f"{name} (run level)", _pct(result.get("value")))
     console.print(metrics)
+    if passed := summary.get("passed"):
+        console.print(
+            f"Passed: {passed['count']}/{passed['of']} "
+            f"({passed['metric']} >= {passed['threshold']:.2f})"
+        )
     console.print(_slice_table("category", summary["by_category"]))
     lat, tok = summary["latency_ms"], summary["tokens"]
     console.print(

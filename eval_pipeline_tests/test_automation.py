@@ -97,8 +97,15 @@ def tick(instance, resources, cursor=None):
 def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     instance, resources, registry = env
     first = tick(instance, resources)
-    assert sorted((r.partition_key.keys_by_dimension["prompt_version"], r.tags["eval/tier"])
-                  for r in first.run_requests) == [("v1", "full"), ("v2", "smoke")]  # fmt: skip
+    assert sorted(
+        (r.tags["eval/suite"], r.tags["eval/to_version"], r.tags["eval/tier"])
+        for r in first.run_requests
+    ) == [
+        ("drive_thru", "v1", "full"),
+        ("drive_thru", "v2", "smoke"),
+        ("product_discovery", "v1", "full"),
+        ("product_discovery", "v2", "smoke"),
+    ]
     assert set(instance.get_dynamic_partitions(prompt_version_partitions.name)) == {"v1", "v2"}
 
     quiet = tick(instance, resources, first.cursor)
@@ -138,9 +145,11 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
 
     # A sensor starting from scratch (no cursor) skips what the store shows as evaluated.
     fresh = tick(instance, resources)
-    assert [(r.tags["eval/to_version"], r.tags["eval/tier"]) for r in fresh.run_requests] == [
-        ("v1", "full")
-    ]
+    assert [
+        (r.tags["eval/suite"], r.tags["eval/to_version"], r.tags["eval/tier"])
+        for r in fresh.run_requests
+        if r.tags["eval/suite"] == "drive_thru"
+    ] == [("drive_thru", "v1", "full")]
 
 
 def test_registry_outage_skips_with_the_cause_and_keeps_the_cursor(env):
@@ -164,7 +173,10 @@ def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
         resources=resources,
     ) as context:
         requests = list(nightly_full_eval(context))
-    assert [r.run_key for r in requests] == ["nightly:2026-11-22:drive_thru"]
+    assert [r.run_key for r in requests] == [
+        "nightly:2026-11-22:drive_thru",
+        "nightly:2026-11-22:product_discovery",
+    ]
     request = requests[0]
     assert request.partition_key.keys_by_dimension["prompt_version"] == "v1"
     assert request.run_config["ops"]["agent_run_outputs"]["config"]["tier"] == "full"

@@ -15,6 +15,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.records import ItemOutput, ItemScore
 from eval_pipeline.core.reducers import flaky_items
 from eval_pipeline.core.stats import mean_se
+from eval_pipeline.evaluators.behavioural import PASS_AT
 
 
 def scores_table(cases: Sequence[GoldenCase], scores: Sequence[ItemScore]) -> pd.DataFrame:
@@ -77,6 +78,7 @@ def summarize(
             for k, group in per_case.groupby("evaluator")["value"]
         },
         "flaky_items": flaky_items(scores),
+        "passed": _passed(per_case),
         "by_category": _pivot(per_case, "category"),
         "by_difficulty": _pivot(per_case, "difficulty"),
         "run_evaluations": run_evaluations or {},
@@ -91,6 +93,19 @@ def summarize(
         },
         "cost_usd": round(sum(o.cost_usd for o in outputs), 6),
         "attempts": int(sum(o.attempts for o in outputs)),
+    }
+
+
+def _passed(per_case: pd.DataFrame) -> dict[str, Any] | None:
+    """Seed 001's pass count: cases whose behavioural ``overall`` is at least 0.7."""
+    overall = per_case[per_case["evaluator"] == "overall"]["value"] if not per_case.empty else []
+    if len(overall) == 0:
+        return None
+    return {
+        "metric": "overall",
+        "threshold": PASS_AT,
+        "count": int((overall >= PASS_AT).sum()),
+        "of": len(overall),
     }
 
 

@@ -11,7 +11,7 @@ from dagster import (
     schedule,
 )
 
-from eval_pipeline.agents.registry import SUITE_NAMES
+from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
 from eval_pipeline.defs.automation.common import env_setting
 from eval_pipeline.defs.traces.assets import golden_candidates, production_traces, trace_scores
 
@@ -32,6 +32,8 @@ traces_job = define_asset_job(
 def production_traces_daily(context: ScheduleEvaluationContext):
     day = (context.scheduled_execution_time - timedelta(days=1)).date().isoformat()
     for suite in SUITE_NAMES:
+        if not get_suite(suite).trace_name:
+            continue  # no production traces for this agent
         yield RunRequest(
             run_key=f"traces:{day}:{suite}",
             partition_key=MultiPartitionKey({"day": day, "suite": suite}),

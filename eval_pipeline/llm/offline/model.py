@@ -25,7 +25,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from eval_pipeline.llm.offline import drive_thru
+from eval_pipeline.llm.offline import drive_thru, product_discovery
 
 OFFLINE_MODEL_NAME = "offline"
 
@@ -33,6 +33,7 @@ OFFLINE_MODEL_NAME = "offline"
 Policy = Callable[["Turn"], AIMessage]
 POLICIES: list[tuple[frozenset[str], Policy]] = [
     (frozenset({"lookup_menu_item", "add_item_to_order"}), drive_thru.respond),
+    (frozenset({"search_products", "get_reviews"}), product_discovery.respond),
 ]
 
 

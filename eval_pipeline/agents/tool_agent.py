@@ -1,0 +1,96 @@
+"""A ReAct-style LangGraph agent for the behavioural suites: agent ⇄ tools → END.
+
+The runner-facing adapter returns the behavioural output contract: ``tools_called``,
+``tool_calls`` ({name, args}), ``response`` and the full ``messages`` (OpenAI format) for
+trajectory evaluators.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+)
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from eval_pipeline.agents.drive_thru.graph import LLM_RETRY_POLICY
+from eval_pipeline.core.agent import AgentResult, item_seed
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.prompts import PromptVersion
+
+
+def build_tool_graph(llm: Any, tools: Sequence[BaseTool], system_prompt: str) -> CompiledStateGraph:
+    async def agent(state: MessagesState) -> dict:
+        reply = await llm.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
+        return {"messages": [reply]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent, retry_policy=LLM_RETRY_POLICY)
+    builder.add_node("tools", ToolNode(list(tools)))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "agent")
+    return builder.compile()
+
+
+class ToolAgent:
+    """Runs one case (``input.message``) through a fresh graph."""
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        tools: Sequence[BaseTool],
+        prompt: PromptVersion,
+        *,
+        model_name: str,
+        base_seed: int = 0,
+    ):
+        self.llm = llm
+        self.tools = list(tools)
+        self.system_prompt = prompt.compile()
+        self.model_name = model_name
+        self.base_seed = base_seed
+
+    async def run(self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()):
+        message = case.input.get("message")
+        if not isinstance(message, str):
+            raise ValueError(f"case {case.id}: input.message must be a string")
+        seed = item_seed(case.id, repeat, self.base_seed)
+        llm = self.llm.bind_tools(self.tools).bind(seed=seed)
+        graph = build_tool_graph(llm, self.tools, self.system_prompt)
+        state = await graph.ainvoke(
+            {"messages": [HumanMessage(content=message)]},
+            config={
+                "callbacks": list(callbacks),
+                "recursion_limit": 16,
+                "configurable": {"thread_id": f"eval-{uuid.uuid4()}"},
+            },
+        )
+        return behavioural_result(state["messages"], self.model_name)
+
+
+def behavioural_result(messages: Sequence[Any], model_name: str) -> AgentResult:
+    ai = [m for m in messages if isinstance(m, AIMessage)]
+    calls = [{"name": c["name"], "args": c["args"]} for m in ai for c in m.tool_calls]
+    usage = [m.usage_metadata or {} for m in ai]
+    return AgentResult(
+        output={
+            "tools_called": [c["name"] for c in calls],
+            "tool_calls": calls,
+            "response": next((str(m.content) for m in reversed(ai) if m.content), ""),
+            "messages": convert_to_openai_messages(list(messages)),
+        },
+        input_tokens=sum(u.get("input_tokens", 0) for u in usage),
+        output_tokens=sum(u.get("output_tokens", 0) for u in usage),
+        model=model_name,
+    )
