@@ -14,6 +14,7 @@ from dagster import (
     instance_for_test,
 )
 
+from eval_pipeline.agents.registry import SUITE_NAMES
 from eval_pipeline.core.label_moves import (
     SensorCursor,
     WatchedPrompt,
@@ -97,15 +98,15 @@ def tick(instance, resources, cursor=None):
 def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     instance, resources, registry = env
     first = tick(instance, resources)
-    assert sorted(
+    # every suite's production (full) and staging (smoke) version was never evaluated
+    expected = [
+        (suite, v, tier) for suite in SUITE_NAMES for v, tier in (("v1", "full"), ("v2", "smoke"))
+    ]
+    got = [
         (r.tags["eval/suite"], r.tags["eval/to_version"], r.tags["eval/tier"])
         for r in first.run_requests
-    ) == [
-        ("drive_thru", "v1", "full"),
-        ("drive_thru", "v2", "smoke"),
-        ("product_discovery", "v1", "full"),
-        ("product_discovery", "v2", "smoke"),
     ]
+    assert sorted(got) == sorted(expected)
     assert set(instance.get_dynamic_partitions(prompt_version_partitions.name)) == {"v1", "v2"}
 
     quiet = tick(instance, resources, first.cursor)
@@ -173,10 +174,7 @@ def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
         resources=resources,
     ) as context:
         requests = list(nightly_full_eval(context))
-    assert [r.run_key for r in requests] == [
-        "nightly:2026-11-22:drive_thru",
-        "nightly:2026-11-22:product_discovery",
-    ]
+    assert [r.run_key for r in requests] == [f"nightly:2026-11-22:{s}" for s in SUITE_NAMES]
     request = requests[0]
     assert request.partition_key.keys_by_dimension["prompt_version"] == "v1"
     assert request.run_config["ops"]["agent_run_outputs"]["config"]["tier"] == "full"

@@ -94,3 +94,32 @@ def behavioural_result(messages: Sequence[Any], model_name: str) -> AgentResult:
         output_tokens=sum(u.get("output_tokens", 0) for u in usage),
         model=model_name,
     )
+
+
+def validate_behavioural_case(tool_names: tuple[str, ...]):
+    """Seed 001's case format: input.message, expected_tools, expected_fields, criteria."""
+
+    def validate(case: GoldenCase) -> list[tuple[str, str]]:
+        problems = []
+        if not isinstance(case.input.get("message"), str):
+            problems.append(("input.message", "required, a string"))
+        expected = case.expected_output or {}
+        tools = expected.get("expected_tools", [])
+        if not isinstance(tools, list) or any(t not in tool_names for t in tools):
+            problems.append(
+                (
+                    "expected_output.expected_tools",
+                    f"a list of tool names from {list(tool_names)}, got {tools!r}",
+                )
+            )
+        fields = expected.get("expected_fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            problems.append(("expected_output.expected_fields", "a list of field names"))
+        criteria = getattr(case.metadata, "criteria", None) or {}
+        if not isinstance(criteria, dict) or any(
+            not isinstance(v, bool) for v in criteria.values()
+        ):
+            problems.append(("metadata.criteria", "a mapping of flags to true/false"))
+        return problems
+
+    return validate
