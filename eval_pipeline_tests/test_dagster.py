@@ -196,3 +196,21 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     gate = checks(changed)["paired_gate"]
     assert not changed.success and gate.severity.value == "ERROR"
     assert gate.description.startswith("not comparable: dataset changed")
+
+
+def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
+    instance, resources, _ = env
+    instance.add_dynamic_partitions("prompt_version", ["v1"])
+    result = materialize(
+        [golden_dataset, *EVAL_ASSETS],
+        selection=EVAL_ASSETS,
+        partition_key=MultiPartitionKey({"suite": "product_discovery", "prompt_version": "v1"}),
+        instance=instance,
+        resources=resources,
+        run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
+    )
+    assert result.success
+    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    for axis in ("groundedness", "correctness", "completeness", "overall"):
+        assert meta[f"mean_{axis}"].value == 1.0
+    assert "search\\_products" in meta["tools_called_vs_expected"].value

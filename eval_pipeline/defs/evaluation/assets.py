@@ -39,6 +39,7 @@ from eval_pipeline.defs.evaluation.metadata import (
     outputs_metadata,
     progress_logger,
     summary_pictures,
+    tools_metadata,
 )
 from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
 from eval_pipeline.defs.resources import (
@@ -245,7 +246,7 @@ def eval_summary(
     run = store.get_run(run_id)
     assert run is not None
     gate, no_gate_reason = run_gate(store, run, suite, cases, prompt_registry.registry())
-    pictures = summary_pictures(store, run, suite, gate)
+    pictures = summary_pictures(store, run, suite, gate) | tools_metadata(store, run, cases)
     yield MaterializeResult(
         metadata={
             **writeback,

@@ -61,8 +61,10 @@ def outputs_metadata(
         "attempts": summary["attempts"],
     }
     if errors:
-        lines = [f"| {md_escape(o.item_id)} | {o.repeat} | {md_escape(o.error or '')[:200]} |"
-                 for o in errors[:MAX_TABLE_ROWS]]  # fmt: skip
+        lines = [
+            f"| {md_escape(o.item_id)} | {o.repeat} | {md_escape(o.error or '')[:200]} |"
+            for o in errors[:MAX_TABLE_ROWS]
+        ]
         meta["error_items"] = MetadataValue.md(
             "| item | repeat | error |\n|---|---:|---|\n" + "\n".join(lines)
         )
@@ -131,3 +133,26 @@ def summary_pictures(
     if flips := flips_across_runs(store, run, metric, suite.thresholds):
         meta["flaky_across_runs"] = MetadataValue.md(rows_markdown(flips))
     return meta
+
+
+def tools_metadata(store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase]) -> dict:
+    """Behavioural suites: the tools each case called next to the ones it expected."""
+    expected = {c.id: (c.expected_output or {}).get("expected_tools") for c in cases}
+    if not any(v is not None for v in expected.values()):
+        return {}
+    rows = []
+    for output in store.read_outputs(run.run_id):
+        if output.repeat != 0:
+            continue
+        called = (output.output or {}).get("tools_called", [])
+        wanted = expected.get(output.item_id) or []
+        rows.append(
+            {
+                "item": output.item_id,
+                "expected": ", ".join(wanted) or "–",
+                "called": ", ".join(called) or "–",
+                "missing": ", ".join(t for t in wanted if t not in called) or "–",
+            }
+        )
+    rows.sort(key=lambda r: (r["missing"] == "–", r["item"]))  # misses first
+    return {"tools_called_vs_expected": MetadataValue.md(rows_markdown(rows))} if rows else {}
