@@ -12,6 +12,7 @@ from eval_pipeline.evaluators.drive_thru import (
     order_correctness,
     tool_call_accuracy,
 )
+from eval_pipeline.evaluators.judge import llm_judge
 from eval_pipeline.evaluators.traces import cost_within, latency_within, no_error, tool_protocol
 from eval_pipeline.evaluators.trajectory import trajectory_match
 
@@ -23,6 +24,7 @@ __all__ = [
     "cost_within",
     "groundedness",
     "latency_within",
+    "llm_judge",
     "no_error",
     "no_hallucinated_items",
     "order_correctness",

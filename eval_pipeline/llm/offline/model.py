@@ -25,7 +25,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from eval_pipeline.llm.offline import drive_thru, order_management, product_discovery
+from eval_pipeline.llm.offline import drive_thru, judge, order_management, product_discovery
 
 OFFLINE_MODEL_NAME = "offline"
 
@@ -35,6 +35,7 @@ POLICIES: list[tuple[frozenset[str], Policy]] = [
     (frozenset({"lookup_menu_item", "add_item_to_order"}), drive_thru.respond),
     (frozenset({"search_products", "get_reviews"}), product_discovery.respond),
     (frozenset({"get_order_status", "request_return"}), order_management.respond),
+    (frozenset({"JudgeVerdict"}), judge.respond),
 ]
 
 

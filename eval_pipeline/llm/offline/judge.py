@@ -1,0 +1,43 @@
+"""The offline model as a deterministic judge (for ``llm_judge`` with JudgeVerdict).
+
+It grades the agent answer in the judge prompt with transparent heuristics: an empty
+answer scores 0; otherwise it starts at 0.5 and gains for politeness and for mentioning
+what the rubric names, and loses for dismissive phrasing. Not a real judge: a stable one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+POLITE = ("please", "thank", "happy to", "glad", "sorry", "welcome", "hello", "hi!")
+DISMISSIVE = ("can't help", "not my problem", "figure it out", "whatever")
+
+
+def respond(turn: Any) -> AIMessage:
+    prompt = next((str(m.content) for m in turn.messages if isinstance(m, HumanMessage)), "")
+    rubric = _section(prompt, "Rubric:", "User input:").lower()
+    answer = _section(prompt, "Agent answer:", "Return a score").strip()
+    lower = answer.lower()
+    if not answer or answer in ('""', "null"):
+        score, why = 0.0, "the agent gave no answer"
+    else:
+        score, notes = 0.5, []
+        if any(p in lower for p in POLITE):
+            score, notes = score + 0.25, [*notes, "polite"]
+        named = [w for w in re.findall(r"[a-z]{5,}", rubric) if w in lower]
+        if named:
+            score, notes = score + 0.25, [*notes, f"covers {', '.join(sorted(set(named))[:3])}"]
+        if any(d in lower for d in DISMISSIVE):
+            score, notes = score - 0.5, [*notes, "dismissive"]
+        score = min(1.0, max(0.0, score))
+        why = "; ".join(notes) or "a plain answer"
+    call = {"name": "JudgeVerdict", "args": {"score": score, "reasoning": why}, "id": "judge"}
+    return AIMessage(content="", tool_calls=[call])
+
+
+def _section(text: str, start: str, end: str) -> str:
+    head = text.split(start, 1)[1] if start in text else ""
+    return head.split(end, 1)[0]
