@@ -214,3 +214,20 @@ def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
     for axis in ("groundedness", "correctness", "completeness", "overall"):
         assert meta[f"mean_{axis}"].value == 1.0
     assert "search\\_products" in meta["tools_called_vs_expected"].value
+
+
+def test_research_suite_shows_per_step_survival(env):
+    instance, resources, _ = env
+    instance.add_dynamic_partitions("prompt_version", ["v2"])
+    result = materialize(
+        [golden_dataset, *EVAL_ASSETS],
+        selection=EVAL_ASSETS,
+        partition_key=MultiPartitionKey({"suite": "research", "prompt_version": "v2"}),
+        instance=instance,
+        resources=resources,
+        run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
+        raise_on_error=False,
+    )
+    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    assert "| step | items | passed | share |" in meta["per_step_survival"].value
+    assert meta["mean_survived_until"].value < 1.0

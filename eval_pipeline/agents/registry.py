@@ -9,12 +9,14 @@ from eval_pipeline import settings
 from eval_pipeline.agents.drive_thru.suite import build_suite as build_drive_thru
 from eval_pipeline.agents.order_management.suite import build_suite as build_order_management
 from eval_pipeline.agents.product_discovery.suite import build_suite as build_product_discovery
+from eval_pipeline.agents.research.suite import build_suite as build_research
 from eval_pipeline.core.suite import Suite
 
 SUITE_BUILDERS: dict[str, Callable[[Path], Suite]] = {
     "drive_thru": build_drive_thru,
     "product_discovery": build_product_discovery,
     "order_management": build_order_management,
+    "research": build_research,
 }
 SUITE_NAMES: tuple[str, ...] = tuple(SUITE_BUILDERS)
 

@@ -29,7 +29,14 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptVersion
 
 
-def build_tool_graph(llm: Any, tools: Sequence[BaseTool], system_prompt: str) -> CompiledStateGraph:
+def build_tool_graph(
+    llm: Any,
+    tools: Sequence[BaseTool],
+    system_prompt: str,
+    *,
+    checkpointer: Any = None,
+    interrupt_after: Sequence[str] | None = None,
+) -> CompiledStateGraph:
     async def agent(state: MessagesState) -> dict:
         reply = await llm.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
         return {"messages": [reply]}
@@ -40,7 +47,7 @@ def build_tool_graph(llm: Any, tools: Sequence[BaseTool], system_prompt: str) ->
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer, interrupt_after=interrupt_after)
 
 
 class ToolAgent:

@@ -138,13 +138,15 @@ def _strict(outputs, references, mode: ArgsMode, overrides) -> tuple[bool, str]:
                 f"message {step}: {len(out['tool_calls'])} tool calls, reference "
                 f"{len(ref['tool_calls'])}"
             )
-        ok, why = _strict_calls(out["tool_calls"], ref["tool_calls"], mode, overrides)
+        ok, why = strict_calls_match(out["tool_calls"], ref["tool_calls"], mode, overrides)
         if not ok:
             return False, f"message {step}: {why}"
     return True, ""
 
 
-def _strict_calls(out_calls, ref_calls, mode: ArgsMode, overrides) -> tuple[bool, str]:
+def strict_calls_match(
+    out_calls: Sequence[dict], ref_calls: Sequence[dict], mode: str, overrides=None
+) -> tuple[bool, str]:
     """agentevals' strict rule: each output call must match a distinct reference call."""
     seen = [False] * len(ref_calls)
     for out in out_calls:

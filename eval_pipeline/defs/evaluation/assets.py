@@ -38,6 +38,7 @@ from eval_pipeline.defs.evaluation.metadata import (
     dataset_metadata,
     outputs_metadata,
     progress_logger,
+    steps_metadata,
     summary_pictures,
     tools_metadata,
 )
@@ -247,6 +248,7 @@ def eval_summary(
     assert run is not None
     gate, no_gate_reason = run_gate(store, run, suite, cases, prompt_registry.registry())
     pictures = summary_pictures(store, run, suite, gate) | tools_metadata(store, run, cases)
+    pictures |= steps_metadata(store, run)
     yield MaterializeResult(
         metadata={
             **writeback,

@@ -156,3 +156,18 @@ def tools_metadata(store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCa
         )
     rows.sort(key=lambda r: (r["missing"] == "–", r["item"]))  # misses first
     return {"tools_called_vs_expected": MetadataValue.md(rows_markdown(rows))} if rows else {}
+
+
+def steps_metadata(store: ResultsStore, run: RunRecord) -> dict:
+    """Trajectory suites: per reference step, how many items got it right (survival)."""
+    per_step: dict[int, list[float]] = {}
+    for output in store.read_outputs(run.run_id):
+        for step in (output.output or {}).get("steps") or []:
+            per_step.setdefault(int(step["step"]), []).append(float(step["score"]))
+    if not per_step:
+        return {}
+    rows = [
+        {"step": k, "items": len(v), "passed": int(sum(v)), "share": round(sum(v) / len(v), 3)}
+        for k, v in sorted(per_step.items())
+    ]
+    return {"per_step_survival": MetadataValue.md(rows_markdown(rows))}

@@ -25,7 +25,13 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from eval_pipeline.llm.offline import drive_thru, judge, order_management, product_discovery
+from eval_pipeline.llm.offline import (
+    drive_thru,
+    judge,
+    order_management,
+    product_discovery,
+    research,
+)
 
 OFFLINE_MODEL_NAME = "offline"
 
@@ -36,6 +42,7 @@ POLICIES: list[tuple[frozenset[str], Policy]] = [
     (frozenset({"search_products", "get_reviews"}), product_discovery.respond),
     (frozenset({"get_order_status", "request_return"}), order_management.respond),
     (frozenset({"JudgeVerdict"}), judge.respond),
+    (frozenset({"search"}), research.respond),
 ]
 
 

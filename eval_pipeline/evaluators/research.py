@@ -1,0 +1,53 @@
+"""Evaluators for the research (trajectory) suite.
+
+``answer_correct`` is the deterministic answer matcher: every key fact of the reference
+answer (numbers, and capitalised words that are not sentence openers) must appear in the
+candidate. ``stepwise_score`` and ``survived_until`` report the teacher-forced stepwise
+evaluation the research agent runs against the reference trajectory (see
+agents/research/stepwise.py): they read its per-step results from the output.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langfuse import Evaluation
+
+_FACT = re.compile(r"\d[\d,.]*\d|\d|[A-Z][A-Za-z&'-]+")
+_OPENERS = {"The", "It", "I", "In", "A", "An", "Its", "Which"}
+
+
+def key_facts(text: str) -> set[str]:
+    return {f.rstrip(".,").lower() for f in _FACT.findall(text or "") if f not in _OPENERS}
+
+
+def answer_matches(candidate: str, reference: str) -> tuple[bool, list[str]]:
+    """(all reference facts present, the missing ones)."""
+    have = key_facts(candidate)
+    missing = sorted(f for f in key_facts(reference) if f not in have)
+    return not missing, missing
+
+
+def answer_correct(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    reference = str((expected_output or {}).get("answer") or "")
+    ok, missing = answer_matches(str((output or {}).get("response") or ""), reference)
+    comment = "all reference facts present" if ok else f"missing facts {missing}"
+    return Evaluation(name="answer_correct", value=float(ok), comment=comment)
+
+
+def _failed_steps(output) -> list[dict]:
+    return [s for s in (output or {}).get("steps") or [] if s.get("score", 0) < 1]
+
+
+def stepwise_score(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    value = (output or {}).get("stepwise_score")
+    failed = _failed_steps(output)
+    comment = "; ".join(f"step {s['step']}: {s['comment']}" for s in failed) or "every step"
+    return Evaluation(name="stepwise_score", value=value, comment=comment)
+
+
+def survived_until(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    value = (output or {}).get("survived_until")
+    failed = _failed_steps(output)
+    comment = f"first failed step: {failed[0]['step']}" if failed else "survived every step"
+    return Evaluation(name="survived_until", value=value, comment=comment)

@@ -1,0 +1,118 @@
+"""The research suite: BM25 corpus, reference trajectories, teacher-forced stepwise runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from eval_pipeline.agents.registry import get_suite
+from eval_pipeline.agents.research.corpus import load_corpus, search_tool
+from eval_pipeline.agents.research.stepwise import stepwise
+from eval_pipeline.cli import main
+from eval_pipeline.core.cases import select_tier
+from eval_pipeline_tests.helpers import clean_cli_env
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "datasets" / "research" / "corpus.jsonl"
+
+
+def test_bm25_search_finds_the_entity():
+    corpus = load_corpus(CORPUS)
+    assert corpus.search("Arcwell Systems")[0].title == "Arcwell Systems"
+    assert corpus.search("Velmora")[0].title == "Velmora"
+    assert json.loads(search_tool(corpus).invoke({"query": "the"})) == []  # only stopwords
+
+
+def test_dataset_has_checked_reference_trajectories():
+    cases = get_suite("research", ROOT / "datasets").load_cases()
+    assert len(cases) >= 15 and len(select_tier(cases, "smoke")) >= 5
+    parallel = [
+        c
+        for c in cases
+        if any(len(m.get("tool_calls") or []) == 2 for m in c.expected_output["trajectory"])
+    ]
+    assert parallel, "comparison questions search both entities in one step"
+
+
+def call(query: str, step: int, i: int = 0) -> dict:
+    return {
+        "id": f"c{step}{i}",
+        "type": "function",
+        "function": {"name": "search", "arguments": json.dumps({"query": query})},
+    }
+
+
+REFERENCE = [
+    {"role": "user", "content": "Where is the company founded by Ada Voss headquartered?"},
+    {"role": "assistant", "content": "", "tool_calls": [call("Ada Voss", 0)]},
+    {"role": "tool", "content": "[]", "tool_call_id": "c00"},
+    {"role": "assistant", "content": "", "tool_calls": [call("Arcwell Systems", 1)]},
+    {"role": "tool", "content": "[]", "tool_call_id": "c10"},
+    {"role": "assistant", "content": "", "tool_calls": [call("Velmora", 2)]},
+    {"role": "tool", "content": "[]", "tool_call_id": "c20"},
+    {"role": "assistant", "content": "Arcwell Systems is headquartered in Velmora."},
+]
+
+
+class ScriptedModel(BaseChatModel):
+    """The model boundary, scripted: answers step k like the reference except at step 1."""
+
+    seen: list[int] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any):
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.seen.append(len(messages))
+        step = sum(1 for m in messages if isinstance(m, AIMessage))
+        if step == 1:  # diverges: searches the wrong entity
+            reply = AIMessage(
+                content="",
+                tool_calls=[{"name": "search", "id": "x", "args": {"query": "Ada Voss bio"}}],
+            )
+        elif step < 3:
+            args = json.loads(REFERENCE[1 + 2 * step]["tool_calls"][0]["function"]["arguments"])
+            reply = AIMessage(content="", tool_calls=[{"name": "search", "id": "y", "args": args}])
+        else:
+            reply = AIMessage(content="Arcwell Systems is headquartered in Velmora.")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_stepwise_diverging_at_step_2_of_4_survives_a_quarter():
+    model = ScriptedModel()
+    tools = [search_tool(load_corpus(CORPUS))]
+    result = asyncio.run(stepwise(model, tools, "system", REFERENCE))
+    assert [s["score"] for s in result["steps"]] == [1.0, 0.0, 1.0, 1.0]
+    assert result["survived_until"] == 0.25 and result["stepwise_score"] == 0.75
+    assert "Ada Voss bio" in json.dumps(result["steps"][1]["produced"])
+    # one model call per step, each on the reference prefix (system + 1, 3, 5, 7 messages)
+    assert model.seen == [2, 4, 6, 8]
+
+
+def test_cli_research_smoke_and_a_worse_prompt(tmp_path, monkeypatch):
+    clean_cli_env(monkeypatch, tmp_path / "home")
+    good = CliRunner().invoke(
+        main, ["run", "--suite", "research", "--tier", "smoke", "--json", str(tmp_path / "r.json")]
+    )
+    assert good.exit_code == 0, good.output
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert summary["metrics"]["survived_until"] == 1.0
+    worse = CliRunner().invoke(
+        main,
+        ["run", "--suite", "research", "--prompt-version", "2", "--json", str(tmp_path / "w.json")],
+    )
+    assert worse.exit_code == 1
+    metrics = json.loads((tmp_path / "w.json").read_text())["summary"]["metrics"]
+    assert metrics["survived_until"] < 1.0 and metrics["trajectory_strict_match"] < 1.0
