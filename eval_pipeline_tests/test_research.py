@@ -116,3 +116,16 @@ def test_cli_research_smoke_and_a_worse_prompt(tmp_path, monkeypatch):
     assert worse.exit_code == 1
     metrics = json.loads((tmp_path / "w.json").read_text())["summary"]["metrics"]
     assert metrics["survived_until"] < 1.0 and metrics["trajectory_strict_match"] < 1.0
+
+
+def test_stepwise_final_answer_can_be_judged_by_an_llm_judge():
+    from eval_pipeline.agents.research.stepwise import judge_answers
+    from eval_pipeline.evaluators import llm_judge
+    from eval_pipeline.llm.offline import OfflineChatModel
+
+    rubric = "Does the answer name the headquarters city Velmora?"
+    judge = judge_answers(llm_judge(rubric, OfflineChatModel()))
+    tools = [search_tool(load_corpus(CORPUS))]
+    result = asyncio.run(stepwise(ScriptedModel(), tools, "system", REFERENCE, answer_judge=judge))
+    last = result["steps"][-1]
+    assert last["kind"] == "answer" and last["score"] == 1.0 and last["comment"].startswith("judge")
