@@ -31,13 +31,13 @@ def env(tmp_path):
         yield instance, resources, tmp_path
 
 
-def evaluate(instance, resources, version, tier="smoke"):
-    materialize([golden_dataset], partition_key="drive_thru", instance=instance,
+def evaluate(instance, resources, version, tier="smoke", suite="drive_thru"):
+    materialize([golden_dataset], partition_key=suite, instance=instance,
                 resources=resources)  # fmt: skip
     return materialize(
         [golden_dataset, *EVAL_ASSETS],
         selection=EVAL_ASSETS,
-        partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": version}),
+        partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         instance=instance,
         resources=resources,
         run_config={"ops": {"agent_run_outputs": {"config": {"tier": tier}}}},
@@ -201,14 +201,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
 def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
     instance, resources, _ = env
     instance.add_dynamic_partitions("prompt_version", ["v1"])
-    result = materialize(
-        [golden_dataset, *EVAL_ASSETS],
-        selection=EVAL_ASSETS,
-        partition_key=MultiPartitionKey({"suite": "product_discovery", "prompt_version": "v1"}),
-        instance=instance,
-        resources=resources,
-        run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
-    )
+    result = evaluate(instance, resources, "v1", suite="product_discovery")
     assert result.success
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     for axis in ("groundedness", "correctness", "completeness", "overall"):
@@ -219,15 +212,7 @@ def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
 def test_research_suite_shows_per_step_survival(env):
     instance, resources, _ = env
     instance.add_dynamic_partitions("prompt_version", ["v2"])
-    result = materialize(
-        [golden_dataset, *EVAL_ASSETS],
-        selection=EVAL_ASSETS,
-        partition_key=MultiPartitionKey({"suite": "research", "prompt_version": "v2"}),
-        instance=instance,
-        resources=resources,
-        run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
-        raise_on_error=False,
-    )
+    result = evaluate(instance, resources, "v2", suite="research")
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     assert "| step | items | passed | share |" in meta["per_step_survival"].value
     assert meta["mean_survived_until"].value < 1.0
