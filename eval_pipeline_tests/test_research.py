@@ -129,3 +129,18 @@ def test_stepwise_final_answer_can_be_judged_by_an_llm_judge():
     result = asyncio.run(stepwise(ScriptedModel(), tools, "system", REFERENCE, answer_judge=judge))
     last = result["steps"][-1]
     assert last["kind"] == "answer" and last["score"] == 1.0 and last["comment"].startswith("judge")
+
+
+def test_stepwise_calls_are_counted_in_tokens():
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+    from eval_pipeline.llm.settings import LLMSettings
+
+    suite = get_suite("research", ROOT / "datasets")
+    case = suite.load_cases()[0]
+    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
+    with_steps = asyncio.run(agent.run(case, repeat=0))
+    free_only = asyncio.run(agent.run(case.model_copy(update={"expected_output": None}), repeat=0))
+    stepwise_in = with_steps.output["stepwise_tokens"]["input_tokens"]
+    assert stepwise_in > 0
+    assert with_steps.input_tokens == free_only.input_tokens + stepwise_in

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from eval_pipeline.agents.drive_thru.graph import LLM_RETRY_POLICY
+from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
 from eval_pipeline.core.agent import AgentResult, item_seed
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptVersion

@@ -16,13 +16,10 @@ from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import RetryPolicy
 
 from eval_pipeline.agents.drive_thru.menu import Menu, Order, OrderItem
 from eval_pipeline.agents.drive_thru.tools import TOOLS
-from eval_pipeline.core.retry import is_retryable
-
-LLM_RETRY_POLICY = RetryPolicy(max_attempts=2, initial_interval=0.5, retry_on=is_retryable)
+from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
 
 
 class DriveThruState(MessagesState):

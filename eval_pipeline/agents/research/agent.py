@@ -59,4 +59,6 @@ class ResearchAgent:
                 args_mode=self.args_mode,
                 callbacks=callbacks,
             )
+            result.input_tokens += result.output["stepwise_tokens"]["input_tokens"]
+            result.output_tokens += result.output["stepwise_tokens"]["output_tokens"]
         return result

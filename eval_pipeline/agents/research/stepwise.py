@@ -52,7 +52,7 @@ async def stepwise(
     graph = build_tool_graph(
         llm, tools, system_prompt, checkpointer=MemorySaver(), interrupt_after=["agent"]
     )
-    results = []
+    results, tokens = [], {"input_tokens": 0, "output_tokens": 0}
     for index, k in enumerate(steps):
         prefix = convert_to_messages(list(reference[:k]))
         config = {
@@ -62,6 +62,9 @@ async def stepwise(
         }
         state = await graph.ainvoke({"messages": prefix}, config=config)
         produced = state["messages"][-1]
+        usage = getattr(produced, "usage_metadata", None) or {}
+        for key in tokens:
+            tokens[key] += int(usage.get(key, 0))
         results.append(_score(index, normalized[k], produced, args_mode, answer_judge))
     scores = [r["score"] for r in results]
     first_failed = next((i for i, s in enumerate(scores) if s < 1), None)
@@ -69,6 +72,7 @@ async def stepwise(
         "steps": results,
         "stepwise_score": sum(scores) / len(scores) if scores else 1.0,
         "survived_until": 1.0 if first_failed is None else first_failed / len(scores),
+        "stepwise_tokens": tokens,  # the stepwise calls are billed too
     }
 
 
