@@ -64,6 +64,15 @@ def score_items(
     return scores
 
 
+def values_by_evaluator(scores: Iterable[ItemScore]) -> dict[str, list[float]]:
+    """Each evaluator's values; evaluator errors (None) are counted elsewhere, not averaged."""
+    values: dict[str, list[float]] = {}
+    for s in scores:
+        if s.value is not None:
+            values.setdefault(s.evaluator, []).append(s.value)
+    return values
+
+
 def evaluate_one(
     fn: Evaluator,
     *,

@@ -58,10 +58,6 @@ class LangfuseResource(ConfigurableResource):
     def settings(self) -> LangfuseSettings | None:
         return LangfuseSettings.from_values(self.public_key, self.secret_key, self.base_url)
 
-    @property
-    def enabled(self) -> bool:
-        return self.settings() is not None
-
     def describe(self) -> str:
         settings = self.settings()
         return f"langfuse ({settings.base_url})" if settings else "not configured (local files)"

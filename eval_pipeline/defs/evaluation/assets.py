@@ -30,6 +30,7 @@ from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import dataset_version, select_tier
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
+from eval_pipeline.core.scoring import values_by_evaluator
 from eval_pipeline.core.summary import markdown_table
 from eval_pipeline.core.thresholds import evaluate_thresholds
 from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results, run_gate
@@ -199,10 +200,7 @@ def item_scores(
     scores = evaluation.produce_scores(
         store, run_id, suite, evaluation.cases_of_run(store, run_id, suite)
     )
-    means: dict[str, list[float]] = {}
-    for s in scores:
-        if s.value is not None:  # evaluator errors are counted in the summary, not averaged
-            means.setdefault(s.evaluator, []).append(s.value)
+    means = values_by_evaluator(scores)
     metadata: dict[str, Any] = {"run_id": agent_run_outputs["run_id"], "scores": len(scores)}
     metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
     return Output(agent_run_outputs, metadata=metadata)

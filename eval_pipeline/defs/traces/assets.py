@@ -25,6 +25,7 @@ from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.golden_candidates import select_candidates, write_review_file
 from eval_pipeline.core.records import ItemScore
 from eval_pipeline.core.sampling import SamplingConfig, sample
+from eval_pipeline.core.scoring import values_by_evaluator
 from eval_pipeline.core.summary import md_escape
 from eval_pipeline.core.traces import TraceRecord, score_traces
 from eval_pipeline.defs.partitions import trace_partitions
@@ -118,12 +119,8 @@ def trace_scores(
     _, suite_name = _keys(context)
     suite = suites.get(suite_name)
     scores = score_traces(production_traces, suite.trace_evaluators)
-    by_name: dict[str, list[float]] = {}
-    for s in scores:
-        if s.value is not None:
-            by_name.setdefault(s.evaluator, []).append(s.value)
     metadata: dict[str, Any] = {"traces": len(production_traces), "scores": len(scores)}
-    for name, values in sorted(by_name.items()):
+    for name, values in sorted(values_by_evaluator(scores).items()):
         metadata[f"mean_{name}"] = round(sum(values) / len(values), 4)
         metadata[f"failing_{name}"] = sum(v < 1.0 for v in values)
     client = langfuse.client()
