@@ -231,6 +231,16 @@ def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
     assert 0 < scored["mean_tool_protocol"].value < 1
     review = tmp_path / "drive_thru" / "2026-11-20.yaml"
     assert yaml.safe_load(review.read_text())
+    # a suite without production traces reads nothing (in Langfuse it would match everything)
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        none = materialize(
+            [production_traces],
+            resources=resources,
+            instance=instance,
+            partition_key=MultiPartitionKey({"day": "2026-11-20", "suite": "research"}),
+        )
+    meta = none.asset_materializations_for_node("production_traces")[0].metadata
+    assert meta["traces_read"].value == 0 and "no production trace name" in meta["note"].value
 
 
 def test_daily_schedule_requests_yesterday_for_every_suite():

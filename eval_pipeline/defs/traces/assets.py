@@ -82,6 +82,15 @@ def production_traces(
     """A reproducible sample of the day's root traces of the suite's production agent."""
     day, suite_name = _keys(context)
     suite = suites.get(suite_name)
+    if not suite.trace_name:  # an unnamed root would match every trace in Langfuse
+        return Output(
+            [],
+            metadata={
+                "traces_read": 0,
+                "traces_sampled": 0,
+                "note": f"suite {suite_name} has no production trace name",
+            },
+        )
     source = trace_source.source()
     sampling = SamplingConfig(config.rate, config.cap, config.stratify_by, config.salt)
     counts: Counter[str] = Counter()
