@@ -47,6 +47,11 @@ def main() -> None:
               help="Allowed drop before the gate fails (default 0.02).")  # fmt: skip
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="Minimum mean of the primary metric.")  # fmt: skip
+@click.option("--cache", type=click.Choice(["reuse", "refresh", "off"]), default="reuse",
+              show_default=True,
+              help="reuse: take memoized item outputs (unchanged agent, prompt, model, case, "
+                   "repeat), run only the rest; refresh: run all, overwrite the memo; "
+                   "off: ignore the memo.")  # fmt: skip
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
               help="Write the result as JSON.")  # fmt: skip
 @click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
@@ -63,6 +68,7 @@ def run(
     baseline_label: str | None,
     margin: float | None,
     threshold: float | None,
+    cache: str,
     json_path: Path | None,
     junit_path: Path | None,
     report_path: Path | None,
@@ -117,7 +123,7 @@ def run(
     try:
         with _progress(f"{suite.name} {tier}") as report:
             evaluation.produce_outputs(
-                store, run_record, suite.make_agent(prompt, llm), cases, config,
+                store, run_record, suite.make_agent(prompt, llm), cases, config, cache=cache,
                 prices=PriceTable.from_file(settings.prices_file()), progress=report,
             )  # fmt: skip
         evaluation.produce_scores(store, run_record.run_id, suite, cases)

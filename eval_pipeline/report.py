@@ -25,7 +25,8 @@ def print_report(
     )
     console.print(
         f"Cases: {summary['n_cases']}  ·  items: {summary['n_items']} "
-        f"({summary['repeats']} repeat(s))  ·  errors: {summary['n_errors']}"
+        f"({summary['repeats']} repeat(s))  ·  errors: {summary['n_errors']}  ·  "
+        f"reused from memo: {summary.get('n_reused', 0)}"
     )
     metrics = Table(title="Mean score per evaluator (over per-case means)")
     metrics.add_column("evaluator")
@@ -45,7 +46,8 @@ def print_report(
     console.print(
         f"Latency p50/p95: {lat['p50'] or 0:.0f} ms / {lat['p95'] or 0:.0f} ms  ·  "
         f"tokens in/out: {tok['input']:,} / {tok['output']:,}  ·  "
-        f"estimated cost: ${summary['cost_usd']:.4f}"
+        f"estimated cost: ${summary['cost_usd']:.4f} "
+        f"(spent by this run: ${summary.get('cost_usd_spent', summary['cost_usd']):.4f})"
     )
     gates = Table(title="Checks")
     for column in ("check", "severity", "result", "details"):

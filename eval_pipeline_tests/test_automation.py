@@ -177,5 +177,6 @@ def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
     assert [r.run_key for r in requests] == [f"nightly:2026-11-22:{s}" for s in SUITE_NAMES]
     request = requests[0]
     assert request.partition_key.keys_by_dimension["prompt_version"] == "v1"
-    assert request.run_config["ops"]["agent_run_outputs"]["config"]["tier"] == "full"
+    config = request.run_config["ops"]["agent_run_outputs"]["config"]
+    assert (config["tier"], config["cache"]) == ("full", "refresh")  # nightly measures afresh
     assert "v1" in instance.get_dynamic_partitions(prompt_version_partitions.name)

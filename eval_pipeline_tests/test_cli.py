@@ -29,6 +29,14 @@ def test_run_passes_on_the_production_prompt(home):
     assert "order_correctness" in result.output and "p50/p95" in result.output
 
 
+@pytest.mark.parametrize(("cache", "reused"), [("reuse", 11), ("refresh", 0), ("off", 0)])
+def test_second_run_takes_items_from_the_memo_unless_told_not_to(home, cache, reused):
+    assert invoke("run", "--suite", "drive_thru", "--tier", "smoke").exit_code == 0
+    result = invoke("run", "--suite", "drive_thru", "--tier", "smoke", "--cache", cache)
+    assert result.exit_code == 0, result.output
+    assert f"reused from memo: {reused}" in result.output
+
+
 def test_run_fails_on_a_worse_prompt(home):
     result = invoke("run", "--suite", "drive_thru", "--prompt-version", "2")
     assert result.exit_code == 1, result.output

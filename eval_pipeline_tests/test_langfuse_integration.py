@@ -290,3 +290,33 @@ def test_cli_datasets_sync_twice_creates_nothing_new(server, cli_env):
     down = runner.invoke(main, ["datasets", "sync", "--suite", "drive_thru"])
     assert down.exit_code == 2 and "503" in down.output
     assert PLANTED_SECRET not in first.output + second.output + down.output
+
+
+def test_reused_items_are_scored_on_the_trace_that_produced_them(env, server):
+    instance, resources, _ = env
+    instance.add_dynamic_partitions("prompt_version", ["v1"])
+    job = eval_job(resources)
+    key = MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"})
+
+    def run(cache: str):
+        config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke", "cache": cache}}}}
+        result = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
+        assert result.success
+        return result.asset_materializations_for_node("agent_run_outputs")[0].metadata
+
+    def roots():
+        return {
+            o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"
+        }
+
+    first = run("reuse")
+    traced = roots()
+    assert first["reused_from_memo"].value == 0 and len(traced) == 11
+    second = run("reuse")
+    assert second["reused_from_memo"].value == 11 and roots() == traced  # no new traces
+    sent = [s for s in server.state.scores if "traceId" in s
+            and s.get("metadata", {}).get("run_id") == second["run_id"].value]  # fmt: skip
+    assert sent and {s["traceId"] for s in sent} <= traced
+    assert {s["metadata"]["reused_from"] for s in sent} == {first["run_id"].value}
+    third = run("refresh")
+    assert third["reused_from_memo"].value == 0 and len(roots()) == 22

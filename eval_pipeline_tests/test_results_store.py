@@ -115,3 +115,38 @@ def test_a_stage_that_raises_marks_the_run_failed(store):
         raise RuntimeError("model endpoint vanished")
     run = store.get_run("r1")
     assert run.status == "failed" and run.error == "RuntimeError: model endpoint vanished"
+
+
+def test_memo_upserts_and_filters_by_producing_run(store):
+    ok = ItemOutput("a", 0, {"order": [1]}, latency_ms=5, input_tokens=3, cost_usd=0.1)
+    failed = ItemOutput("b", 0, None, error="boom")
+    assert store.memo_put("drive_thru", "r1", {"k1": ok, "k2": failed}) == 1
+    assert set(store.memo_get(["k1", "k2", "k3"])) == {"k1"}
+    hit = store.memo_get(["k1"])["k1"]
+    assert (hit.output, hit.source_run_id, hit.cost_usd) == ({"order": [1]}, "r1", 0.1)
+    newer = ItemOutput("a", 0, {"order": [2]})
+    store.memo_put("drive_thru", "r2", {"k1": newer})  # refresh overwrites the same key
+    assert store.memo_get(["k1"])["k1"].output == {"order": [2]}
+    assert store.memo_get(["k1"], run_id="r1") == {}
+    assert store.memo_get(["k1"], run_id="r2")["k1"].source_run_id == "r2"
+    many = {f"key-{i}": ItemOutput(f"i{i}", 0, {"n": i}) for i in range(1200)}
+    store.memo_put("drive_thru", "r3", many)
+    assert len(store.memo_get(list(many))) == 1200  # more keys than one IN (...) batch
+
+
+def test_an_older_store_gains_the_new_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with ResultsStore(f"sqlite:///{path}") as s:
+        s.create_run(run_record())
+        s.write_outputs("r1", [ItemOutput("a", 0, {"x": 1})])
+    connection = sqlite3.connect(path)  # as written before source_run_id existed
+    connection.execute("ALTER TABLE item_outputs DROP COLUMN source_run_id")
+    connection.commit()
+    connection.close()
+    with ResultsStore(f"sqlite:///{path}") as s:
+        (kept,) = s.read_outputs("r1")
+        assert kept.output == {"x": 1} and kept.source_run_id is None
+        s.write_outputs("r1", [ItemOutput("a", 0, {"x": 2}, source_run_id="r0")])
+        assert s.read_outputs("r1")[0].source_run_id == "r0"

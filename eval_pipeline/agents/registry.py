@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from eval_pipeline import settings
@@ -18,6 +19,7 @@ SUITE_BUILDERS: dict[str, Callable[[Path], Suite]] = {
     "order_management": build_order_management,
     "research": build_research,
 }
+AGENTS_DIR = Path(__file__).resolve().parent
 SUITE_NAMES: tuple[str, ...] = tuple(SUITE_BUILDERS)
 
 
@@ -29,4 +31,6 @@ class UnknownSuiteError(KeyError):
 def get_suite(name: str, datasets_dir: Path | None = None) -> Suite:
     if name not in SUITE_BUILDERS:
         raise UnknownSuiteError(name)
-    return SUITE_BUILDERS[name](datasets_dir or settings.datasets_dir())
+    suite = SUITE_BUILDERS[name](datasets_dir or settings.datasets_dir())
+    # Conservative: an edit anywhere in the agents' code invalidates every suite's memo.
+    return replace(suite, source_dirs=(AGENTS_DIR,))

@@ -7,19 +7,22 @@ transaction, so a crash between stages leaves a 'running' run and no half summar
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.pricing import PriceTable
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent_sync
+from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent
 from eval_pipeline.core.scoring import item_results, run_level, score_items
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.core.summary import summarize
@@ -65,7 +68,7 @@ def build_run(
         model_params=model_params,
         tier=tier,
         repeats=repeats,
-        agent_version=suite.agent_version,
+        agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
     )
@@ -78,13 +81,42 @@ def produce_outputs(
     cases: Sequence[GoldenCase],
     config: RunnerConfig,
     *,
+    cache: str = "reuse",
     prices: PriceTable | None = None,
     progress: Progress | None = None,
 ) -> list[ItemOutput]:
+    """Run the agent on the cases the memo cannot answer (see core/memo.py for ``cache``);
+    reused outputs name the run that produced them in ``source_run_id``."""
+    policy = check_policy(cache)
     with failure_recorded(store, run.run_id):
-        outputs = run_agent_sync(agent, cases, config, prices=prices, progress=progress)
+        scope = MemoScope.of(run)
+        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(config.repeats)}
+        known = _memoized(store, keys, policy, run.run_id)
+        writer = None
+        if policy != "off":
+            writer = MemoWriter(partial(store.memo_put, run.suite, run.run_id), keys)
+
+        async def produce() -> list[ItemOutput]:
+            try:
+                return await run_agent(agent, cases, config, prices=prices, progress=progress,
+                                       known=known, on_result=writer)  # fmt: skip
+            finally:
+                if writer is not None:
+                    await writer.flush()
+
+        outputs = asyncio.run(produce())
         store.write_outputs(run.run_id, outputs)
     return outputs
+
+
+def _memoized(
+    store: ResultsStore, keys: dict[tuple[str, int], str], policy: CachePolicy, run_id: str
+) -> dict[tuple[str, int], ItemOutput]:
+    """``reuse``: any memoized output; ``refresh``: only this run's own (a crashed attempt)."""
+    if policy == "off":
+        return {}
+    found = store.memo_get(keys.values(), run_id=run_id if policy == "refresh" else None)
+    return {item: found[key] for item, key in keys.items() if key in found}
 
 
 def produce_scores(

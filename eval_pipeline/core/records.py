@@ -55,6 +55,7 @@ class ItemOutput:
     output_tokens: int = 0
     cost_usd: float = 0.0
     attempts: int = 1
+    source_run_id: str | None = None  # set when reused from the memo: the run that produced it
 
     @property
     def ok(self) -> bool:

@@ -29,7 +29,9 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    inspect,
     select,
+    text,
     update,
 )  # fmt: skip
 from sqlalchemy.engine import Engine, make_url
@@ -72,6 +74,7 @@ item_outputs = Table(
     Column("output_tokens", Integer, nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("attempts", Integer, nullable=False),
+    Column("source_run_id", String(200)),
 )  # fmt: skip
 item_scores = Table(
     "item_scores", metadata,
@@ -101,6 +104,24 @@ outbox = Table(
     Column("queued_at", DateTime(timezone=True), nullable=False),
 )  # fmt: skip
 
+# Memoized item outputs (core/memo.py): one row per key, the latest successful output.
+item_memo = Table(
+    "item_memo", metadata,
+    Column("memo_key", String(64), primary_key=True),
+    Column("suite", String(100), nullable=False),
+    Column("item_id", String(200), nullable=False),
+    Column("repeat", Integer, nullable=False),
+    Column("output", JSON, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("run_id", String(200), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)  # fmt: skip
+MEMO_FIELDS = ("output", "latency_ms", "input_tokens", "output_tokens", "cost_usd", "attempts")
+
 
 class ResultsStoreError(RuntimeError):
     """The store cannot be opened or written; the message never contains a password."""
@@ -125,6 +146,7 @@ class ResultsStore:
         try:
             self.engine = _create_engine(self.url)
             metadata.create_all(self.engine)
+            _add_missing_columns(self.engine)
         except (SQLAlchemyError, ArgumentError, OSError, ValueError) as exc:
             reason = type(exc).__name__
             raise ResultsStoreError(
@@ -223,6 +245,38 @@ class ResultsStore:
             for start in range(0, len(ids), 500):
                 conn.execute(delete(outbox).where(outbox.c.id.in_(ids[start : start + 500])))
 
+    def memo_put(self, suite: str, run_id: str, entries: dict[str, ItemOutput]) -> int:
+        """Memoize successful outputs by key (an existing key is overwritten: refresh)."""
+        rows = [
+            {"memo_key": key, "suite": suite, "item_id": o.item_id, "repeat": o.repeat,
+             "run_id": run_id, "created_at": utcnow(), **{f: getattr(o, f) for f in MEMO_FIELDS}}
+            for key, o in entries.items() if o.ok and o.output is not None
+        ]  # fmt: skip
+        if rows:
+            with self.engine.begin() as conn:
+                upsert = _insert_for(self.engine)(item_memo).values(rows)
+                conn.execute(upsert.on_conflict_do_update(
+                    index_elements=["memo_key"],
+                    set_={c: upsert.excluded[c] for c in ("run_id", "created_at", *MEMO_FIELDS)},
+                ))  # fmt: skip
+        return len(rows)
+
+    def memo_get(self, keys: Iterable[str], *, run_id: str | None = None) -> dict[str, ItemOutput]:
+        """Memoized outputs by key (only those produced by ``run_id``, if given); each output
+        names the run that produced it in ``source_run_id``."""
+        keys, found = list(keys), {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), 500):
+                query = select(item_memo).where(item_memo.c.memo_key.in_(keys[start : start + 500]))
+                if run_id is not None:
+                    query = query.where(item_memo.c.run_id == run_id)
+                for r in conn.execute(query).mappings():
+                    found[r["memo_key"]] = ItemOutput(
+                        item_id=r["item_id"], repeat=r["repeat"], source_run_id=r["run_id"],
+                        **{f: r[f] for f in MEMO_FIELDS},
+                    )  # fmt: skip
+        return found
+
     # --- reads --------------------------------------------------------------------------
     def get_run(self, run_id: str) -> RunRecord | None:
         with self.engine.connect() as conn:
@@ -299,6 +353,31 @@ def _run(row: Any) -> RunRecord:
         if isinstance(values[key], datetime) and values[key].tzinfo is None:
             values[key] = values[key].replace(tzinfo=UTC)  # SQLite drops the zone
     return RunRecord(**values)
+
+
+def _insert_for(engine: Engine):
+    """The dialect's INSERT, which has ON CONFLICT DO UPDATE on SQLite and Postgres."""
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Stores created by an older version lack newer nullable columns: add them in place."""
+    inspector = inspect(engine)
+    with engine.begin() as conn:
+        for table in metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in present and column.nullable:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    conn.execute(
+                        text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
+                    )
 
 
 def _create_engine(url: str) -> Engine:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import GoldenCase
@@ -19,6 +20,7 @@ from eval_pipeline.core.redact import redact
 from eval_pipeline.core.retry import backoff_delay, is_retryable
 
 Progress = Callable[[int, int], None]  # (done, total)
+ResultSink = Callable[[ItemOutput], Awaitable[None]]  # called as each item completes
 MAX_ERROR_CHARS = 2000
 
 
@@ -65,18 +67,28 @@ async def run_agent(
     *,
     prices: PriceTable | None = None,
     progress: Progress | None = None,
+    known: Mapping[tuple[str, int], ItemOutput] | None = None,
+    on_result: ResultSink | None = None,
 ) -> list[ItemOutput]:
-    """Evaluate every case ``config.repeats`` times; results come back in case order."""
-    prices = prices or PriceTable()
+    """Evaluate every case ``config.repeats`` times; results come back in case order.
+
+    ``known`` outputs (by (case id, repeat), e.g. from the memo) are returned as they are,
+    without calling the agent; ``on_result`` sees every newly produced output.
+    """
+    prices, known = prices or PriceTable(), known or {}
     semaphore = asyncio.Semaphore(config.concurrency)
     limiter = RateLimiter(config.requests_per_second)
     jobs = [(case, repeat) for case in cases for repeat in range(config.repeats)]
-    done = 0
+    done = sum(1 for case, repeat in jobs if (case.id, repeat) in known)
 
     async def one(case: GoldenCase, repeat: int) -> ItemOutput:
         nonlocal done
+        if (case.id, repeat) in known:
+            return known[case.id, repeat]
         async with semaphore:
             result = await _run_with_retries(agent, case, repeat, config, limiter, prices)
+        if on_result:
+            await on_result(result)
         done += 1
         if progress:
             progress(done, len(jobs))
@@ -136,9 +148,7 @@ def run_agent_sync(
     agent: Agent,
     cases: Sequence[GoldenCase],
     config: RunnerConfig,
-    *,
-    prices: PriceTable | None = None,
-    progress: Progress | None = None,
+    **options: Any,
 ) -> list[ItemOutput]:
-    """Blocking wrapper for callers without an event loop (Dagster assets, the CLI)."""
-    return asyncio.run(run_agent(agent, cases, config, prices=prices, progress=progress))
+    """Blocking wrapper (tests, scripts); the options are run_agent's."""
+    return asyncio.run(run_agent(agent, cases, config, **options))

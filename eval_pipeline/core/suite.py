@@ -10,6 +10,7 @@ from typing import Any
 
 from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import CaseValidator, GoldenCase, load_cases
+from eval_pipeline.core.memo import dataset_resources, source_fingerprint
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.scoring import Evaluator, RunEvaluator, evaluator_name
 from eval_pipeline.core.thresholds import Thresholds, load_thresholds
@@ -34,6 +35,7 @@ class Suite:
     evaluator_versions: dict[str, str] = field(default_factory=dict)
     trace_name: str = ""  # name of the agent's root observation in production traces
     trace_evaluators: Sequence[Evaluator] = ()  # reference-free, for production traces
+    source_dirs: tuple[Path, ...] = ()  # the agent's code, fingerprinted into code_version
 
     @property
     def thresholds_path(self) -> Path:
@@ -42,6 +44,13 @@ class Suite:
     @cached_property
     def thresholds(self) -> Thresholds:
         return load_thresholds(self.thresholds_path)
+
+    @cached_property
+    def code_version(self) -> str:
+        """``agent_version`` plus a hash of the agent's code and the data files it reads:
+        any edit there changes the memo keys of the suite's items."""
+        files = [*self.source_dirs, *dataset_resources(self.dataset_dir)]
+        return f"{self.agent_version}+{source_fingerprint(files)}"
 
     def load_cases(self) -> list[GoldenCase]:
         return load_cases(self.dataset_dir, categories=self.categories, validate=self.validate_case)

@@ -93,6 +93,10 @@ def summarize(
         },
         "cost_usd": round(sum(o.cost_usd for o in outputs), 6),
         "attempts": int(sum(o.attempts for o in outputs)),
+        # Reused from the memo (core/memo.py): their cost and latency are those of the run
+        # that produced them; "spent" is what this run paid.
+        "n_reused": sum(1 for o in outputs if o.source_run_id),
+        "cost_usd_spent": round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
     }
 
 

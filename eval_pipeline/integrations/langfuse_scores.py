@@ -19,7 +19,7 @@ from langfuse.api.core.api_error import ApiError
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 
-from eval_pipeline.core.records import ItemScore
+from eval_pipeline.core.records import ItemOutput, ItemScore
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.integrations.langfuse_client import describe_error
@@ -49,21 +49,32 @@ def score_id(*parts: object) -> str:
     return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:32]
 
 
-def item_score_payloads(run_id: str, scores: Iterable[ItemScore]) -> dict[str, dict[str, Any]]:
-    """One NUMERIC score per evaluator on each item's trace (evaluator errors are skipped)."""
+def item_score_payloads(
+    run_id: str, scores: Iterable[ItemScore], outputs: Iterable[ItemOutput] = ()
+) -> dict[str, dict[str, Any]]:
+    """One NUMERIC score per evaluator on each item's trace (evaluator errors are skipped).
+
+    An output reused from the memo was traced by the run that produced it: its score goes
+    on that trace (this run made none), with ``reused_from`` in the score's metadata.
+    """
+    producer = {(o.item_id, o.repeat): o.source_run_id for o in outputs if o.source_run_id}
     payloads = {}
     for s in scores:
         if s.value is None:
             continue
         key = score_id(run_id, s.item_id, s.repeat, s.evaluator)
+        traced_by = producer.get((s.item_id, s.repeat), run_id)
+        metadata = {"run_id": run_id, "item_id": s.item_id, "repeat": s.repeat}
+        if traced_by != run_id:
+            metadata["reused_from"] = traced_by
         payloads[key] = {
             "id": key,
-            "traceId": item_trace_id(run_id, s.item_id, s.repeat),
+            "traceId": item_trace_id(traced_by, s.item_id, s.repeat),
             "name": s.evaluator,
             "value": float(s.value),
             "comment": s.comment,
             "dataType": "NUMERIC",
-            "metadata": {"run_id": run_id, "item_id": s.item_id, "repeat": s.repeat},
+            "metadata": metadata,
         }
     return payloads
 

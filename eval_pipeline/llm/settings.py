@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from eval_pipeline.core.memo import source_fingerprint
 from eval_pipeline.core.redact import register_secret
+from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
+
+
+@cache
+def _offline_fingerprint() -> str:
+    return source_fingerprint([Path(offline_package.__file__).resolve().parent])
 
 
 class LLMSettings(BaseModel):
@@ -62,8 +71,11 @@ class LLMSettings(BaseModel):
         return self.model_copy(update=update)
 
     def public_params(self) -> dict[str, Any]:
-        """What may be recorded with a run (never the key)."""
+        """What may be recorded with a run (never the key). Offline, the model's "weights"
+        are its code: its hash is recorded, so editing a policy invalidates memoized items."""
+        offline = {"offline_model": _offline_fingerprint()} if self.provider == "offline" else {}
         return {
+            **offline,
             "provider": self.provider,
             "model": self.model,
             "base_url": self.base_url,

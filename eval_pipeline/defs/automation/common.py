@@ -33,11 +33,18 @@ def missing_partitions(instance: DagsterInstance, versions: list[str]) -> list[s
 
 
 def eval_run_request(
-    suite: str, version: str, tier: str, *, run_key: str, tags: dict[str, str]
+    suite: str,
+    version: str,
+    tier: str,
+    *,
+    run_key: str,
+    tags: dict[str, str],
+    cache: str = "reuse",
 ) -> RunRequest:
+    config = EvalRunConfig(tier=tier, cache=cache)
     return RunRequest(
         run_key=run_key,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
-        run_config=RunConfig(ops={"agent_run_outputs": EvalRunConfig(tier=tier)}),
+        run_config=RunConfig(ops={"agent_run_outputs": config}),
         tags=tags,
     )

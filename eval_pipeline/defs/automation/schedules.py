@@ -61,6 +61,7 @@ def nightly_full_eval(
             w.suite,
             version,
             "full",
+            cache="refresh",  # the nightly run is the fresh measurement: no memoized items
             run_key=f"nightly:{day}:{w.suite}",
             tags={
                 "eval/trigger": "nightly_full_eval",
@@ -69,6 +70,7 @@ def nightly_full_eval(
                 "eval/label": PRODUCTION_LABEL,
                 "eval/to_version": version,
                 "eval/tier": "full",
+                "eval/cache": "refresh",
                 "eval/date": day,
             },
         )

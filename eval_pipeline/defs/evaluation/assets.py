@@ -18,6 +18,7 @@ from dagster import (
     AssetExecutionContext,
     BetaWarning,
     Config,
+    DagsterRun,
     MaterializeResult,
     MetadataValue,
     MultiPartitionKey,
@@ -25,9 +26,11 @@ from dagster import (
     Output,
     asset,
 )
+from pydantic import Field, field_validator
 
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import dataset_version, select_tier
+from eval_pipeline.core.memo import check_policy
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.scoring import values_by_evaluator
@@ -68,6 +71,23 @@ class EvalRunConfig(Config):
     concurrency: int = 8
     timeout_s: float = 120.0
     requests_per_second: float | None = None
+    cache: str = Field(
+        default="reuse",
+        description="reuse: take memoized item outputs, run the rest; refresh: run every "
+        "item again and overwrite the memo (nightly); off: ignore the memo.",
+    )
+
+    @field_validator("cache")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        return check_policy(value)
+
+
+def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
+    """Stable across Dagster re-executions (same root run): a re-executed run replaces its
+    results and takes the items its crashed attempt completed from the memo."""
+    root = dagster_run.root_run_id or dagster_run.run_id
+    return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
 
 
 def _keys(context: AssetExecutionContext) -> tuple[str, str]:
@@ -151,6 +171,7 @@ def agent_run_outputs(
     run = evaluation.start_run(
         store, suite, prompt, all_cases, tier=config.tier, repeats=repeats,
         model_params=settings.public_params(), dagster_run_id=context.run.run_id,
+        run_id=eval_run_id(suite_name, version_key, context.run),
     )  # fmt: skip
     context.log.info(
         f"{run.run_id}: {len(cases)} cases × {repeats} on {settings.model} "
@@ -171,7 +192,7 @@ def agent_run_outputs(
                       "run_id": run.run_id, "dagster_run_id": context.run.run_id},
         )  # fmt: skip
     outputs = evaluation.produce_outputs(
-        store, run, agent, cases, runner,
+        store, run, agent, cases, runner, cache=config.cache,
         prices=llm.prices(), progress=progress_logger(context.log, run.run_id),
     )  # fmt: skip
     if client is not None:
@@ -236,7 +257,9 @@ def eval_summary(
     writeback: dict[str, Any] = {"langfuse": langfuse.describe()}
     client = langfuse.client()
     if client is not None:  # never fails the evaluation; undelivered scores wait in the outbox
-        payloads = langfuse_scores.item_score_payloads(run_id, store.read_scores(run_id))
+        payloads = langfuse_scores.item_score_payloads(
+            run_id, store.read_scores(run_id), store.read_outputs(run_id)
+        )
         payloads |= langfuse_scores.run_score_payloads(run_id, summary["metrics"])
         report = langfuse_scores.write_back(client, store, payloads)
         writeback |= report.metadata()

@@ -59,6 +59,8 @@ def outputs_metadata(
         "output_tokens": summary["tokens"]["output"],
         "cost_usd": summary["cost_usd"],
         "attempts": summary["attempts"],
+        "reused_from_memo": summary["n_reused"],
+        "cost_usd_spent": summary["cost_usd_spent"],
     }
     if errors:
         lines = [
