@@ -10,6 +10,7 @@ from eval_pipeline.agents.drive_thru.agent import DriveThruAgent
 from eval_pipeline.agents.drive_thru.tools import TOOLS
 from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.cases import select_tier
+from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.evaluators import order_correctness, tool_call_accuracy
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.factory import create_chat_model
@@ -103,6 +104,18 @@ def test_chat_openai_over_http_gives_the_same_orders(cases):
     ]
     assert [r.output["tool_calls"] for r in over_http] == [r.output["tool_calls"] for r in offline]
     assert all(r.input_tokens > 0 for r in over_http)
+
+
+def test_runs_one_after_another_in_one_process_share_no_dead_connection(cases):
+    """Every evaluation run has its own event loop; a model built for a run must not reuse
+    a connection pool bound to an earlier run's (closed) loop."""
+    smoke = select_tier(cases, "smoke")[:3]
+    with LocalOpenAIServer() as server:
+        settings = LLMSettings.create(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        for _ in range(2):  # e.g. the demo's suites, or two partitions in one Dagster process
+            agent = DriveThruAgent(create_chat_model(settings), prompt(1), model_name="m")
+            outputs = run_agent_sync(agent, smoke, RunnerConfig(max_attempts=1))
+            assert [o.error for o in outputs] == [None] * 3
 
 
 def test_refused_blind_add_is_looked_up_and_retried(cases):

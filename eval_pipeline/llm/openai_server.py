@@ -6,11 +6,13 @@ Binds to 127.0.0.1 only.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -27,12 +29,38 @@ FaultRule = Callable[[dict[str, Any]], int | None]
 """Given a request body, an HTTP status to fail with (None = answer normally)."""
 
 
-def create_app(latency_s: float = 0.0, fault: FaultRule | None = None) -> Starlette:
-    stats = {"requests": 0, "faults": 0}
+class SlidingWindowLimit:
+    """At most ``rate`` accepted requests in any one-second window; the rest get a 429 with
+    the seconds until a slot frees in Retry-After (and retry-after-ms, as OpenAI sends)."""
+
+    def __init__(self, rate: float):
+        self.capacity = max(1, int(rate))
+        self.accepted: deque[float] = deque()
+
+    def retry_after(self) -> float | None:
+        now = time.monotonic()
+        while self.accepted and now - self.accepted[0] >= 1.0:
+            self.accepted.popleft()
+        if len(self.accepted) < self.capacity:
+            self.accepted.append(now)
+            return None
+        return 1.0 - (now - self.accepted[0])
+
+
+def create_app(
+    latency_s: float = 0.0, fault: FaultRule | None = None, rate_limit: float | None = None
+) -> Starlette:
+    stats = {"requests": 0, "faults": 0, "rate_limited": 0}
+    limit = SlidingWindowLimit(rate_limit) if rate_limit else None
 
     async def chat_completions(request: Request) -> JSONResponse:
         body = await request.json()
         stats["requests"] += 1
+        if limit and (wait := limit.retry_after()) is not None:
+            stats["rate_limited"] += 1
+            error = {"message": "rate limit reached", "type": "rate_limit_exceeded"}
+            headers = {"retry-after": f"{wait:.3f}", "retry-after-ms": str(int(wait * 1000))}
+            return JSONResponse({"error": error}, status_code=429, headers=headers)
         if latency_s:
             await asyncio.sleep(latency_s)
         if fault and (status := fault(body)):
@@ -69,7 +97,15 @@ def create_app(latency_s: float = 0.0, fault: FaultRule | None = None) -> Starle
             }
         )
 
-    app = Starlette(routes=[Route("/v1/chat/completions", chat_completions, methods=["POST"])])
+    async def stats_view(request: Request) -> JSONResponse:
+        return JSONResponse(stats)
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/stats", stats_view),
+        ]
+    )
     app.state.stats = stats
     return app
 
@@ -101,9 +137,13 @@ class LocalOpenAIServer(BackgroundServer):
     """The offline model over HTTP: ``with LocalOpenAIServer() as s: … s.base_url``."""
 
     def __init__(
-        self, latency_s: float = 0.0, port: int | None = None, fault: FaultRule | None = None
+        self,
+        latency_s: float = 0.0,
+        port: int | None = None,
+        fault: FaultRule | None = None,
+        rate_limit: float | None = None,
     ):
-        super().__init__(create_app(latency_s, fault), port)
+        super().__init__(create_app(latency_s, fault, rate_limit), port)
 
     @property
     def base_url(self) -> str:
@@ -125,3 +165,19 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def main() -> None:
+    """``python -m eval_pipeline.llm.openai_server --port 8099 --latency-ms 200`` (benchmarks
+    run the server in its own process so its CPU time is not counted as the client's)."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--rate-limit", type=float, default=None, help="requests per second")
+    args = parser.parse_args()
+    app = create_app(args.latency_ms / 1000, rate_limit=args.rate_limit)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

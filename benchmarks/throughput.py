@@ -1,0 +1,227 @@
+"""Throughput against the physical limit of LLM-bound evaluation.
+
+    .venv/bin/python benchmarks/throughput.py [--latency-ms 200] [--items 517]
+        [--concurrency 1 8 32 64] [--rate-limit R] [--sequential-items 100] [--profile]
+
+The offline model runs behind the local OpenAI-compatible server in its own process,
+answering every call after a fixed latency L (and, with --rate-limit, answering 429 +
+Retry-After beyond R calls per second). The drive-thru agent talks to it through
+ChatOpenAI. With concurrency C and k model calls per item no runner can beat
+C / (k·L) items per second (R / k under a rate limit): the table reports each runner's
+items/s as a share of that limit. Runners, in the same process and run:
+- ours: core.runner.run_agent (the path of every evaluation run, without the memo);
+- langfuse: Langfuse(tracing_enabled=False).run_experiment on local data, same task,
+  max_concurrency=C;
+- sequential: a plain loop awaiting one item after the other (the seed's runner).
+CPU ms per call is the client process's CPU time (the server runs elsewhere) divided by
+the model calls made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import math
+import pstats
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval_pipeline.agents.registry import get_suite  # noqa: E402
+from eval_pipeline.core.runner import RunnerConfig, run_agent  # noqa: E402
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
+from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
+
+
+@dataclass
+class Row:
+    runner: str
+    concurrency: int
+    items: int
+    calls: int
+    wall_s: float
+    cpu_s: float
+    errors: int
+
+    def items_per_s(self) -> float:
+        return self.items / self.wall_s
+
+
+class ModelServer:
+    """The offline model over HTTP in a child process."""
+
+    def __init__(self, latency_ms: float, rate_limit: float | None):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        cmd = [sys.executable, "-m", "eval_pipeline.llm.openai_server", "--port",
+               str(self.port), "--latency-ms", str(latency_ms)]  # fmt: skip
+        if rate_limit:
+            cmd += ["--rate-limit", str(rate_limit)]
+        self.process = subprocess.Popen(cmd, cwd=ROOT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.stats()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError("the model server did not start") from None
+                time.sleep(0.1)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, int]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=5) as r:
+            return json.load(r)
+
+    def calls(self) -> int:
+        stats = self.stats()
+        return stats["requests"] - stats["rate_limited"]
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def measure(server: ModelServer, runner: str, jobs, agent, concurrency: int) -> Row:
+    calls, cpu, start = server.calls(), time.process_time(), time.perf_counter()
+    errors = asyncio.run(RUNNERS[runner](agent, jobs, concurrency))
+    return Row(runner, concurrency, len(jobs), server.calls() - calls,
+               time.perf_counter() - start, time.process_time() - cpu, errors)  # fmt: skip
+
+
+async def ours(agent, jobs, concurrency: int) -> int:
+    by_repeat: dict[int, list] = {}
+    for case, repeat in jobs:
+        by_repeat.setdefault(repeat, []).append(case)
+    cases = by_repeat[0]
+    repeats = len(by_repeat)
+    assert all(len(v) == len(cases) for v in by_repeat.values()), "jobs are cases × repeats"
+    outputs = await run_agent(agent, cases, RunnerConfig(concurrency=concurrency, repeats=repeats))
+    return sum(1 for o in outputs if o.error)
+
+
+async def langfuse_runner(agent, jobs, concurrency: int) -> int:
+    from langfuse import Langfuse
+
+    async def task(*, item, **kwargs):
+        case, repeat = item["metadata"]["job"]
+        return (await agent.run(case, repeat=repeat)).output
+
+    data = [{"input": c.input, "expected_output": c.expected_output,
+             "metadata": {"job": (c, r)}} for c, r in jobs]  # fmt: skip
+    client = Langfuse(tracing_enabled=False)
+    # run_experiment is synchronous and runs its own event loop: keep it off ours.
+    result = await asyncio.to_thread(client.run_experiment, name="throughput", data=data,
+                                     task=task, max_concurrency=concurrency)  # fmt: skip
+    return len(jobs) - len([r for r in result.item_results if r.output is not None])
+
+
+async def sequential(agent, jobs, concurrency: int) -> int:
+    errors = 0
+    for case, repeat in jobs:
+        try:
+            await agent.run(case, repeat=repeat)
+        except Exception:
+            errors += 1
+    return errors
+
+
+RUNNERS = {"ours": ours, "langfuse run_experiment": langfuse_runner, "sequential": sequential}
+
+
+def run_benchmark(
+    *,
+    latency_ms: float,
+    items: int,
+    concurrency: list[int],
+    rate_limit: float | None = None,
+    sequential_items: int = 100,
+    profile: bool = False,
+    out=print,
+) -> list[Row]:
+    suite = get_suite("drive_thru")
+    cases = suite.load_cases()
+    repeats = math.ceil(items / len(cases))
+    jobs = [(c, r) for r in range(repeats) for c in cases]
+    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    server = ModelServer(latency_ms, rate_limit)
+    rows: list[Row] = []
+    try:
+        settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
+                                      model="offline", max_retries=6)  # fmt: skip
+        agent = suite.make_agent(prompt, settings.with_prompt_config(prompt.config))
+        measure(server, "ours", jobs[: len(cases)], agent, 8)  # warm-up: imports, pools
+        for c in concurrency:
+            for runner in ("ours", "langfuse run_experiment"):
+                rows.append(measure(server, runner, jobs, agent, c))
+        seq_jobs = jobs[:sequential_items]
+        rows.append(measure(server, "sequential", seq_jobs, agent, 1))
+        if profile:
+            out(profile_ours(agent, jobs, max(concurrency)))
+    finally:
+        server.close()
+    k = sum(r.calls for r in rows) / sum(r.items for r in rows)
+    out(f"drive_thru full × {repeats} repeats = {len(jobs)} items; L = {latency_ms:g} ms; "
+        f"k = {k:.2f} model calls per item"
+        + (f"; rate limit {rate_limit:g} calls/s" if rate_limit else ""))  # fmt: skip
+    out("")
+    out(
+        "| runner | C | items | wall s | items/s | calls/s | limit items/s | % of limit "
+        "| client CPU ms/call | errors |"
+    )
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        limit = r.concurrency / (k * latency_ms / 1000)
+        if rate_limit:
+            limit = min(limit, rate_limit / k)
+        out(f"| {r.runner} | {r.concurrency} | {r.items} | {r.wall_s:.1f} | "
+            f"{r.items_per_s():.1f} | {r.calls / r.wall_s:.1f} | {limit:.1f} | "
+            f"{100 * r.items_per_s() / limit:.0f}% | {1000 * r.cpu_s / max(r.calls, 1):.2f} | "
+            f"{r.errors} |")  # fmt: skip
+    return rows
+
+
+def profile_ours(agent, jobs, concurrency: int) -> str:
+    """Where the client's CPU goes at the highest concurrency: top functions by own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    asyncio.run(ours(agent, jobs, concurrency))
+    profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(25)
+    return text.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    parser.add_argument("--items", type=int, default=500, help="at least this many items")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--rate-limit", type=float, default=None, help="model calls per second")
+    parser.add_argument("--sequential-items", type=int, default=100)
+    parser.add_argument("--profile", action="store_true", help="cProfile ours at the top C")
+    args = parser.parse_args()
+    run_benchmark(latency_ms=args.latency_ms, items=args.items, concurrency=args.concurrency,
+                  rate_limit=args.rate_limit, sequential_items=args.sequential_items,
+                  profile=args.profile)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
