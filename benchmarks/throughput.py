@@ -25,6 +25,7 @@ import cProfile
 import io
 import json
 import math
+import os
 import pstats
 import socket
 import subprocess
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval_pipeline.agents.registry import get_suite  # noqa: E402
-from eval_pipeline.core.runner import RunnerConfig, run_agent  # noqa: E402
+from eval_pipeline.core.runner import RunnerConfig, run_agent, run_sync  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
 
@@ -51,6 +52,7 @@ class Row:
     calls: int
     wall_s: float
     cpu_s: float
+    server_cpu_s: float
     errors: int
 
     def items_per_s(self) -> float:
@@ -91,16 +93,24 @@ class ModelServer:
         stats = self.stats()
         return stats["requests"] - stats["rate_limited"]
 
+    def cpu_s(self) -> float:
+        """CPU time the server process has used (user + system)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
 
 
-def measure(server: ModelServer, runner: str, jobs, agent, concurrency: int) -> Row:
-    calls, cpu, start = server.calls(), time.process_time(), time.perf_counter()
-    errors = asyncio.run(RUNNERS[runner](agent, jobs, concurrency))
+def measure(server: ModelServer, runner: str, jobs, make_agent, concurrency: int) -> Row:
+    agent = make_agent()  # a fresh model client per measurement, as per evaluation run
+    calls, cpu, server_cpu = server.calls(), time.process_time(), server.cpu_s()
+    start = time.perf_counter()
+    errors = run_sync(RUNNERS[runner](agent, jobs, concurrency))
     return Row(runner, concurrency, len(jobs), server.calls() - calls,
-               time.perf_counter() - start, time.process_time() - cpu, errors)  # fmt: skip
+               time.perf_counter() - start, time.process_time() - cpu,
+               server.cpu_s() - server_cpu, errors)  # fmt: skip
 
 
 async def ours(agent, jobs, concurrency: int) -> int:
@@ -163,15 +173,21 @@ def run_benchmark(
     try:
         settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
                                       model="offline", max_retries=6)  # fmt: skip
-        agent = suite.make_agent(prompt, settings.with_prompt_config(prompt.config))
-        measure(server, "ours", jobs[: len(cases)], agent, 8)  # warm-up: imports, pools
+        settings = settings.with_prompt_config(prompt.config)
+
+        def make_agent():
+            return suite.make_agent(prompt, settings)
+
+        measure(server, "ours", jobs[: len(cases)], make_agent, 8)  # warm-up: imports
         for c in concurrency:
             for runner in ("ours", "langfuse run_experiment"):
-                rows.append(measure(server, runner, jobs, agent, c))
+                rows.append(measure(server, runner, jobs, make_agent, c))
         seq_jobs = jobs[:sequential_items]
-        rows.append(measure(server, "sequential", seq_jobs, agent, 1))
+        rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
+        layers = cpu_by_layer(server, make_agent().system_prompt, 20 * max(concurrency),
+                              max(concurrency))  # fmt: skip
         if profile:
-            out(profile_ours(agent, jobs, max(concurrency)))
+            out(profile_ours(make_agent(), jobs, max(concurrency)))
     finally:
         server.close()
     k = sum(r.calls for r in rows) / sum(r.items for r in rows)
@@ -181,9 +197,9 @@ def run_benchmark(
     out("")
     out(
         "| runner | C | items | wall s | items/s | calls/s | limit items/s | % of limit "
-        "| client CPU ms/call | errors |"
+        "| client CPU ms/call | server CPU ms/call | errors |"
     )
-    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         limit = r.concurrency / (k * latency_ms / 1000)
         if rate_limit:
@@ -191,7 +207,82 @@ def run_benchmark(
         out(f"| {r.runner} | {r.concurrency} | {r.items} | {r.wall_s:.1f} | "
             f"{r.items_per_s():.1f} | {r.calls / r.wall_s:.1f} | {limit:.1f} | "
             f"{100 * r.items_per_s() / limit:.0f}% | {1000 * r.cpu_s / max(r.calls, 1):.2f} | "
-            f"{r.errors} |")  # fmt: skip
+            f"{1000 * r.server_cpu_s / max(r.calls, 1):.2f} | {r.errors} |")  # fmt: skip
+    out("")
+    out(
+        f"Client CPU per model call by layer (C = {max(concurrency)}; the agent rows above add "
+        "LangGraph, the tools and the runner):"
+    )
+    out("")
+    out("| layer | client CPU ms/call | calls/s |")
+    out("|---|---:|---:|")
+    for name, cpu_ms, rate in layers:
+        out(f"| {name} | {cpu_ms:.2f} | {rate:.0f} |")
+    return rows
+
+
+def cpu_by_layer(server: ModelServer, system_prompt: str, calls: int, concurrency: int):
+    """Client CPU per model call, one layer at a time: the same first request of a drive-thru
+    item sent by raw HTTP, by the OpenAI SDK, and by LangChain's ChatOpenAI."""
+    import openai
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from eval_pipeline.agents.drive_thru.tools import TOOLS
+    from eval_pipeline.llm.factory import create_chat_model
+
+    utterance = "I'll have an Egg McMuffin"
+    messages = [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": utterance},
+    ]
+    tools = [convert_to_openai_tool(t) for t in TOOLS]
+
+    def raw_http():
+        client = openai.DefaultAsyncHttpxClient()
+        body = {"model": "offline", "messages": messages, "tools": tools}
+
+        async def call():
+            (await client.post(f"{server.base_url}/chat/completions", json=body)).json()
+
+        return call
+
+    def openai_sdk():
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="benchmark",
+                                    http_client=openai.DefaultAsyncHttpxClient())  # fmt: skip
+
+        async def call():
+            await client.chat.completions.create(model="offline", messages=messages, tools=tools)
+
+        return call
+
+    def langchain():
+        settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark")
+        llm = create_chat_model(settings).bind_tools(TOOLS)
+        lc_messages = [SystemMessage(system_prompt), HumanMessage(utterance)]
+
+        async def call():
+            await llm.ainvoke(lc_messages, seed=1)
+
+        return call
+
+    async def drive(call) -> None:
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one():
+            async with semaphore:
+                await call()
+
+        await asyncio.gather(*(one() for _ in range(calls)))
+
+    rows = []
+    for name, make in (("raw HTTP (httpx2)", raw_http), ("+ OpenAI SDK", openai_sdk),
+                       ("+ LangChain ChatOpenAI", langchain)):  # fmt: skip
+        call = make()
+        cpu, start = time.process_time(), time.perf_counter()
+        run_sync(drive(call))
+        rows.append((name, 1000 * (time.process_time() - cpu) / calls,
+                     calls / (time.perf_counter() - start)))  # fmt: skip
     return rows
 
 

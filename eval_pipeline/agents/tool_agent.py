@@ -7,7 +7,6 @@ trajectory evaluators.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,12 +17,14 @@ from langchain_core.messages import (
     SystemMessage,
     convert_to_openai_messages,
 )
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
+from eval_pipeline.agents.seeding import call_options, item_config
 from eval_pipeline.core.agent import AgentResult, item_seed
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptVersion
@@ -37,8 +38,9 @@ def build_tool_graph(
     checkpointer: Any = None,
     interrupt_after: Sequence[str] | None = None,
 ) -> CompiledStateGraph:
-    async def agent(state: MessagesState) -> dict:
-        reply = await llm.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
+    async def agent(state: MessagesState, config: RunnableConfig) -> dict:
+        messages = [SystemMessage(content=system_prompt), *state["messages"]]
+        reply = await llm.ainvoke(messages, **call_options(config))
         return {"messages": [reply]}
 
     builder = StateGraph(MessagesState)
@@ -51,7 +53,7 @@ def build_tool_graph(
 
 
 class ToolAgent:
-    """Runs one case (``input.message``) through a fresh graph."""
+    """Runs one case (``input.message``) through the agent's compiled graph."""
 
     def __init__(
         self,
@@ -67,21 +69,16 @@ class ToolAgent:
         self.system_prompt = prompt.compile()
         self.model_name = model_name
         self.base_seed = base_seed
+        self.graph = build_tool_graph(llm.bind_tools(self.tools), self.tools, self.system_prompt)
 
     async def run(self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()):
         message = case.input.get("message")
         if not isinstance(message, str):
             raise ValueError(f"case {case.id}: input.message must be a string")
         seed = item_seed(case.id, repeat, self.base_seed)
-        llm = self.llm.bind_tools(self.tools).bind(seed=seed)
-        graph = build_tool_graph(llm, self.tools, self.system_prompt)
-        state = await graph.ainvoke(
+        state = await self.graph.ainvoke(
             {"messages": [HumanMessage(content=message)]},
-            config={
-                "callbacks": list(callbacks),
-                "recursion_limit": 16,
-                "configurable": {"thread_id": f"eval-{uuid.uuid4()}"},
-            },
+            config=item_config(seed, callbacks, recursion_limit=16),
         )
         return behavioural_result(state["messages"], self.model_name)
 

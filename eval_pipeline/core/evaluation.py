@@ -7,7 +7,6 @@ transaction, so a crash between stages leaves a 'running' run and no half summar
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent
+from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent, run_sync
 from eval_pipeline.core.scoring import item_results, run_level, score_items
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.core.summary import summarize
@@ -104,7 +103,7 @@ def produce_outputs(
                 if writer is not None:
                     await writer.flush()
 
-        outputs = asyncio.run(produce())
+        outputs = run_sync(produce())
         store.write_outputs(run.run_id, outputs)
     return outputs
 

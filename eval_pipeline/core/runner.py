@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import GoldenCase
@@ -20,6 +20,7 @@ from eval_pipeline.core.redact import redact
 from eval_pipeline.core.retry import backoff_delay, is_retryable
 
 Progress = Callable[[int, int], None]  # (done, total)
+T = TypeVar("T")
 ResultSink = Callable[[ItemOutput], Awaitable[None]]  # called as each item completes
 MAX_ERROR_CHARS = 2000
 
@@ -144,6 +145,17 @@ def _describe(exc: BaseException) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on a fresh event loop: uvloop where installed (measured ~10% less
+    CPU per model call than asyncio's loop; see BENCHMARKS.md), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coroutine)
+
+
 def run_agent_sync(
     agent: Agent,
     cases: Sequence[GoldenCase],
@@ -151,4 +163,4 @@ def run_agent_sync(
     **options: Any,
 ) -> list[ItemOutput]:
     """Blocking wrapper (tests, scripts); the options are run_agent's."""
-    return asyncio.run(run_agent(agent, cases, config, **options))
+    return run_sync(run_agent(agent, cases, config, **options))

@@ -11,17 +11,14 @@ from eval_pipeline.llm.settings import LLMSettings
 def create_chat_model(settings: LLMSettings) -> BaseChatModel:
     if settings.provider == "offline":
         return OfflineChatModel(temperature=settings.temperature, seed=settings.seed)
-    import httpx
+    import openai
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
         # Our own pool per model object, not langchain-openai's process-wide cached client:
         # that one is bound to the event loop of its first use, and every evaluation run
         # runs in an event loop of its own ("Event loop is closed" on the second run).
-        http_async_client=httpx.AsyncClient(
-            timeout=settings.timeout_s,
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
-        ),
+        http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout_s),
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key or "no-key-configured",

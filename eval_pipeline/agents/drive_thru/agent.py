@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,13 +10,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from eval_pipeline.agents.drive_thru.graph import bind_llm, build_graph
 from eval_pipeline.agents.drive_thru.menu import Menu, Order, load_menu
+from eval_pipeline.agents.seeding import item_config
 from eval_pipeline.core.agent import AgentResult, item_seed
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptVersion
 
 
 class DriveThruAgent:
-    """Runs one case through a fresh graph and returns the drive-thru output contract."""
+    """Runs each case through the agent's compiled graph; returns the output contract."""
 
     def __init__(
         self,
@@ -35,6 +35,7 @@ class DriveThruAgent:
         self.model_name = model_name
         self.base_seed = base_seed
         self.callbacks = callbacks or []
+        self.graph = build_graph(bind_llm(llm), self.system_prompt)
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
@@ -42,14 +43,9 @@ class DriveThruAgent:
         utterance = case.input.get("customer_utterance")
         if not isinstance(utterance, str):
             raise ValueError(f"case {case.id}: input.customer_utterance must be a string")
-        llm = bind_llm(self.llm, seed=item_seed(case.id, repeat, self.base_seed))
-        graph = build_graph(llm, self.system_prompt)  # fresh graph + checkpointer per item
-        config = {
-            "configurable": {"thread_id": f"eval-{uuid.uuid4()}"},
-            "callbacks": [*self.callbacks, *callbacks],
-            "recursion_limit": 25,
-        }
-        state = await graph.ainvoke(
+        seed = item_seed(case.id, repeat, self.base_seed)
+        config = item_config(seed, [*self.callbacks, *callbacks], recursion_limit=25)
+        state = await self.graph.ainvoke(
             {
                 "messages": [HumanMessage(content=utterance)],
                 "menu": self.menu,

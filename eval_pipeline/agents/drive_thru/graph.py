@@ -11,8 +11,7 @@ from typing import Annotated, Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable
-from langgraph.checkpoint.memory import MemorySaver
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
@@ -20,6 +19,7 @@ from langgraph.prebuilt import ToolNode
 from eval_pipeline.agents.drive_thru.menu import Menu, Order, OrderItem
 from eval_pipeline.agents.drive_thru.tools import TOOLS
 from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
+from eval_pipeline.agents.seeding import call_options
 
 
 class DriveThruState(MessagesState):
@@ -29,15 +29,16 @@ class DriveThruState(MessagesState):
 
 
 def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
-    """Compile a fresh graph with its own checkpointer (one per evaluation item)."""
+    """Compile the graph once per agent; each item's seed comes with its run config."""
 
-    async def orchestrator(state: DriveThruState) -> dict:
-        reply = await llm.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
+    async def orchestrator(state: DriveThruState, config: RunnableConfig) -> dict:
+        messages = [SystemMessage(content=system_prompt), *state["messages"]]
+        reply = await llm.ainvoke(messages, **call_options(config))
         calls = [c["name"] for c in getattr(reply, "tool_calls", None) or []]
         note = f"calling {', '.join(calls)}" if calls else "answering the customer"
         return {"messages": [reply], "reasoning": [note]}
 
-    def update_order(state: DriveThruState) -> dict:
+    async def update_order(state: DriveThruState) -> dict:  # async: no thread hop
         order = state["current_order"].model_copy(deep=True)
         notes = []
         for message in _last_tool_results(state["messages"]):
@@ -67,7 +68,7 @@ def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
     builder.add_conditional_edges(
         "update_order", should_end_after_update, {"end": END, "continue": "orchestrator"}
     )
-    return builder.compile(checkpointer=MemorySaver())
+    return builder.compile()
 
 
 def should_continue(state: DriveThruState) -> Literal["tools", "respond"]:
@@ -88,5 +89,5 @@ def _last_tool_results(messages: list) -> list[ToolMessage]:
     return list(reversed(results))
 
 
-def bind_llm(llm: BaseChatModel, *, seed: int) -> Runnable:
-    return llm.bind_tools(TOOLS).bind(seed=seed)
+def bind_llm(llm: BaseChatModel) -> Runnable:
+    return llm.bind_tools(TOOLS)

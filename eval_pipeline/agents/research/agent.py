@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +9,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from eval_pipeline.agents.research.stepwise import stepwise
+from eval_pipeline.agents.seeding import item_config
 from eval_pipeline.agents.tool_agent import behavioural_result, build_tool_graph
 from eval_pipeline.core.agent import AgentResult, item_seed
 from eval_pipeline.core.cases import GoldenCase
@@ -33,6 +33,7 @@ class ResearchAgent:
         self.model_name = model_name
         self.base_seed = base_seed
         self.args_mode = args_mode
+        self.graph = build_tool_graph(llm.bind_tools(self.tools), self.tools, self.system_prompt)
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
@@ -40,19 +41,14 @@ class ResearchAgent:
         question = case.input.get("question")
         if not isinstance(question, str):
             raise ValueError(f"case {case.id}: input.question must be a string")
-        llm = self.llm.bind_tools(self.tools).bind(seed=item_seed(case.id, repeat, self.base_seed))
-        graph = build_tool_graph(llm, self.tools, self.system_prompt)
-        config = {
-            "callbacks": list(callbacks),
-            "recursion_limit": 16,
-            "configurable": {"thread_id": f"eval-{uuid.uuid4()}"},
-        }
-        state = await graph.ainvoke({"messages": [HumanMessage(content=question)]}, config)
+        seed = item_seed(case.id, repeat, self.base_seed)
+        config = item_config(seed, callbacks, recursion_limit=16)
+        state = await self.graph.ainvoke({"messages": [HumanMessage(content=question)]}, config)
         result = behavioural_result(state["messages"], self.model_name)
         reference = (case.expected_output or {}).get("trajectory")
         if reference:
             result.output |= await stepwise(
-                llm,
+                self.llm.bind_tools(self.tools).bind(seed=seed),
                 self.tools,
                 self.system_prompt,
                 reference,
