@@ -40,10 +40,13 @@ def time_command(cmd: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=sorted(COMMANDS), help="time one command only")
     args = parser.parse_args()
     print("| command | median s | min s | max s | target s |")
     print("|---|---:|---:|---:|---:|")
     for name, cmd in COMMANDS.items():
+        if args.only and name != args.only:
+            continue
         times = [time_command(cmd) for _ in range(args.runs)]
         print(f"| `eval-pipeline {name}` | {statistics.median(times):.1f} | {min(times):.1f} "
               f"| {max(times):.1f} | {TARGETS[name]:.0f} |")  # fmt: skip

@@ -1,0 +1,84 @@
+"""Each benchmark runs from one command and prints its table: small sizes here, to prove
+the scripts work (not to time anything; the numbers live in BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from eval_pipeline_tests.helpers import ROOT
+
+
+def bench(script: str, *args: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def table_rows(text: str, first_cell: str) -> list[list[str]]:
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith(f"| {first_cell}")
+    ]
+
+
+def test_throughput_runs_every_runner_at_every_concurrency():
+    out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "1",
+                "4", "--sequential-items", "5")  # fmt: skip
+    rows = {(r[0], r[1]): r for r in table_rows(out, "") if r[1].isdigit()}
+    assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
+                         ("langfuse run_experiment", "4"), ("sequential", "1")}  # fmt: skip
+    for row in rows.values():
+        assert row[-1] == "0", row  # no item errors
+        assert float(row[5]) > 0 and row[7].endswith("%")
+    assert "k = " in out and "+ OpenAI SDK" in out
+
+
+def test_throughput_under_a_rate_limit_retries_and_loses_nothing():
+    out = bench("throughput.py", "--latency-ms", "5", "--items", "47", "--concurrency", "8",
+                "--rate-limit", "40", "--sequential-items", "2")  # fmt: skip
+    ours = next(r for r in table_rows(out, "ours"))
+    assert ours[2] == "47" and ours[-1] == "0"
+    assert float(ours[5]) <= 40 * 1.2  # calls/s held near the limit, 429s retried
+
+
+def test_incremental_warm_rerun_makes_no_model_calls():
+    out = bench("incremental.py", "--latency-ms", "5", "--repeats", "1")
+    rows = {r[0]: r for r in table_rows(out, "")}
+    assert rows["warm: nothing changed"][4] == "0"
+    assert rows["cold: empty memo"][4] != "0"
+    edited = next(r for name, r in rows.items() if name.startswith("one case edited"))
+    assert edited[3] == str(int(edited[2]) - 1)  # all but one item reused
+
+
+@pytest.mark.postgres
+def test_scale_scores_and_summarises_on_both_stores(pg_url):
+    out = bench("scale.py", "--items", "2000", env={"EVAL_TEST_PG_URL": pg_url})
+    rows = {r[0]: r for r in table_rows(out, "") if r[0] in ("sqlite", "postgres")}
+    assert set(rows) == {"sqlite", "postgres"}
+    assert rows["sqlite"][6] == rows["postgres"][6]  # same summary size on both
+
+
+def test_sensor_tick_benchmark():
+    out = bench("automation.py", "--prompts", "20", "--ticks", "2")
+    assert table_rows(out, "steady, nothing moved (2 ticks)")
+    assert table_rows(out, "after a label move (requests 1 run)")
+
+
+def test_trace_streaming_benchmark():
+    out = bench("traces.py", "--traces", "3000", "--cap", "50")
+    assert out.startswith("3000 traces in 3 requests")  # 1,000 per page, all read
+    assert "sample of " in out
+
+
+def test_newcomer_benchmark_times_the_smoke_run():
+    out = bench("newcomer.py", "--runs", "1", "--only", "run --suite drive_thru --tier smoke")
+    assert "`eval-pipeline run --suite drive_thru --tier smoke`" in out
