@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from eval_pipeline import settings
@@ -338,6 +339,28 @@ def prompts_add(name: str, source: Path) -> None:
         prompt = _registry().add(name, source)
     console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}); label it with "
                   f"`eval-pipeline prompts label {name} {prompt.version} staging`")  # fmt: skip
+
+
+@main.command()
+def doctor() -> None:
+    """Check configuration, datasets, prompts, the model endpoint, Langfuse and the stores;
+    print what is wrong and how to fix it (exit 1 if anything is)."""
+    from rich.table import Table
+
+    from eval_pipeline.doctor import run_checks
+
+    findings = run_checks()
+    table = Table(title="eval-pipeline doctor")
+    for column in ("check", "status", "found", "how to fix"):
+        table.add_column(column, overflow="fold")
+    for f in findings:
+        status = "[green]ok[/]" if f.ok else "[red]FAIL[/]"
+        table.add_row(f.check, status, escape(f.detail), escape(f.fix))
+    console.print(table)
+    failed = [f.check for f in findings if not f.ok]
+    console.print(f"[red]{len(failed)} problem(s): {', '.join(failed)}[/]" if failed
+                  else "[green]Everything needed to run evaluations is in place.[/]")  # fmt: skip
+    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
 
 
 @main.command()

@@ -8,8 +8,9 @@ from eval_pipeline_tests.pg import PostgresUnavailable, fresh_database, local_cl
 
 
 @pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """An empty database on a real PostgreSQL server; must run (never skip) in CI."""
+def pg_server() -> Iterator[str]:
+    """A real PostgreSQL server (EVAL_TEST_PG_URL or a throwaway local cluster); must run
+    (never skip) in CI."""
     with ExitStack() as stack:
         try:
             server = os.environ.get("EVAL_TEST_PG_URL") or stack.enter_context(local_cluster())
@@ -17,7 +18,14 @@ def pg_url() -> Iterator[str]:
             if os.environ.get("CI") == "true":
                 pytest.fail(f"Postgres tests must run in CI: {exc}")
             pytest.skip(str(exc))
-        yield stack.enter_context(fresh_database(server))
+        yield server
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_server) -> Iterator[str]:
+    """An empty database on that server, shared by the session's store tests."""
+    with fresh_database(pg_server) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

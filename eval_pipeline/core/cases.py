@@ -152,7 +152,9 @@ def _read_raw_cases(path: Path, problems: list[str]) -> list[tuple[str, Any]]:
 
 def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends records with "\n" only: str.splitlines() would also split inside
+    # strings holding U+0085, U+2028 and other Unicode line breaks (found by fuzzing).
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

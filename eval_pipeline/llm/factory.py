@@ -5,6 +5,7 @@ from __future__ import annotations
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from eval_pipeline.llm.offline import OfflineChatModel
+from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.settings import LLMSettings
 
 
@@ -18,7 +19,9 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
         # Our own pool per model object, not langchain-openai's process-wide cached client:
         # that one is bound to the event loop of its first use, and every evaluation run
         # runs in an event loop of its own ("Event loop is closed" on the second run).
-        http_async_client=openai.DefaultAsyncHttpxClient(timeout=settings.timeout_s),
+        http_async_client=openai.DefaultAsyncHttpxClient(
+            timeout=settings.timeout_s, event_hooks=PROVIDER_STATS.hooks()
+        ),
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key or "no-key-configured",

@@ -14,19 +14,35 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from eval_pipeline.llm.offline import OfflineChatModel
+from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
-FaultRule = Callable[[dict[str, Any]], int | None]
-"""Given a request body, an HTTP status to fail with (None = answer normally)."""
+Fault = int | Literal["hang", "reset"] | None
+FaultRule = Callable[[dict[str, Any]], Fault]
+"""Given a request body: an HTTP status to fail with (429 comes with Retry-After), "hang"
+(never answer), "reset" (send half the answer, then drop the connection), or None."""
+HANG_S = 3600.0
+RETRY_AFTER_S = 0.05
+
+
+def _reset_midway(body: bytes) -> StreamingResponse:
+    """Promise the whole body, send half of it, then fail: the server drops the connection."""
+
+    async def halves():
+        yield body[: len(body) // 2]
+        raise ConnectionResetError("injected: connection reset mid-response")
+
+    return StreamingResponse(halves(), media_type="application/json",
+                             headers={"content-length": str(len(body))})  # fmt: skip
 
 
 class SlidingWindowLimit:
@@ -53,7 +69,7 @@ def create_app(
     stats = {"requests": 0, "faults": 0, "rate_limited": 0}
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
 
-    async def chat_completions(request: Request) -> JSONResponse:
+    async def chat_completions(request: Request) -> Response:
         body = await request.json()
         stats["requests"] += 1
         if limit and (wait := limit.retry_after()) is not None:
@@ -63,10 +79,19 @@ def create_app(
             return JSONResponse({"error": error}, status_code=429, headers=headers)
         if latency_s:
             await asyncio.sleep(latency_s)
-        if fault and (status := fault(body)):
+        injected = fault(body) if fault else None
+        if injected is not None:
             stats["faults"] += 1
-            error = {"message": f"injected fault {status}", "type": "server_error"}
-            return JSONResponse({"error": error}, status_code=status)
+            stats[f"fault_{injected}"] = stats.get(f"fault_{injected}", 0) + 1
+        if injected == "hang":
+            await asyncio.sleep(HANG_S)
+        if isinstance(injected, int):
+            error = {"message": f"injected fault {injected}", "type": "server_error"}
+            headers = {}
+            if injected == 429:
+                headers = {"retry-after": str(RETRY_AFTER_S),
+                           "retry-after-ms": str(int(RETRY_AFTER_S * 1000))}  # fmt: skip
+            return JSONResponse({"error": error}, status_code=injected, headers=headers)
         messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
         model = OfflineChatModel(model_name=body.get("model", "offline"))
         kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
@@ -76,7 +101,7 @@ def create_app(
         result = await model._agenerate(messages, **kwargs)
         message = result.generations[0].message
         usage = message.usage_metadata or {}
-        return JSONResponse(
+        answer = JSONResponse(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
@@ -96,13 +121,23 @@ def create_app(
                 },
             }
         )
+        if injected == "reset":
+            return _reset_midway(answer.body)
+        return answer
 
     async def stats_view(request: Request) -> JSONResponse:
         return JSONResponse(stats)
 
+    async def models(request: Request) -> JSONResponse:
+        names = sorted({OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"})
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "eval-pipeline"}
+                for n in names]  # fmt: skip
+        return JSONResponse({"object": "list", "data": data})
+
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models),
             Route("/stats", stats_view),
         ]
     )

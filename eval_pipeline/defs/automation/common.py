@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlparse
 
 from dagster import DagsterInstance, MultiPartitionKey, RunConfig, RunRequest
 
@@ -11,6 +12,7 @@ from eval_pipeline.core.label_moves import WatchedPrompt
 from eval_pipeline.defs.evaluation.assets import EvalRunConfig
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.defs.resources import SuitesResource
+from eval_pipeline.llm.settings import LLMSettings
 
 
 def env_setting(name: str, default: str) -> str:
@@ -46,5 +48,15 @@ def eval_run_request(
         run_key=run_key,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         run_config=RunConfig(ops={"agent_run_outputs": config}),
-        tags=tags,
+        tags={**tags, "eval/model_provider": model_provider()},
     )
+
+
+def model_provider() -> str:
+    """The run-queue tag that limits concurrent runs per provider (deploy/dagster.yaml):
+    the endpoint's host, "openai" for OpenAI itself, or "offline"."""
+    settings = LLMSettings.from_env()
+    if settings.provider == "offline":
+        return "offline"
+    host = urlparse(settings.base_url).hostname if settings.base_url else None
+    return host or "openai"

@@ -32,6 +32,8 @@ from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import dataset_version, select_tier
 from eval_pipeline.core.memo import check_policy
 from eval_pipeline.core.prompts import parse_version_key
+from eval_pipeline.core.records import RunRecord
+from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.core.runner import RunnerConfig
 from eval_pipeline.core.scoring import values_by_evaluator
 from eval_pipeline.core.summary import markdown_table
@@ -56,6 +58,8 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
+from eval_pipeline.llm.provider_stats import PROVIDER_STATS
+from eval_pipeline.llm.provider_stats import describe as describe_provider
 
 GROUP = "evaluation"
 with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
@@ -88,6 +92,21 @@ def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
     results and takes the items its crashed attempt completed from the memo."""
     root = dagster_run.root_run_id or dagster_run.run_id
     return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
+
+
+def abandoned_runs(
+    context: AssetExecutionContext, store: ResultsStore, suite: str, version_key: str
+) -> list[RunRecord]:
+    """This partition's results-store runs still 'running' although their Dagster run has
+    ended (killed worker marked failed by run monitoring, or canceled)."""
+    stale = []
+    for run in store.list_runs(suite=suite, prompt_version=version_key, status="running"):
+        if not run.dagster_run_id or run.dagster_run_id == context.run.run_id:
+            continue
+        dagster_run = context.instance.get_run_by_id(run.dagster_run_id)
+        if dagster_run is None or dagster_run.is_finished:
+            stale.append(run)
+    return stale
 
 
 def _keys(context: AssetExecutionContext) -> tuple[str, str]:
@@ -168,6 +187,10 @@ def agent_run_outputs(
     settings = llm.settings().with_prompt_config(prompt.config)
     repeats = config.repeats or suite.repeats
     store = results_store.open()
+    for stale in abandoned_runs(context, store, suite_name, version_key):
+        store.fail_run(stale.run_id, f"abandoned: Dagster run {stale.dagster_run_id} ended "
+                       "without finishing it (its completed items stay in the memo)")  # fmt: skip
+        context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
     run = evaluation.start_run(
         store, suite, prompt, all_cases, tier=config.tier, repeats=repeats,
         model_params=settings.public_params(), dagster_run_id=context.run.run_id,
@@ -191,6 +214,7 @@ def agent_run_outputs(
             metadata={"suite": suite_name, "prompt_version": version_key,
                       "run_id": run.run_id, "dagster_run_id": context.run.run_id},
         )  # fmt: skip
+    provider_before = PROVIDER_STATS.snapshot()
     outputs = evaluation.produce_outputs(
         store, run, agent, cases, runner, cache=config.cache,
         prices=llm.prices(), progress=progress_logger(context.log, run.run_id),
@@ -200,6 +224,9 @@ def agent_run_outputs(
     ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
            "tier": config.tier}  # fmt: skip
     metadata = outputs_metadata(run, prompt, settings, outputs)
+    if settings.provider != "offline":  # every request the SDK sent, retries included
+        provider = describe_provider(provider_before, PROVIDER_STATS.snapshot())
+        metadata |= {f"provider_{k}": v for k, v in provider.items()}
     metadata["prompt_registry"] = prompt_registry.registry().description
     metadata["langfuse"] = langfuse.describe()
     return Output(ref, metadata=metadata)

@@ -1,0 +1,167 @@
+"""`eval-pipeline doctor`: is this installation able to run evaluations, and if not, why?
+
+Each check returns what it found and, when something is wrong, how to fix it. Nothing is
+written anywhere, and every message passes through the secret redactor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval_pipeline import settings
+from eval_pipeline.core.redact import redact
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+Check = Callable[[], Finding]
+
+
+def _failure(check: str, exc: BaseException, fix: str) -> Finding:
+    return Finding(check, False, redact(f"{type(exc).__name__}: {exc}")[:500], fix)
+
+
+def check_configuration() -> Finding:
+    from eval_pipeline.llm.settings import LLMSettings
+
+    try:
+        llm = LLMSettings.from_env()
+    except ValueError as exc:
+        return _failure("configuration", exc, "EVAL_LLM_TEMPERATURE and EVAL_LLM_TIMEOUT_S "
+                        "must be numbers; see README › Configuration")  # fmt: skip
+    missing = [str(p) for p in (settings.datasets_dir(), settings.prompts_dir()) if not p.is_dir()]
+    if missing:
+        return Finding("configuration", False, f"missing directories: {', '.join(missing)}",
+                       "set EVAL_DATASETS_DIR / EVAL_PROMPTS_DIR to the checkout's datasets/ "
+                       "and prompts/")  # fmt: skip
+    where = f"datasets {settings.datasets_dir()}; prompts {settings.prompts_dir()}"
+    return Finding("configuration", True, f"model {llm.model} ({llm.provider}); {where}")
+
+
+def check_datasets() -> Finding:
+    from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
+
+    counts = []
+    for name in SUITE_NAMES:
+        try:
+            suite = get_suite(name)
+            counts.append(f"{name} {len(suite.load_cases())}")
+            suite.thresholds  # noqa: B018 (loads and validates the thresholds file)
+        except Exception as exc:
+            return _failure("datasets", exc, f"fix the file named above (suite {name})")
+    return Finding("datasets", True, "cases: " + ", ".join(counts))
+
+
+def check_prompts() -> Finding:
+    from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
+    from eval_pipeline.integrations.configured import prompt_registry_from_env
+
+    registry = prompt_registry_from_env(settings.prompts_dir())
+    found = []
+    for name in SUITE_NAMES:
+        suite = get_suite(name)
+        try:
+            prompt = registry.get_by_label(suite.prompt_name, "production")
+        except Exception as exc:
+            return _failure("prompts", exc, f"create {suite.prompt_name} in "
+                            f"{registry.description} and label a version 'production'")  # fmt: skip
+        found.append(f"{prompt.name} v{prompt.version}")
+    return Finding("prompts", True, f"{registry.description}: production = " + ", ".join(found))
+
+
+def check_model_endpoint() -> Finding:
+    from eval_pipeline.llm.settings import LLMSettings
+
+    llm = LLMSettings.from_env()
+    if llm.provider == "offline":
+        return Finding("model endpoint", True, "offline model (no EVAL_LLM_BASE_URL or key set)")
+    import openai
+
+    client = openai.OpenAI(
+        base_url=llm.base_url,
+        api_key=llm.api_key.get_secret_value() if llm.api_key else "no-key-configured",
+        timeout=min(llm.timeout_s, 10.0), max_retries=0,
+    )  # fmt: skip
+    endpoint = llm.base_url or "OpenAI"
+    try:
+        models = [m.id for m in client.models.list()]
+    except Exception as exc:
+        fix = f"check that {endpoint} is reachable and EVAL_LLM_API_KEY is valid"
+        return _failure("model endpoint", exc, fix)
+    if models and llm.model not in models:
+        detail = f"{endpoint}: {llm.model} is not among its {len(models)} model(s)"
+        return Finding("model endpoint", False, detail, "set EVAL_LLM_MODEL to a listed model")
+    return Finding("model endpoint", True, f"{endpoint}: {len(models)} model(s), {llm.model} ok")
+
+
+def check_langfuse() -> Finding:
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+
+    langfuse = LangfuseSettings.from_env()
+    if langfuse is None:
+        return Finding("langfuse", True, "not configured: local prompts, no tracing")
+    try:
+        ok = langfuse.client(tracing_enabled=False).auth_check()
+    except Exception as exc:
+        return _failure("langfuse", exc, "check LANGFUSE_BASE_URL and the key pair "
+                        "(LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY)")  # fmt: skip
+    return Finding("langfuse", bool(ok), f"{langfuse.base_url} (project keys accepted)")
+
+
+def check_results_store() -> Finding:
+    from eval_pipeline.core.results_store import ResultsStore
+
+    try:
+        with ResultsStore(settings.results_url()) as store:
+            runs = len(store.list_runs(limit=1000))
+            description = repr(store)
+    except Exception as exc:
+        return _failure("results store", exc, "check EVAL_RESULTS_URL and that the database "
+                        "server is running and reachable")  # fmt: skip
+    return Finding("results store", True, f"{description}: {runs} run(s) recorded")
+
+
+def check_dagster_instance() -> Finding:
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        return Finding("dagster instance", True, "DAGSTER_HOME not set: `dagster dev` uses a "
+                       "temporary instance (production: deploy/dagster.yaml)")  # fmt: skip
+    if not Path(home).is_dir():
+        fix = f"mkdir -p {home} and put deploy/dagster.yaml there (Postgres storage)"
+        return Finding("dagster instance", False, f"DAGSTER_HOME={home} is not a directory", fix)
+    from dagster import DagsterInstance
+
+    try:
+        with DagsterInstance.get() as instance:
+            storage = type(instance.run_storage).__name__
+            instance.get_runs_count()
+    except Exception as exc:
+        return _failure("dagster instance", exc, f"check {home}/dagster.yaml and the "
+                        "DAGSTER_PG_* variables; is the Postgres server up?")  # fmt: skip
+    return Finding("dagster instance", True, f"{home}: {storage}")
+
+
+CHECKS: tuple[Check, ...] = (
+    check_configuration, check_datasets, check_prompts, check_model_endpoint,
+    check_langfuse, check_results_store, check_dagster_instance,
+)  # fmt: skip
+
+
+def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
+    findings = []
+    for check in checks:
+        try:
+            findings.append(check())
+        except Exception as exc:  # a check must never crash the doctor
+            name = check.__name__.removeprefix("check_").replace("_", " ")
+            findings.append(_failure(name, exc, "unexpected: please report it with this line"))
+    return findings

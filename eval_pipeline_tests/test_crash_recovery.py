@@ -1,0 +1,111 @@
+"""A run worker killed with SIGKILL half-way: re-executing it from failure, or simply
+running it again, reuses the items it completed, and the store ends with exactly one
+complete run per execution, no partial or duplicate rows."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from dagster import (
+    DagsterInstance,
+    DagsterRunStatus,
+    ReexecutionOptions,
+    execute_job,
+    reconstructable,
+)
+from sqlalchemy import func, select
+
+from eval_pipeline.core.results_store import ResultsStore, item_memo
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline_tests.crash_target import RUN_CONFIG, eval_job, partition_tags
+from eval_pipeline_tests.helpers import ROOT
+
+ITEMS = 47  # drive_thru, full tier
+
+
+def memoized(store: ResultsStore) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(item_memo)).scalar_one()
+
+
+@pytest.fixture
+def deployment(tmp_path, monkeypatch):
+    """A Dagster instance and results store on disk, the model behind HTTP with latency."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with LocalOpenAIServer(latency_s=0.15) as server:
+        env = {
+            "DAGSTER_HOME": str(home),
+            "EVAL_HOME": str(tmp_path / "eval_home"),
+            "EVAL_RESULTS_URL": f"sqlite:///{tmp_path / 'results.sqlite'}",
+            "EVAL_LLM_BASE_URL": server.base_url,
+            "EVAL_LLM_API_KEY": "sk-test",
+        }
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        for key in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+            monkeypatch.delenv(key, raising=False)
+        with DagsterInstance.get() as instance:
+            yield instance, server, ResultsStore(env["EVAL_RESULTS_URL"])
+
+
+def kill_half_way(instance, store) -> str:
+    """Start the run worker, SIGKILL its process group once ~half the items are memoized,
+    and mark the run failed as run monitoring would. Returns the Dagster run id."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "eval_pipeline_tests.crash_target", "drive_thru", "v1"],
+        cwd=ROOT, env=os.environ.copy(), start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while memoized(store) < ITEMS // 2:
+        assert worker.poll() is None, "the run finished before it could be killed"
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.2)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+    (run,) = instance.get_runs()
+    assert run.status == DagsterRunStatus.STARTED  # nobody told Dagster
+    instance.report_run_failed(run, "run worker killed (SIGKILL)")
+    return run.run_id
+
+
+@pytest.mark.parametrize("recovery", ["re-execute from failure", "plain re-run"])
+def test_killed_run_is_recovered_without_redoing_finished_items(deployment, recovery):
+    instance, server, store = deployment
+    killed = kill_half_way(instance, store)
+    done_before = memoized(store)
+    assert ITEMS // 2 <= done_before < ITEMS
+    (crashed,) = store.list_runs()
+    assert crashed.status == "running" and store.read_outputs(crashed.run_id) == []
+
+    calls = server.requests
+    if recovery == "re-execute from failure":
+        options = ReexecutionOptions.from_failure(killed, instance)
+        result = execute_job(reconstructable(eval_job), instance, reexecution_options=options)
+    else:
+        result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
+                             tags=partition_tags("drive_thru", "v1"))  # fmt: skip
+    assert result.success
+    redone = server.requests - calls
+    assert 0 < redone < 2.9 * (ITEMS - done_before) + 3  # ~2.6 calls per remaining item
+
+    runs = store.list_runs()
+    complete = [r for r in runs if r.status == "complete"]
+    assert len(complete) == 1
+    (run,) = complete
+    outputs = store.read_outputs(run.run_id)
+    assert len(outputs) == ITEMS == len({o.item_id for o in outputs})
+    assert sum(1 for o in outputs if o.source_run_id == crashed.run_id) >= done_before
+    assert len(store.read_scores(run.run_id)) == 3 * ITEMS
+    assert store.read_summary(run.run_id)["n_items"] == ITEMS
+    if recovery == "re-execute from failure":  # same root run → same evaluation run
+        assert run.run_id == crashed.run_id and len(runs) == 1
+    else:  # a new evaluation run; the dead one is marked, not left 'running'
+        (dead,) = [r for r in runs if r.run_id == crashed.run_id]
+        assert dead.status == "failed" and "abandoned" in (dead.error or "")
+        assert store.read_outputs(dead.run_id) == []

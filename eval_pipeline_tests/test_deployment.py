@@ -1,0 +1,140 @@
+"""Production deployment on one machine: deploy/dagster.yaml on a real Postgres, the daemon
+and the webserver as real processes. The sensor and the nightly schedule tick by
+themselves; the queued runs complete concurrently, within the queue limits, on Postgres."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from sqlalchemy.engine import make_url
+
+from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.pg import fresh_database
+
+BIN = Path(sys.executable).parent
+DONE = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def overlap(intervals: list[tuple[float, float]]) -> int:
+    """Largest number of intervals that are open at the same moment."""
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    best = current = 0
+    for _, step in events:
+        current += step
+        best = max(best, current)
+    return best
+
+
+def graphql(port: int, query: str) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)["data"]
+
+
+@pytest.mark.postgres
+def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")
+    with ExitStack() as stack:
+        dagster_db = make_url(stack.enter_context(fresh_database(pg_server)))
+        results_url = stack.enter_context(fresh_database(pg_server))
+        port = free_port()
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_USERNAME": dagster_db.username or "",
+            "DAGSTER_PG_PASSWORD": dagster_db.password or "",
+            "DAGSTER_PG_HOST": dagster_db.host or "127.0.0.1",
+            "DAGSTER_PG_PORT": str(dagster_db.port or 5432),
+            "DAGSTER_PG_DB": dagster_db.database or "",
+            "EVAL_HOME": str(tmp_path / "eval_home"),
+            "EVAL_RESULTS_URL": results_url,
+            "EVAL_SENSOR_INTERVAL_S": "5",
+            "EVAL_NIGHTLY_CRON": "* * * * *",  # the schedule ticks within a minute
+        }
+        for var in ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY",
+                    "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):  # fmt: skip
+            env.pop(var, None)
+        logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("daemon", "webserver")}  # noqa: SIM115
+        processes = [
+            subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                             cwd=ROOT, env=env, stdout=logs["daemon"], stderr=subprocess.STDOUT),
+            subprocess.Popen([str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h",
+                              "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env,
+                             stdout=logs["webserver"], stderr=subprocess.STDOUT),
+        ]  # fmt: skip
+        try:
+            os.environ["DAGSTER_HOME"] = str(home)  # this process reads the same instance
+            for key in ("DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_HOST",
+                        "DAGSTER_PG_PORT", "DAGSTER_PG_DB"):  # fmt: skip
+                os.environ[key] = env[key]
+            instance = stack.enter_context(DagsterInstance.get())
+            deadline = time.monotonic() + 420
+            while True:
+                runs = instance.get_runs()
+                nightly = [r for r in runs if r.tags.get("eval/trigger") == "nightly_full_eval"]
+                by_sensor = [r for r in runs if r.tags.get("dagster/sensor_name")]
+                if nightly and by_sensor and all(r.status in DONE for r in runs):
+                    break
+                assert all(p.poll() is None for p in processes), "daemon or webserver died"
+                assert time.monotonic() < deadline, (
+                    f"runs did not finish: {[r.status for r in runs]}"
+                )
+                time.sleep(2)
+            server_runs = graphql(
+                port, "{ runsOrError { ... on Runs { results { runId status } } } }"
+            )
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=30)
+            for log in logs.values():
+                log.close()
+            os.environ.pop("DAGSTER_HOME", None)
+
+        records = instance.get_run_records(RunsFilter())
+        assert len(records) >= 8  # sensor: production (full) + staging (smoke) of 4 suites
+        failed = [(r.dagster_run.run_id, r.dagster_run.status) for r in records
+                  if r.dagster_run.status != DagsterRunStatus.SUCCESS]  # fmt: skip
+        assert not failed, failed
+        assert {r["status"] for r in server_runs["runsOrError"]["results"]} == {"SUCCESS"}
+        intervals = [(r.start_time, r.end_time) for r in records]
+        assert overlap(intervals) >= 4  # queued runs ran concurrently …
+        assert overlap(intervals) <= 4  # … within eval/model_provider's limit of 4
+        by_partition: dict[str, list[tuple[float, float]]] = {}
+        for r in records:
+            by_partition.setdefault(r.dagster_run.tags["dagster/partition"], []).append(
+                (r.start_time, r.end_time)
+            )
+        assert max(overlap(v) for v in by_partition.values()) == 1  # one run per partition
+        assert any(len(v) > 1 for v in by_partition.values())  # nightly met the sensor's run
+
+        daemon_log = (tmp_path / "daemon.log").read_text()
+        assert "Traceback" not in daemon_log and "OperationalError" not in daemon_log
+        with ResultsStore(results_url) as store:
+            complete = store.list_runs(status="complete", limit=1000)
+            assert len(complete) == len(records)
+            assert all(store.read_summary(r.run_id) for r in complete)

@@ -1,0 +1,93 @@
+"""`eval-pipeline doctor`: every check passes on the embedded defaults, and each broken
+dependency is named with a fix, without printing secrets."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from eval_pipeline.cli import main
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline_tests.helpers import ROOT, clean_cli_env
+from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+PLANTED = "sk-planted-doctor-3b9e1f"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = clean_cli_env(monkeypatch, tmp_path / "home")
+    (home / "dagster").mkdir(parents=True)
+    monkeypatch.setenv("COLUMNS", "250")  # one table row per line
+    return home
+
+
+def doctor() -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["doctor"], catch_exceptions=False, terminal_width=240)
+    return result.exit_code, result.output
+
+
+def row(output: str, check: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"│ {check} "))
+
+
+def test_embedded_defaults_are_healthy(home):
+    code, out = doctor()
+    assert code == 0, out
+    for check in ("configuration", "datasets", "prompts", "model endpoint", "langfuse",
+                  "results store", "dagster instance"):  # fmt: skip
+        assert "ok" in row(out, check), check
+    assert "drive_thru 47" in out and "offline model" in out
+
+
+def test_a_reachable_model_endpoint_is_checked_for_the_model(home, monkeypatch):
+    with LocalOpenAIServer() as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", PLANTED)
+        monkeypatch.setenv("EVAL_LLM_MODEL", "gpt-4o-mini")
+        code, out = doctor()
+        assert code == 0 and "gpt-4o-mini ok" in out, out
+        monkeypatch.setenv("EVAL_LLM_MODEL", "gpt-9")
+        code, out = doctor()
+    assert code == 1 and "FAIL" in row(out, "model endpoint")
+    assert "set EVAL_LLM_MODEL to a listed model" in out and PLANTED not in out
+
+
+def test_unreachable_endpoint_and_store_are_named_with_fixes(home, monkeypatch):
+    monkeypatch.setenv("EVAL_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("EVAL_LLM_API_KEY", PLANTED)
+    monkeypatch.setenv("EVAL_RESULTS_URL", "postgresql://eval:hunter2pw@127.0.0.1:9/evals")
+    code, out = doctor()
+    assert code == 1
+    assert "FAIL" in row(out, "model endpoint") and "is reachable" in out
+    assert "FAIL" in row(out, "results store") and "EVAL_RESULTS_URL" in out
+    assert PLANTED not in out and "hunter2pw" not in out
+    assert "2 problem(s): model endpoint, results store" in out
+
+
+def test_a_broken_dataset_names_the_file(home, monkeypatch, tmp_path):
+    datasets = tmp_path / "datasets"
+    shutil.copytree(ROOT / "datasets", datasets, ignore=shutil.ignore_patterns("traces"))
+    (datasets / "order_management" / "cases.yaml").write_text("cases: [ {id: broken\n")
+    monkeypatch.setenv("EVAL_DATASETS_DIR", str(datasets))
+    code, out = doctor()
+    assert code == 1 and "FAIL" in row(out, "datasets")
+    assert "order_management" in out
+
+
+def test_langfuse_with_wrong_keys_fails_without_showing_the_secret(home, monkeypatch):
+    with LangfuseTestServer() as server:
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("LANGFUSE_SECRET_KEY", PLANTED)
+        code, out = doctor()
+    assert code == 1 and "FAIL" in row(out, "langfuse") and PLANTED not in out
+    assert "LANGFUSE_PUBLIC_KEY" in out
+
+
+def test_a_missing_dagster_home_is_reported(home, monkeypatch, tmp_path):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "nowhere"))
+    code, out = doctor()
+    assert code == 1 and "FAIL" in row(out, "dagster instance") and "mkdir -p" in out
