@@ -85,8 +85,11 @@ def test_killed_run_is_recovered_without_redoing_finished_items(deployment, reco
 
     calls = server.requests
     if recovery == "re-execute from failure":
+        # as the UI does: the new run carries the parent's tags (partition, provider, …)
         options = ReexecutionOptions.from_failure(killed, instance)
-        result = execute_job(reconstructable(eval_job), instance, reexecution_options=options)
+        parent_tags = instance.get_run_by_id(killed).tags
+        result = execute_job(reconstructable(eval_job), instance, tags=parent_tags,
+                             reexecution_options=options)  # fmt: skip
     else:
         result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
                              tags=partition_tags("drive_thru", "v1"))  # fmt: skip
