@@ -74,7 +74,8 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
     assert len(outputs) == 47  # every item, once
     failed = {o.item_id for o in outputs if o.error}
     permanent = {o.item_id for o in outputs if o.error and "400" in o.error}
-    assert failed == permanent and permanent  # transient faults were all retried away
+    transient = [o.error for o in outputs if o.item_id in failed - permanent]
+    assert failed == permanent and permanent, transient  # transient faults all retried away
     assert all(o.output is not None for o in outputs if o.item_id not in failed)
     scores = store.read_scores(run.run_id)
     assert len(scores) == 47 * 3 == len({(s.item_id, s.evaluator) for s in scores})

@@ -109,3 +109,20 @@ def test_rate_limit_spaces_item_starts():
 def test_bad_config_is_refused():
     with pytest.raises(ValueError):
         RunnerConfig(concurrency=0)
+
+
+def test_provider_errors_are_retryable_by_ancestry():
+    """langchain-openai re-raises the SDK's errors as renamed subclasses; a timeout must
+    still be retried and a bad request must not."""
+    import httpx
+    import openai
+    from langchain_openai.chat_models.base import OpenAIInvalidRequestError, OpenAITimeoutError
+
+    from eval_pipeline.core.retry import is_retryable
+
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    assert is_retryable(OpenAITimeoutError(request=request))
+    assert is_retryable(openai.APIConnectionError(request=request))
+    bad = OpenAIInvalidRequestError("bad", response=httpx.Response(400, request=request), body={})
+    assert not is_retryable(bad)
+    assert not is_retryable(ValueError("not a provider error"))

@@ -27,7 +27,9 @@ def is_retryable(exc: BaseException) -> bool:
     code = status_code(exc)
     if code is not None:
         return code in RETRYABLE_STATUS
-    return type(exc).__name__ in RETRYABLE_NAMES
+    # by ancestry: langchain-openai re-raises the SDK's errors as subclasses with other
+    # names (OpenAITimeoutError is an openai.APITimeoutError)
+    return any(cls.__name__ in RETRYABLE_NAMES for cls in type(exc).__mro__)
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
