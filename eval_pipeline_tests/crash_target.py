@@ -1,6 +1,8 @@
-"""A run worker to kill: executes eval_job for one partition as a real Dagster run.
+"""A run worker: executes eval_job for one partition as a real Dagster run, or re-executes
+a failed run from failure (as the UI's "Re-execute from failure" does, parent tags included).
 
     python -m eval_pipeline_tests.crash_target SUITE VERSION
+    python -m eval_pipeline_tests.crash_target --reexecute RUN_ID
 
 Settings come from the environment (DAGSTER_HOME, EVAL_RESULTS_URL, EVAL_LLM_BASE_URL, …),
 as in a deployment; the test kills this process group with SIGKILL half-way.
@@ -10,7 +12,13 @@ from __future__ import annotations
 
 import sys
 
-from dagster import DagsterInstance, MultiPartitionKey, execute_job, reconstructable
+from dagster import (
+    DagsterInstance,
+    MultiPartitionKey,
+    ReexecutionOptions,
+    execute_job,
+    reconstructable,
+)
 
 from eval_pipeline.definitions import defs
 
@@ -26,10 +34,20 @@ def partition_tags(suite: str, version: str) -> dict[str, str]:
     return eval_job().partitions_def.get_tags_for_partition_key(key)
 
 
-if __name__ == "__main__":
-    suite, version = sys.argv[1:3]
+def main(args: list[str]) -> int:
     with DagsterInstance.get() as instance:
-        instance.add_dynamic_partitions("prompt_version", [version])
-        result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
-                             tags=partition_tags(suite, version))  # fmt: skip
-        sys.exit(0 if result.success else 1)
+        if args[0] == "--reexecute":
+            parent = instance.get_run_by_id(args[1])
+            options = ReexecutionOptions.from_failure(parent.run_id, instance)
+            result = execute_job(reconstructable(eval_job), instance, tags=parent.tags,
+                                 reexecution_options=options)  # fmt: skip
+        else:
+            suite, version = args
+            instance.add_dynamic_partitions("prompt_version", [version])
+            result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
+                                 tags=partition_tags(suite, version))  # fmt: skip
+        return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -11,18 +11,11 @@ import sys
 import time
 
 import pytest
-from dagster import (
-    DagsterInstance,
-    DagsterRunStatus,
-    ReexecutionOptions,
-    execute_job,
-    reconstructable,
-)
+from dagster import DagsterInstance, DagsterRunStatus
 from sqlalchemy import func, select
 
 from eval_pipeline.core.results_store import ResultsStore, item_memo
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
-from eval_pipeline_tests.crash_target import RUN_CONFIG, eval_job, partition_tags
 from eval_pipeline_tests.helpers import ROOT
 
 ITEMS = 47  # drive_thru, full tier
@@ -54,13 +47,15 @@ def deployment(tmp_path, monkeypatch):
             yield instance, server, ResultsStore(env["EVAL_RESULTS_URL"])
 
 
+def run_worker(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "eval_pipeline_tests.crash_target", *args],
+                            cwd=ROOT, env=os.environ.copy(), start_new_session=True)  # fmt: skip
+
+
 def kill_half_way(instance, store) -> str:
     """Start the run worker, SIGKILL its process group once ~half the items are memoized,
     and mark the run failed as run monitoring would. Returns the Dagster run id."""
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "eval_pipeline_tests.crash_target", "drive_thru", "v1"],
-        cwd=ROOT, env=os.environ.copy(), start_new_session=True,
-    )  # fmt: skip
+    worker = run_worker("drive_thru", "v1")
     deadline = time.monotonic() + 120
     while memoized(store) < ITEMS // 2:
         assert worker.poll() is None, "the run finished before it could be killed"
@@ -84,16 +79,13 @@ def test_killed_run_is_recovered_without_redoing_finished_items(deployment, reco
     assert crashed.status == "running" and store.read_outputs(crashed.run_id) == []
 
     calls = server.requests
-    if recovery == "re-execute from failure":
-        # as the UI does: the new run carries the parent's tags (partition, provider, …)
-        options = ReexecutionOptions.from_failure(killed, instance)
-        parent_tags = instance.get_run_by_id(killed).tags
-        result = execute_job(reconstructable(eval_job), instance, tags=parent_tags,
-                             reexecution_options=options)  # fmt: skip
-    else:
-        result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
-                             tags=partition_tags("drive_thru", "v1"))  # fmt: skip
-    assert result.success
+    # the recovery is a new run worker process, as in a deployment
+    reexecute = recovery == "re-execute from failure"
+    args = ["--reexecute", killed] if reexecute else ["drive_thru", "v1"]
+    assert run_worker(*args).wait(timeout=180) == 0
+    recovered = instance.get_runs(limit=1)[0]
+    assert recovered.status == DagsterRunStatus.SUCCESS
+    assert recovered.parent_run_id == (killed if reexecute else None)
     redone = server.requests - calls
     assert 0 < redone < 2.9 * (ITEMS - done_before) + 3  # ~2.6 calls per remaining item
 
@@ -106,7 +98,7 @@ def test_killed_run_is_recovered_without_redoing_finished_items(deployment, reco
     assert sum(1 for o in outputs if o.source_run_id == crashed.run_id) >= done_before
     assert len(store.read_scores(run.run_id)) == 3 * ITEMS
     assert store.read_summary(run.run_id)["n_items"] == ITEMS
-    if recovery == "re-execute from failure":  # same root run → same evaluation run
+    if reexecute:  # same root run → same evaluation run
         assert run.run_id == crashed.run_id and len(runs) == 1
     else:  # a new evaluation run; the dead one is marked, not left 'running'
         (dead,) = [r for r in runs if r.run_id == crashed.run_id]

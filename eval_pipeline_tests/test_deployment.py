@@ -16,10 +16,11 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 from sqlalchemy.engine import make_url
 
 from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline_tests.helpers import ROOT
 from eval_pipeline_tests.pg import fresh_database
 
@@ -49,7 +50,30 @@ def graphql(port: int, query: str) -> dict:
         headers={"Content-Type": "application/json"},
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)["data"]
+        body = json.load(response)
+    assert not body.get("errors"), body["errors"]
+    return body["data"]
+
+
+def failure_causes(instance: DagsterInstance, run_id: str) -> set[str]:
+    """Exception classes of a run's failed steps."""
+    events = instance.all_logs(run_id, of_type=DagsterEventType.STEP_FAILURE)
+    return {e.dagster_event.step_failure_data.error.cls_name for e in events}
+
+
+def stop_schedule(port: int, name: str) -> None:
+    """Turn a schedule off through the webserver's GraphQL API (the UI's toggle)."""
+    selector = (
+        '{repositoryLocationName: "eval_pipeline.definitions", '
+        f'repositoryName: "__repository__", scheduleName: "{name}"}}'
+    )
+    found = graphql(port, f"{{ scheduleOrError(scheduleSelector: {selector}) "
+                          "{ __typename ... on Schedule { scheduleState { id } } } }")  # fmt: skip
+    state_id = found["scheduleOrError"]["scheduleState"]["id"]
+    stopped = graphql(port, f'mutation {{ stopRunningSchedule(id: "{state_id}") '
+                            "{ __typename ... on ScheduleStateResult "
+                            "{ scheduleState { status } } } }")  # fmt: skip
+    assert stopped["stopRunningSchedule"]["scheduleState"]["status"] == "STOPPED", stopped
 
 
 @pytest.mark.postgres
@@ -60,6 +84,9 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
     with ExitStack() as stack:
         dagster_db = make_url(stack.enter_context(fresh_database(pg_server)))
         results_url = stack.enter_context(fresh_database(pg_server))
+        # model calls go over HTTP to a local server with a real model's latency, so runs last
+        # long enough to overlap, and the queue's per-provider limit (127.0.0.1) applies
+        server = stack.enter_context(LocalOpenAIServer(latency_s=0.4))
         port = free_port()
         env = {
             **os.environ,
@@ -73,9 +100,10 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
             "EVAL_RESULTS_URL": results_url,
             "EVAL_SENSOR_INTERVAL_S": "5",
             "EVAL_NIGHTLY_CRON": "* * * * *",  # the schedule ticks within a minute
+            "EVAL_LLM_BASE_URL": server.base_url,
+            "EVAL_LLM_API_KEY": "sk-local-test",
         }
-        for var in ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY",
-                    "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):  # fmt: skip
+        for var in ("OPENAI_API_KEY", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
             env.pop(var, None)
         logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("daemon", "webserver")}  # noqa: SIM115
         processes = [
@@ -91,18 +119,24 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
                         "DAGSTER_PG_PORT", "DAGSTER_PG_DB"):  # fmt: skip
                 os.environ[key] = env[key]
             instance = stack.enter_context(DagsterInstance.get())
-            deadline = time.monotonic() + 420
+            deadline = time.monotonic() + 300
+            schedule_stopped = False
             while True:
                 runs = instance.get_runs()
                 nightly = [r for r in runs if r.tags.get("eval/trigger") == "nightly_full_eval"]
                 by_sensor = [r for r in runs if r.tags.get("dagster/sensor_name")]
-                if nightly and by_sensor and all(r.status in DONE for r in runs):
+                if nightly and not schedule_stopped:
+                    # one nightly tick is enough: stop the schedule as a user would, in the UI
+                    stop_schedule(port, "nightly_full_eval")
+                    schedule_stopped = True
+                if schedule_stopped and by_sensor and all(r.status in DONE for r in runs):
                     break
                 assert all(p.poll() is None for p in processes), "daemon or webserver died"
                 assert time.monotonic() < deadline, (
                     f"runs did not finish: {[r.status for r in runs]}"
                 )
                 time.sleep(2)
+            daemon_log = (tmp_path / "daemon.log").read_text()  # before shutdown's tracebacks
             server_runs = graphql(
                 port, "{ runsOrError { ... on Runs { results { runId status } } } }"
             )
@@ -117,10 +151,16 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
 
         records = instance.get_run_records(RunsFilter())
         assert len(records) >= 8  # sensor: production (full) + staging (smoke) of 4 suites
-        failed = [(r.dagster_run.run_id, r.dagster_run.status) for r in records
-                  if r.dagster_run.status != DagsterRunStatus.SUCCESS]  # fmt: skip
-        assert not failed, failed
-        assert {r["status"] for r in server_runs["runsOrError"]["results"]} == {"SUCCESS"}
+        for record in records:  # every run succeeded or was stopped by its regression gate
+            run = record.dagster_run
+            if run.status != DagsterRunStatus.SUCCESS:
+                assert run.status == DagsterRunStatus.FAILURE, (run.run_id, run.status)
+                assert run.tags["eval/label"] == "staging", run.tags  # v2 is the worse prompt
+                assert failure_causes(instance, run.run_id) == {"DagsterAssetCheckFailedError"}
+        assert {r["runId"]: r["status"] for r in server_runs["runsOrError"]["results"]} == {
+            r.dagster_run.run_id: r.dagster_run.status.value for r in records
+        }
+        assert {r.dagster_run.tags["eval/model_provider"] for r in records} == {"127.0.0.1"}
         intervals = [(r.start_time, r.end_time) for r in records]
         assert overlap(intervals) >= 4  # queued runs ran concurrently …
         assert overlap(intervals) <= 4  # … within eval/model_provider's limit of 4
@@ -132,7 +172,6 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
         assert max(overlap(v) for v in by_partition.values()) == 1  # one run per partition
         assert any(len(v) > 1 for v in by_partition.values())  # nightly met the sensor's run
 
-        daemon_log = (tmp_path / "daemon.log").read_text()
         assert "Traceback" not in daemon_log and "OperationalError" not in daemon_log
         with ResultsStore(results_url) as store:
             complete = store.list_runs(status="complete", limit=1000)
