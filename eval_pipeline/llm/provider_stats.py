@@ -2,8 +2,8 @@
 
 The OpenAI SDK retries 429s, 5xx and dropped connections by itself (``max_retries``), so
 item-level attempts alone understate how much retrying went on: these counters see every
-request and every response status. They are per process (one run per process in Dagster's
-default executor and on Kubernetes); take a ``snapshot()`` before and after a run.
+request and every response status. They are per process (one run worker per run under the
+daemon and on Kubernetes); take a ``snapshot()`` before and after a run.
 """
 
 from __future__ import annotations
