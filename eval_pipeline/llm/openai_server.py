@@ -26,10 +26,12 @@ from starlette.routing import Route
 from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
-Fault = int | Literal["hang", "reset"] | None
+Fault = int | tuple[int, str] | Literal["hang", "reset"] | None
 FaultRule = Callable[[dict[str, Any]], Fault]
-"""Given a request body: an HTTP status to fail with (429 comes with Retry-After), "hang"
-(never answer), "reset" (send half the answer, then drop the connection), or None."""
+"""Given a request body: an HTTP status to fail with (429 comes with Retry-After), or a
+status and the error message to send, "hang" (never answer), "reset" (send half the
+answer, then drop the connection), or None."""
+HOST = "127.0.0.1"  # test and benchmark servers are never reachable from other machines
 HANG_S = 3600.0
 RETRY_AFTER_S = 0.05
 
@@ -80,13 +82,16 @@ def create_app(
         if latency_s:
             await asyncio.sleep(latency_s)
         injected = fault(body) if fault else None
+        error_text = f"injected fault {injected}"
+        if isinstance(injected, tuple):
+            injected, error_text = injected
         if injected is not None:
             stats["faults"] += 1
             stats[f"fault_{injected}"] = stats.get(f"fault_{injected}", 0) + 1
         if injected == "hang":
             await asyncio.sleep(HANG_S)
         if isinstance(injected, int):
-            error = {"message": f"injected fault {injected}", "type": "server_error"}
+            error = {"message": error_text, "type": "server_error"}
             headers = {}
             if injected == 429:
                 headers = {"retry-after": str(RETRY_AFTER_S),
@@ -146,12 +151,12 @@ def create_app(
 
 
 class BackgroundServer:
-    """Serve an ASGI app with uvicorn on 127.0.0.1 in a daemon thread (tests, benchmarks)."""
+    """Serve an ASGI app with uvicorn on HOST in a daemon thread (tests, benchmarks)."""
 
     def __init__(self, app: Starlette, port: int | None = None):
         self.app = app
         self.port = port or _free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        config = uvicorn.Config(app, host=HOST, port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -182,7 +187,7 @@ class LocalOpenAIServer(BackgroundServer):
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{HOST}:{self.port}/v1"
 
     @property
     def requests(self) -> int:
@@ -198,7 +203,7 @@ class LocalOpenAIServer(BackgroundServer):
 
 def _free_port() -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((HOST, 0))
         return sock.getsockname()[1]
 
 
@@ -211,7 +216,7 @@ def main() -> None:
     parser.add_argument("--rate-limit", type=float, default=None, help="requests per second")
     args = parser.parse_args()
     app = create_app(args.latency_ms / 1000, rate_limit=args.rate_limit)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(app, host=HOST, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

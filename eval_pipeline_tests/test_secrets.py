@@ -1,0 +1,78 @@
+"""A planted API key never reaches anything we write, even when the provider echoes it in
+its error messages (as OpenAI's 401 does); the local test servers bind to loopback only."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT
+from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+PLANTED = "sk-planted-cli-9d41c7e2b8"
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
+
+
+def echo_key(body: dict) -> tuple[int, str] | None:
+    """Refuse orders of hash browns with a 401 that quotes the caller's key."""
+    text = " ".join(str(m.get("content")) for m in body["messages"] if m["role"] == "user")
+    if "hash brown" in text.lower():
+        return 401, f"Incorrect API key provided: {PLANTED}. You can find your API key at …"
+    return None
+
+
+def test_planted_key_is_in_no_output_log_report_or_store(tmp_path):
+    home, out = tmp_path / "home", tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    with LocalOpenAIServer(fault=echo_key) as server:
+        env |= {"EVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+                "EVAL_LLM_BASE_URL": server.base_url, "EVAL_LLM_API_KEY": PLANTED}  # fmt: skip
+        run = subprocess.run(
+            [CLI, "run", "--suite", "drive_thru", "--json", str(out / "result.json"),
+             "--junit", str(out / "junit.xml"), "--report", str(out / "report.md")],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        doctor = subprocess.run([CLI, "doctor"], cwd=ROOT, env=env, capture_output=True,
+                                text=True, timeout=120)  # fmt: skip
+        assert server.app.state.stats.get("fault_401", 0) > 0  # the key was echoed back
+    assert run.returncode in (0, 1), run.stderr  # a verdict, not a crash
+    result = (out / "result.json").read_text()
+    assert "Incorrect API key provided: ***" in result  # the echoed key, masked
+    written = [p for p in [*out.rglob("*"), *home.rglob("*")] if p.is_file()]
+    assert {"result.json", "junit.xml", "report.md"} <= {p.name for p in written}
+    assert any(p.name.endswith(".sqlite") for p in written)  # the results store
+    leaks = [p for p in written if PLANTED.encode() in p.read_bytes()]
+    assert not leaks, leaks
+    for stream in (run.stdout, run.stderr, doctor.stdout, doctor.stderr):
+        assert PLANTED not in stream
+
+
+def non_loopback_address() -> str | None:
+    """This machine's address on its default route, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+@pytest.mark.parametrize("make", [LocalOpenAIServer, LangfuseTestServer])
+def test_test_servers_listen_on_loopback_only(make):
+    with make() as server:
+        background = getattr(server, "_server", server)
+        sockets = [s for srv in background.server.servers for s in srv.sockets]
+        assert sockets and {s.getsockname()[0] for s in sockets} == {"127.0.0.1"}
+        address = non_loopback_address()
+        if address is not None:  # reachable on loopback, refused on the machine's address
+            with pytest.raises(OSError):
+                socket.create_connection((address, background.port), timeout=2).close()
+        socket.create_connection(("127.0.0.1", background.port), timeout=2).close()
