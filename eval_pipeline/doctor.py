@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from eval_pipeline import settings
 from eval_pipeline.core.redact import redact
 
@@ -144,9 +146,16 @@ def check_dagster_instance() -> Finding:
         with DagsterInstance.get() as instance:
             storage = type(instance.run_storage).__name__
             instance.get_runs_count()
+            url = getattr(instance.run_storage, "postgres_url", None)
     except Exception as exc:
         return _failure("dagster instance", exc, f"check {home}/dagster.yaml and the "
                         "DAGSTER_PG_* variables; is the Postgres server up?")  # fmt: skip
+    if url is not None and make_url(url).get_driver_name() != "psycopg2":
+        # SQLAlchemy 2.1 made psycopg 3 the default driver; dagster-postgres's NOTIFY fails
+        # on it, so runs are queued but never start
+        fix = "add `scheme: postgresql+psycopg2` under storage.postgres.postgres_db"
+        detail = f"Postgres storage uses the {make_url(url).get_driver_name()} driver"
+        return Finding("dagster instance", False, f"{home}: {detail}", fix)
     return Finding("dagster instance", True, f"{home}: {storage}")
 
 

@@ -108,3 +108,15 @@ def fresh_database(server_url: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def dagster_pg_env(database_url: str) -> dict[str, str]:
+    """The DAGSTER_PG_* variables deploy/dagster.yaml reads, for one database."""
+    url = make_url(database_url)
+    return {
+        "DAGSTER_PG_USERNAME": url.username or "",
+        "DAGSTER_PG_PASSWORD": url.password or "",
+        "DAGSTER_PG_HOST": url.host or "127.0.0.1",
+        "DAGSTER_PG_PORT": str(url.port or 5432),
+        "DAGSTER_PG_DB": url.database or "",
+    }

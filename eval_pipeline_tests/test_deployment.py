@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
-from sqlalchemy.engine import make_url
 
 from eval_pipeline.core.results_store import ResultsStore
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline_tests.helpers import ROOT
-from eval_pipeline_tests.pg import fresh_database
+from eval_pipeline_tests.pg import dagster_pg_env, fresh_database
 
 BIN = Path(sys.executable).parent
 DONE = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -77,12 +76,12 @@ def stop_schedule(port: int, name: str) -> None:
 
 
 @pytest.mark.postgres
-def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_path):
+def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")
     with ExitStack() as stack:
-        dagster_db = make_url(stack.enter_context(fresh_database(pg_server)))
+        dagster_pg = dagster_pg_env(stack.enter_context(fresh_database(pg_server)))
         results_url = stack.enter_context(fresh_database(pg_server))
         # model calls go over HTTP to a local server with a real model's latency, so runs last
         # long enough to overlap, and the queue's per-provider limit (127.0.0.1) applies
@@ -91,11 +90,7 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
         env = {
             **os.environ,
             "DAGSTER_HOME": str(home),
-            "DAGSTER_PG_USERNAME": dagster_db.username or "",
-            "DAGSTER_PG_PASSWORD": dagster_db.password or "",
-            "DAGSTER_PG_HOST": dagster_db.host or "127.0.0.1",
-            "DAGSTER_PG_PORT": str(dagster_db.port or 5432),
-            "DAGSTER_PG_DB": dagster_db.database or "",
+            **dagster_pg,
             "EVAL_HOME": str(tmp_path / "eval_home"),
             "EVAL_RESULTS_URL": results_url,
             "EVAL_SENSOR_INTERVAL_S": "5",
@@ -114,10 +109,8 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
                              stdout=logs["webserver"], stderr=subprocess.STDOUT),
         ]  # fmt: skip
         try:
-            os.environ["DAGSTER_HOME"] = str(home)  # this process reads the same instance
-            for key in ("DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_HOST",
-                        "DAGSTER_PG_PORT", "DAGSTER_PG_DB"):  # fmt: skip
-                os.environ[key] = env[key]
+            for key in ("DAGSTER_HOME", *dagster_pg):  # this process reads the same instance
+                monkeypatch.setenv(key, env[key])
             instance = stack.enter_context(DagsterInstance.get())
             deadline = time.monotonic() + 300
             schedule_stopped = False
@@ -147,7 +140,6 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
                 process.wait(timeout=30)
             for log in logs.values():
                 log.close()
-            os.environ.pop("DAGSTER_HOME", None)
 
         records = instance.get_run_records(RunsFilter())
         assert len(records) >= 8  # sensor: production (full) + staging (smoke) of 4 suites

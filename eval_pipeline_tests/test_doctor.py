@@ -12,6 +12,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline_tests.helpers import ROOT, clean_cli_env
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+from eval_pipeline_tests.pg import dagster_pg_env, fresh_database
 
 PLANTED = "sk-planted-doctor-3b9e1f"
 
@@ -91,3 +92,24 @@ def test_a_missing_dagster_home_is_reported(home, monkeypatch, tmp_path):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "nowhere"))
     code, out = doctor()
     assert code == 1 and "FAIL" in row(out, "dagster instance") and "mkdir -p" in out
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("named_driver", [True, False])
+def test_postgres_storage_must_name_the_psycopg2_driver(home, monkeypatch, pg_server, named_driver):
+    """Without `scheme: postgresql+psycopg2`, SQLAlchemy 2.1 picks psycopg 3, on which
+    dagster-postgres's NOTIFY fails: queued runs never start. The doctor says so."""
+    config = (ROOT / "deploy" / "dagster.yaml").read_text()
+    if not named_driver:
+        config = config.replace("scheme: postgresql+psycopg2", "")
+    (home / "dagster" / "dagster.yaml").write_text(config)
+    with fresh_database(pg_server) as url:
+        for key, value in dagster_pg_env(url).items():
+            monkeypatch.setenv(key, value)
+        code, out = doctor()
+    line = row(out, "dagster instance")
+    if named_driver:
+        assert code == 0 and "ok" in line and "PostgresRunStorage" in line
+    else:
+        assert code == 1 and "FAIL" in line and "psycopg" in line
+        assert "scheme: postgresql+psycopg2" in out
