@@ -48,7 +48,8 @@ def describe(before: Counter[str], after: Counter[str]) -> dict[str, int]:
         "requests": delta["requests"],
         **dict(sorted(statuses.items())),
         "no_response": max(0, delta["requests"] - answered),
-        "retried_requests": max(0, delta["requests"] - statuses.get("status_200", 0)),
+        # each was retried unless its error was permanent; a reset mid-body counts as a 200
+        "failed_requests": max(0, delta["requests"] - statuses.get("status_200", 0)),
     }
 
 
