@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, load_cases
+from eval_pipeline.core.summary import MD_SPECIAL, md_escape
 from eval_pipeline.core.traces import (
     MAX_FIELD_CHARS,
     TraceError,
@@ -154,3 +155,20 @@ def test_jsonl_strings_may_hold_unicode_line_breaks(tmp_path):
             "metadata": {"category": "simple", "difficulty": "easy", "tier": "smoke"}}  # fmt: skip
     (loaded,) = load_text(tmp_path, "cases.jsonl", json.dumps(case, ensure_ascii=False).encode())
     assert loaded.input["customer_utterance"] == "one\x85two\u2028three"
+
+
+@BUDGET
+@given(st.text(alphabet=st.sampled_from(list("\\`*_{}[]<>|#()!ab \n\r")), max_size=60))
+def test_report_text_cannot_inject_markdown_or_html(text):
+    """Whatever data says (ids, comments, provider errors), in a report it stays text: every
+    character Markdown or HTML would act on is backslash-escaped."""
+    escaped = md_escape(text)
+    assert "\n" not in escaped  # a table row stays one row
+    i = 0
+    while i < len(escaped):  # walk it as a Markdown renderer would
+        if escaped[i] == "\\":
+            assert i + 1 < len(escaped) and escaped[i + 1] in MD_SPECIAL
+            i += 2
+            continue
+        assert escaped[i] not in MD_SPECIAL, (text, escaped)
+        i += 1

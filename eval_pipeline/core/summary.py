@@ -131,8 +131,12 @@ def _fmt(value: Any) -> str:
     return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+MD_SPECIAL = "\\`*_{}[]<>|#"
+
+
 def md_escape(text: str) -> str:
-    """Data (ids, categories, comments) must not inject Markdown or HTML into reports."""
-    for ch in "\\`*_{}[]<>|#":
+    """Data (ids, categories, comments) must not inject Markdown or HTML into reports, nor
+    break a table row with a line break."""
+    for ch in MD_SPECIAL:
         text = text.replace(ch, "\\" + ch)
-    return text
+    return " ".join(text.splitlines())
