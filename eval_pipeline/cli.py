@@ -85,6 +85,7 @@ def run(
     from eval_pipeline.core.thresholds import ThresholdsError, evaluate_thresholds
     from eval_pipeline.integrations.configured import prompt_registry_from_env
     from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+    from eval_pipeline.llm.endpoint import ModelUnavailable, model_source, require_model
     from eval_pipeline.llm.settings import LLMSettings
 
     try:
@@ -99,6 +100,7 @@ def run(
             else registry.get_by_label(suite.prompt_name, label)
         )
         llm = LLMSettings.from_env().with_prompt_config(prompt.config)
+        require_model(llm, model_source(prompt))
         store = ResultsStore(settings.results_url())
         run_record = evaluation.build_run(
             suite, prompt, all_cases, tier=tier, repeats=repeats or suite.repeats,
@@ -116,6 +118,7 @@ def run(
         RegistryUnavailable,
         ThresholdsError,
         ResultsStoreError,
+        ModelUnavailable,
         gate.NotComparable,
     ) as exc:
         raise ConfigError(str(exc)) from exc

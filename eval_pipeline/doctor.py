@@ -81,25 +81,21 @@ def check_prompts() -> Finding:
 
 
 def check_model_endpoint() -> Finding:
+    from eval_pipeline.llm.endpoint import available_models, endpoint_name
     from eval_pipeline.llm.settings import LLMSettings
 
     llm = LLMSettings.from_env()
     if llm.provider == "offline":
         return Finding("model endpoint", True, "offline model (no EVAL_LLM_BASE_URL or key set)")
-    import openai
-
-    client = openai.OpenAI(
-        base_url=llm.base_url,
-        api_key=llm.api_key.get_secret_value() if llm.api_key else "no-key-configured",
-        timeout=min(llm.timeout_s, 10.0), max_retries=0,
-    )  # fmt: skip
-    endpoint = llm.base_url or "OpenAI"
+    endpoint = endpoint_name(llm)
     try:
-        models = [m.id for m in client.models.list()]
+        models = available_models(llm)
     except Exception as exc:
         fix = f"check that {endpoint} is reachable and EVAL_LLM_API_KEY is valid"
         return _failure("model endpoint", exc, fix)
-    if models and llm.model not in models:
+    if models is None:
+        return Finding("model endpoint", True, f"{endpoint}: reachable, does not list models")
+    if llm.model not in models:
         detail = f"{endpoint}: {llm.model} is not among its {len(models)} model(s)"
         return Finding("model endpoint", False, detail, "set EVAL_LLM_MODEL to a listed model")
     return Finding("model endpoint", True, f"{endpoint}: {len(models)} model(s), {llm.model} ok")

@@ -4,10 +4,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
 from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline_tests.helpers import clean_cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,3 +92,31 @@ def test_demo_with_a_broken_dataset_says_what_to_fix(home, tmp_path, monkeypatch
         not (home / "results.sqlite").exists()
         or not ResultsStore(f"sqlite:///{home / 'results.sqlite'}").list_runs()
     )
+
+
+@pytest.mark.parametrize("config_model", ["gpt-5-typo", None])
+def test_a_model_the_endpoint_does_not_serve_exits_2_before_any_run(
+    home, tmp_path, monkeypatch, config_model
+):
+    """A prompt whose config names a model the endpoint does not list, or an unknown
+    EVAL_LLM_MODEL: refused with the source and the listed models, nothing written."""
+    prompts = tmp_path / "prompts"
+    shutil.copytree(ROOT / "prompts", prompts)
+    v1 = prompts / "drive-thru" / "orchestrator" / "v1.yaml"
+    if config_model:
+        data = yaml.safe_load(v1.read_text())
+        data["config"] = {**(data.get("config") or {}), "model": config_model}
+        v1.write_text(yaml.safe_dump(data))
+    else:
+        monkeypatch.setenv("EVAL_LLM_MODEL", "gpt-5-typo")
+    monkeypatch.setenv("EVAL_PROMPTS_DIR", str(prompts))
+    with LocalOpenAIServer() as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "sk-test")
+        result = invoke("run", "--suite", "drive_thru", "--tier", "smoke")
+        assert server.requests == 0  # not one chat completion
+    assert result.exit_code == 2, result.output
+    source = "drive-thru/orchestrator v1 (config.model)" if config_model else "EVAL_LLM_MODEL"
+    assert source in result.output and "'gpt-5-typo'" in result.output
+    assert "gpt-4o-mini" in result.output  # what the endpoint does serve
+    assert not (home / "results.sqlite").exists()

@@ -216,3 +216,19 @@ def test_research_suite_shows_per_step_survival(env):
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     assert "| step | items | passed | share |" in meta["per_step_survival"].value
     assert meta["mean_survived_until"].value < 1.0
+
+
+def test_an_unserved_model_fails_the_step_before_anything_is_written(env):
+    instance, resources, tmp_path = env
+    with LocalOpenAIServer() as server:
+        resources = {**resources, "llm": LLMResource(
+            base_url=server.base_url, api_key="sk-test", model="gpt-5-typo"
+        )}  # fmt: skip
+        result = evaluate(instance, resources, "v1")
+        assert server.requests == 0
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    cause = failure.step_failure_data.error.cause
+    assert cause.cls_name == "ModelUnavailable" and "'gpt-5-typo'" in cause.message
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    assert store.list_runs() == []

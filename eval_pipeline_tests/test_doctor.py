@@ -113,3 +113,22 @@ def test_postgres_storage_must_name_the_psycopg2_driver(home, monkeypatch, pg_se
     else:
         assert code == 1 and "FAIL" in line and "psycopg" in line
         assert "scheme: postgresql+psycopg2" in out
+
+
+def test_an_endpoint_without_a_model_listing_is_not_refused():
+    """Some proxies do not implement GET /models (404): the run is not blocked for it."""
+    from starlette.applications import Starlette
+
+    from eval_pipeline.llm.endpoint import available_models, require_model
+    from eval_pipeline.llm.openai_server import BackgroundServer
+    from eval_pipeline.llm.settings import LLMSettings
+
+    server = BackgroundServer(Starlette())  # no routes: every path answers 404
+    server.start()
+    try:
+        settings = LLMSettings.create(model="any-model", api_key="sk-test",
+                                      base_url=f"http://127.0.0.1:{server.port}/v1")  # fmt: skip
+        assert available_models(settings) is None
+        require_model(settings, "EVAL_LLM_MODEL")  # does not raise
+    finally:
+        server.stop()

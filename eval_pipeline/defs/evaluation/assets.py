@@ -58,6 +58,7 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
+from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
 
@@ -185,6 +186,7 @@ def agent_run_outputs(
     cases = select_tier(all_cases, config.tier)
     prompt = prompt_registry.registry().get(suite.prompt_name, parse_version_key(version_key))
     settings = llm.settings().with_prompt_config(prompt.config)
+    require_model(settings, model_source(prompt))  # before anything is written
     repeats = config.repeats or suite.repeats
     store = results_store.open()
     for stale in abandoned_runs(context, store, suite_name, version_key):

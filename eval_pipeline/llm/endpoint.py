@@ -1,0 +1,71 @@
+"""Before a run: does the endpoint serve the model we are about to call thousands of times?
+
+A prompt's config can name any model; a typo would otherwise surface as one permanent
+error per item, after the run has been written. One ``GET /models`` settles it first.
+"""
+
+from __future__ import annotations
+
+import openai
+
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.redact import redact
+from eval_pipeline.llm.settings import LLMSettings
+
+LIST_TIMEOUT_S = 10.0
+NO_LISTING = {404, 405, 501}  # endpoints (some proxies) that do not implement /models
+
+
+class ModelUnavailable(RuntimeError):
+    """The configured model cannot be used; the message says where it came from and what
+    to change."""
+
+
+def endpoint_name(settings: LLMSettings) -> str:
+    return settings.base_url or "api.openai.com"
+
+
+def available_models(settings: LLMSettings) -> list[str] | None:
+    """The endpoint's model ids, or None when it does not list models. Connection and
+    authentication errors propagate."""
+    client = openai.OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key.get_secret_value() if settings.api_key else "no-key-configured",
+        timeout=min(settings.timeout_s, LIST_TIMEOUT_S), max_retries=1,
+    )  # fmt: skip
+    try:
+        return [model.id for model in client.models.list()]
+    except openai.APIStatusError as exc:
+        if exc.status_code in NO_LISTING:
+            return None
+        raise
+
+
+def require_model(settings: LLMSettings, source: str) -> None:
+    """Raise ModelUnavailable unless the endpoint serves ``settings.model`` (the offline
+    model, and endpoints that do not list models, always pass). ``source`` names where the
+    model was chosen, e.g. "prompt drive-thru/orchestrator v3 (config.model)"."""
+    if settings.provider == "offline":
+        return
+    endpoint = endpoint_name(settings)
+    try:
+        models = available_models(settings)
+    except openai.OpenAIError as exc:
+        raise ModelUnavailable(
+            redact(f"cannot list the models of {endpoint}: {type(exc).__name__}: {exc}. "
+                   "Check EVAL_LLM_BASE_URL and EVAL_LLM_API_KEY (eval-pipeline doctor).")
+        ) from exc  # fmt: skip
+    if models is not None and settings.model not in models:
+        listed = ", ".join(sorted(models)[:10]) + (", …" if len(models) > 10 else "")
+        raise ModelUnavailable(
+            f"{source} asks for model {settings.model!r}, which {endpoint} does not serve "
+            f"(it lists {len(models)}: {listed}). Set the prompt's config.model or "
+            "EVAL_LLM_MODEL to one of them."
+        )
+
+
+def model_source(prompt: PromptVersion) -> str:
+    """Where a run's model was chosen, for the error message."""
+    if prompt.config.get("model"):
+        return f"prompt {prompt.name} v{prompt.version} (config.model)"
+    return "the configured model (EVAL_LLM_MODEL, default gpt-4o-mini)"
