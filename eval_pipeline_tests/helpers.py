@@ -59,7 +59,7 @@ def eval_job(resources: dict[str, Any]):
 
 CONFIG_ENV = ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_RESULTS_URL",
               "EVAL_LLM_TEMPERATURE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY",
-              "LANGFUSE_BASE_URL")  # fmt: skip
+              "LANGFUSE_BASE_URL", "EVAL_LLM_MODEL", "EVAL_LLM_CHECK_MODEL")  # fmt: skip
 
 
 def clean_cli_env(monkeypatch, home: Path) -> Path:

@@ -120,3 +120,14 @@ def test_a_model_the_endpoint_does_not_serve_exits_2_before_any_run(
     assert source in result.output and "'gpt-5-typo'" in result.output
     assert "gpt-4o-mini" in result.output  # what the endpoint does serve
     assert not (home / "results.sqlite").exists()
+
+
+def test_the_model_check_can_be_turned_off_for_gateways(home, monkeypatch):
+    monkeypatch.setenv("EVAL_LLM_MODEL", "routed-by-the-gateway")
+    monkeypatch.setenv("EVAL_LLM_CHECK_MODEL", "0")
+    with LocalOpenAIServer() as server:  # answers whatever model is asked for
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "sk-test")
+        result = invoke("run", "--suite", "drive_thru", "--tier", "smoke")
+        assert server.requests > 0
+    assert result.exit_code == 0, result.output
