@@ -15,7 +15,9 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
     import openai
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(
+    from eval_pipeline.llm.plain_json import PlainJSONCompletions
+
+    model = ChatOpenAI(
         # Our own pool per model object, not langchain-openai's process-wide cached client:
         # that one is bound to the event loop of its first use, and every evaluation run
         # runs in an event loop of its own ("Event loop is closed" on the second run).
@@ -30,3 +32,5 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
         max_retries=settings.max_retries,
         stream_usage=True,
     )
+    model.async_client = PlainJSONCompletions(model.root_async_client)
+    return model
