@@ -1,6 +1,7 @@
 """The runner never drops an item: errors, timeouts and retries are recorded per item."""
 
 import asyncio
+import gc
 from typing import ClassVar
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from eval_pipeline.core.agent import AgentResult
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.pricing import PriceTable
-from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.runner import RunnerConfig, frozen_heap, run_agent_sync
 from eval_pipeline.core.scoring import score_items
 from eval_pipeline.evaluators import order_correctness
 
@@ -126,3 +127,29 @@ def test_provider_errors_are_retryable_by_ancestry():
     bad = OpenAIInvalidRequestError("bad", response=httpx.Response(400, request=request), body={})
     assert not is_retryable(bad)
     assert not is_retryable(ValueError("not a provider error"))
+
+
+class FreezeProbe:
+    """Records how many objects the collector had frozen while each item ran."""
+
+    def __init__(self):
+        self.frozen: list[int] = []
+
+    async def run(self, case, *, repeat):
+        self.frozen.append(gc.get_freeze_count())
+        await asyncio.sleep(0)
+        if case.id == "c1":
+            raise RuntimeError("an item fails")
+        return AgentResult(output={"order_items": []})
+
+
+def test_heap_is_frozen_during_a_run_only():
+    gc.unfreeze()
+    probe = FreezeProbe()
+    outputs = run_agent_sync(probe, make_cases(3), RunnerConfig(concurrency=2, max_attempts=1))
+    assert [o.error is None for o in outputs] == [True, False, True]
+    assert len(probe.frozen) == 3 and min(probe.frozen) > 1000  # the imported libraries
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(KeyError), frozen_heap():
+        raise KeyError("a run that dies still unfreezes")
+    assert gc.get_freeze_count() == 0

@@ -7,8 +7,10 @@ with the error recorded when the agent could not produce an output.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -95,7 +97,24 @@ async def run_agent(
             progress(done, len(jobs))
         return result
 
-    return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
+    with frozen_heap():
+        return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep the objects that exist before a run out of the collector's full passes.
+
+    A full collection walks every object in the process, and with LangChain, pydantic and
+    Dagster loaded that stalls the event loop (and every item in flight) for ~100 ms, several
+    times per run (see BENCHMARKS.md). Frozen objects are skipped until the run ends;
+    garbage among them is collected after that, as usual.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 async def _run_with_retries(
