@@ -133,3 +133,35 @@ def test_refused_blind_add_is_looked_up_and_retried(cases):
     assert (
         tool_call_accuracy(output=result.output, expected_output=case.expected_output).value == 0.5
     )
+
+
+def test_agent_tools_run_on_the_event_loop(monkeypatch):
+    """No executor hop: every agent's tools are awaited in place, never run in a thread."""
+    import functools
+
+    from langchain_core.tools import StructuredTool
+
+    paths: list[str] = []
+    real_run, real_arun = StructuredTool._run, StructuredTool._arun
+
+    @functools.wraps(real_run)  # LangChain reads the signature to pass run_manager
+    def sync_path(self, *args, **kwargs):
+        paths.append("thread")
+        return real_run(self, *args, **kwargs)
+
+    @functools.wraps(real_arun)
+    async def async_path(self, *args, **kwargs):
+        paths.append("loop")
+        return await real_arun(self, *args, **kwargs)
+
+    monkeypatch.setattr(StructuredTool, "_run", sync_path)
+    monkeypatch.setattr(StructuredTool, "_arun", async_path)
+    for name in ("drive_thru", "order_management", "product_discovery", "research"):
+        suite = get_suite(name, ROOT / "datasets")
+        prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+        cases = select_tier(suite.load_cases(), "smoke")[:3]
+        paths.clear()
+        outputs = run_agent_sync(suite.make_agent(prompt, LLMSettings.create()), cases,
+                                 RunnerConfig(concurrency=3))  # fmt: skip
+        assert all(o.error is None for o in outputs), name
+        assert "loop" in paths and "thread" not in paths, name

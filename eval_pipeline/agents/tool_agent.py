@@ -23,6 +23,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from eval_pipeline.agents.inline_tools import on_event_loop
 from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
 from eval_pipeline.agents.seeding import call_options, item_config
 from eval_pipeline.core.agent import AgentResult, item_seed
@@ -45,7 +46,7 @@ def build_tool_graph(
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent, retry_policy=LLM_RETRY_POLICY)
-    builder.add_node("tools", ToolNode(list(tools)))
+    builder.add_node("tools", ToolNode(on_event_loop(tools)))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")

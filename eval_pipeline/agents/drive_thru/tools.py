@@ -4,13 +4,13 @@ and return JSON strings; `update_order` applies what `add_item_to_order` returns
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from langchain_core.tools import tool
 from langgraph.prebuilt import InjectedState
 
 from eval_pipeline.agents.drive_thru.menu import Menu, MenuItem, Order, OrderItem, OrderModifier
+from eval_pipeline.agents.inline_tools import on_event_loop
 
 State = Annotated[dict, InjectedState]
 
@@ -98,17 +98,8 @@ def finalize_order(state: State) -> str:
     return json.dumps({"status": "finalized", "order": order.model_dump(mode="json")})
 
 
-def inline_coroutine(func: Callable[..., str]) -> Callable[..., Awaitable[str]]:
-    async def call(*args: Any, **kwargs: Any) -> str:
-        return func(*args, **kwargs)
-
-    return call
-
-
 def _error(message: str) -> str:
     return json.dumps({"status": "error", "message": message})
 
 
-TOOLS = [lookup_menu_item, add_item_to_order, get_current_order, finalize_order]
-for _tool in TOOLS:  # menu lookups are instant: run them on the event loop, not in threads
-    _tool.coroutine = inline_coroutine(_tool.func)
+TOOLS = on_event_loop([lookup_menu_item, add_item_to_order, get_current_order, finalize_order])
