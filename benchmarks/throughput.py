@@ -1,7 +1,8 @@
 """Throughput against the physical limit of LLM-bound evaluation.
 
     .venv/bin/python benchmarks/throughput.py [--latency-ms 200] [--items 517]
-        [--concurrency 1 8 32 64] [--rate-limit R] [--sequential-items 100] [--profile]
+        [--concurrency 1 8 32 64] [--reps 3] [--rate-limit R] [--sequential-items 100]
+        [--profile]
 
 The offline model runs behind the local OpenAI-compatible server in its own process,
 answering every call after a fixed latency L (and, with --rate-limit, answering 429 +
@@ -14,7 +15,9 @@ items/s as a share of that limit. Runners, in the same process and run:
   max_concurrency=C;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
 CPU ms per call is the client process's CPU time (the server runs elsewhere) divided by
-the model calls made.
+the model calls made. The machine is shared and noisy (the same run varies by ±15% at
+C = 64), so at every C > 1 the two runners alternate --reps times and each row is the
+median repetition, with the range of items/s beside it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +57,7 @@ class Row:
     cpu_s: float
     server_cpu_s: float
     errors: int
+    spread: tuple[float, float] = (0.0, 0.0)  # min and max items/s over the repetitions
 
     def items_per_s(self) -> float:
         return self.items / self.wall_s
@@ -101,6 +105,13 @@ class ModelServer:
     def close(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
+
+
+def median_of(rows: list[Row]) -> Row:
+    """The median repetition by items/s, carrying the range of all of them."""
+    ranked = sorted(rows, key=Row.items_per_s)
+    rates = [r.items_per_s() for r in ranked]
+    return replace(ranked[len(ranked) // 2], spread=(rates[0], rates[-1]))
 
 
 def measure(server: ModelServer, runner: str, jobs, make_agent, concurrency: int) -> Row:
@@ -158,6 +169,7 @@ def run_benchmark(
     latency_ms: float,
     items: int,
     concurrency: list[int],
+    reps: int = 3,
     rate_limit: float | None = None,
     sequential_items: int = 100,
     profile: bool = False,
@@ -179,9 +191,13 @@ def run_benchmark(
             return suite.make_agent(prompt, settings)
 
         measure(server, "ours", jobs[: len(cases)], make_agent, 8)  # warm-up: imports
+        runners = ("ours", "langfuse run_experiment")
         for c in concurrency:
-            for runner in ("ours", "langfuse run_experiment"):
-                rows.append(measure(server, runner, jobs, make_agent, c))
+            runs: dict[str, list[Row]] = {runner: [] for runner in runners}
+            for _ in range(reps if c > 1 else 1):  # alternate: both see the same noise
+                for runner in runners:
+                    runs[runner].append(measure(server, runner, jobs, make_agent, c))
+            rows += [median_of(runs[runner]) for runner in runners]
         seq_jobs = jobs[:sequential_items]
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
@@ -199,16 +215,17 @@ def run_benchmark(
     out("")
     out(
         "| runner | C | items | wall s | items/s | calls/s | limit items/s | % of limit "
-        "| client CPU ms/call | server CPU ms/call | errors |"
+        "| items/s range | client CPU ms/call | server CPU ms/call | errors |"
     )
-    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         limit = r.concurrency / (k * latency_ms / 1000)
         if rate_limit:
             limit = min(limit, rate_limit / k)
         out(f"| {r.runner} | {r.concurrency} | {r.items} | {r.wall_s:.1f} | "
             f"{r.items_per_s():.1f} | {r.calls / r.wall_s:.1f} | {limit:.1f} | "
-            f"{100 * r.items_per_s() / limit:.0f}% | {1000 * r.cpu_s / max(r.calls, 1):.2f} | "
+            f"{100 * r.items_per_s() / limit:.0f}% | {spread(r)} | "
+            f"{1000 * r.cpu_s / max(r.calls, 1):.2f} | "
             f"{1000 * r.server_cpu_s / max(r.calls, 1):.2f} | {r.errors} |")  # fmt: skip
     if not layers:
         return rows
@@ -223,6 +240,11 @@ def run_benchmark(
     for name, cpu_ms, rate in layers:
         out(f"| {name} | {cpu_ms:.2f} | {rate:.0f} |")
     return rows
+
+
+def spread(row: Row) -> str:
+    low, high = row.spread
+    return f"{low:.1f}–{high:.1f}" if high > low else ""
 
 
 def cpu_by_layer(server: ModelServer, system_prompt: str, calls: int, concurrency: int):
@@ -309,13 +331,14 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--items", type=int, default=500, help="at least this many items")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--reps", type=int, default=3, help="repetitions at each C > 1")
     parser.add_argument("--rate-limit", type=float, default=None, help="model calls per second")
     parser.add_argument("--sequential-items", type=int, default=100)
     parser.add_argument("--profile", action="store_true", help="cProfile ours at the top C")
     args = parser.parse_args()
     run_benchmark(latency_ms=args.latency_ms, items=args.items, concurrency=args.concurrency,
-                  rate_limit=args.rate_limit, sequential_items=args.sequential_items,
-                  profile=args.profile)  # fmt: skip
+                  reps=args.reps, rate_limit=args.rate_limit, profile=args.profile,
+                  sequential_items=args.sequential_items)  # fmt: skip
 
 
 if __name__ == "__main__":

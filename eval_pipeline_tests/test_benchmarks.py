@@ -32,13 +32,18 @@ def table_rows(text: str, first_cell: str) -> list[list[str]]:
 
 def test_throughput_runs_every_runner_at_every_concurrency():
     out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "1",
-                "4", "--sequential-items", "5")  # fmt: skip
+                "4", "--reps", "2", "--sequential-items", "5")  # fmt: skip
     rows = {(r[0], r[1]): r for r in table_rows(out, "") if r[1].isdigit()}
     assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
                          ("langfuse run_experiment", "4"), ("sequential", "1")}  # fmt: skip
     for row in rows.values():
         assert row[-1] == "0", row  # no item errors
         assert float(row[5]) > 0 and row[7].endswith("%")
+        if row[1] == "1":
+            assert row[8] == ""  # one repetition at C = 1
+        elif row[8]:  # the median repetition lies within the range of both
+            low, high = map(float, row[8].split("–"))
+            assert low <= float(row[4]) <= high
     assert "k = " in out and "+ OpenAI SDK" in out
 
 
