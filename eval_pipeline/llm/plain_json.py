@@ -7,8 +7,8 @@ the client's CPU per model call, and with many calls in flight on one event loop
 is what caps throughput. ChatOpenAI hands over a payload that is already plain JSON, and
 the chat-completion request types declare no aliases or formats, so the transform changes
 nothing: we post the payload as it is. Streaming, structured output (``response_format``)
-and anything that is not plain JSON keep the SDK's own path. A test compares the bytes on
-the wire with the SDK's.
+and anything that is not plain JSON keep the SDK's own path. A test compares every request
+on the wire (URL, headers, JSON body) with the SDK's.
 """
 
 from __future__ import annotations
