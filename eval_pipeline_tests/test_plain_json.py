@@ -32,9 +32,7 @@ def test_is_plain_json(value, plain):
 def wire_log(suite_name: str, plain: bool, base_url: str) -> list[dict]:
     """Every request the suite's agent sends for its smoke cases, as seen on the wire."""
     suite = get_suite(suite_name)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(
-        suite.prompt_name, "production"
-    )
+    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
     settings = LLMSettings.create(base_url=base_url, api_key="sk-wire-test", model="offline")
     agent = suite.make_agent(prompt, settings.with_prompt_config(prompt.config))
     model = agent.llm
