@@ -153,3 +153,9 @@ def test_heap_is_frozen_during_a_run_only():
     with pytest.raises(KeyError), frozen_heap():
         raise KeyError("a run that dies still unfreezes")
     assert gc.get_freeze_count() == 0
+    gc.freeze()  # frozen by someone else: a run leaves it frozen
+    try:
+        run_agent_sync(FreezeProbe(), make_cases(1), RunnerConfig())
+        assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()

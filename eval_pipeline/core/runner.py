@@ -108,8 +108,12 @@ def frozen_heap() -> Iterator[None]:
     A full collection walks every object in the process, and with LangChain, pydantic and
     Dagster loaded that stalls the event loop (and every item in flight) for ~100 ms, several
     times per run (see BENCHMARKS.md). Frozen objects are skipped until the run ends;
-    garbage among them is collected after that, as usual.
+    garbage among them is collected after that, as usual. A heap someone else froze (a
+    pre-fork server, a run already in progress) is left as it is.
     """
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield
