@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-import openai
-
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.llm.settings import LLMSettings
@@ -30,6 +28,8 @@ def endpoint_name(settings: LLMSettings) -> str:
 def available_models(settings: LLMSettings) -> list[str] | None:
     """The endpoint's model ids, or None when it does not list models. Connection and
     authentication errors propagate."""
+    import openai  # not at module level: the offline path never needs it (~0.5 s to import)
+
     client = openai.OpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key.get_secret_value() if settings.api_key else "no-key-configured",
@@ -51,6 +51,7 @@ def require_model(settings: LLMSettings, source: str) -> None:
     what they serve (some gateways route names they do not list)."""
     if settings.provider == "offline" or os.environ.get("EVAL_LLM_CHECK_MODEL") == "0":
         return
+    import openai
     endpoint = endpoint_name(settings)
     try:
         models = available_models(settings)
