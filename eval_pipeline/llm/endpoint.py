@@ -52,6 +52,7 @@ def require_model(settings: LLMSettings, source: str) -> None:
     if settings.provider == "offline" or os.environ.get("EVAL_LLM_CHECK_MODEL") == "0":
         return
     import openai
+
     endpoint = endpoint_name(settings)
     try:
         models = available_models(settings)
