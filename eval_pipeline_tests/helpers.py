@@ -20,6 +20,13 @@ from eval_pipeline.defs.resources import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def production_prompt(suite: Any) -> Any:
+    """The shipped prompt version a suite's `production` label points at."""
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+    return LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+
+
 def eval_resources(
     tmp_path: Path,
     *,

@@ -17,6 +17,7 @@ from eval_pipeline.llm.factory import create_chat_model
 from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline_tests.helpers import production_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT_NAME = "drive-thru/orchestrator"
@@ -158,7 +159,7 @@ def test_agent_tools_run_on_the_event_loop(monkeypatch):
     monkeypatch.setattr(StructuredTool, "_arun", async_path)
     for name in ("drive_thru", "order_management", "product_discovery", "research"):
         suite = get_suite(name, ROOT / "datasets")
-        prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+        prompt = production_prompt(suite)
         cases = select_tier(suite.load_cases(), "smoke")[:3]
         paths.clear()
         outputs = run_agent_sync(suite.make_agent(prompt, LLMSettings.create()), cases,

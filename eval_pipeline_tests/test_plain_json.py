@@ -7,11 +7,10 @@ import pytest
 
 from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline.llm.plain_json import PlainJSONCompletions, is_plain_json
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.helpers import production_prompt
 
 
 @pytest.mark.parametrize(
@@ -32,7 +31,7 @@ def test_is_plain_json(value, plain):
 def wire_log(suite_name: str, plain: bool, base_url: str) -> list[dict]:
     """Every request the suite's agent sends for its smoke cases, as seen on the wire."""
     suite = get_suite(suite_name)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    prompt = production_prompt(suite)
     settings = LLMSettings.create(base_url=base_url, api_key="sk-wire-test", model="offline")
     agent = suite.make_agent(prompt, settings.with_prompt_config(prompt.config))
     model = agent.llm

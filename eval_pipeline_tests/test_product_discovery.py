@@ -16,9 +16,8 @@ from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import DatasetError, select_tier
 from eval_pipeline.evaluators import trajectory_match
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import clean_cli_env, production_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "datasets" / "product_discovery" / "catalog.csv"
@@ -63,7 +62,7 @@ def test_dataset_shape_and_validation(tmp_path):
 def test_agent_grounds_answers_and_returns_an_openai_trajectory():
     suite = get_suite("product_discovery", ROOT / "datasets")
     case = next(c for c in suite.load_cases() if c.id == "pd-details-03")
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    prompt = production_prompt(suite)
     agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
     result = asyncio.run(agent.run(case, repeat=0))
     output = result.output

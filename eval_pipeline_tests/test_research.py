@@ -18,7 +18,7 @@ from eval_pipeline.agents.research.corpus import load_corpus, search_tool
 from eval_pipeline.agents.research.stepwise import stepwise
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import select_tier
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import clean_cli_env, production_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "datasets" / "research" / "corpus.jsonl"
@@ -132,12 +132,11 @@ def test_stepwise_final_answer_can_be_judged_by_an_llm_judge():
 
 
 def test_stepwise_calls_are_counted_in_tokens():
-    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
     from eval_pipeline.llm.settings import LLMSettings
 
     suite = get_suite("research", ROOT / "datasets")
     case = suite.load_cases()[0]
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    prompt = production_prompt(suite)
     agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
     with_steps = asyncio.run(agent.run(case, repeat=0))
     free_only = asyncio.run(agent.run(case.model_copy(update={"expected_output": None}), repeat=0))
