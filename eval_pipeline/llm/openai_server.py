@@ -65,6 +65,18 @@ class SlidingWindowLimit:
         return 1.0 - (now - self.accepted[0])
 
 
+async def answer_at(due: float, response: Response) -> Response:
+    """Hold a ready response until its due time on the loop's clock.
+
+    Sleeping first and computing after would add the model's work, and the wait for every
+    other answer due at the same moment, to the fixed latency: at 32 requests in flight the
+    benchmark then measured its own server, not the client."""
+    delay = due - asyncio.get_running_loop().time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return response
+
+
 def create_app(
     latency_s: float = 0.0, fault: FaultRule | None = None, rate_limit: float | None = None
 ) -> Starlette:
@@ -72,6 +84,9 @@ def create_app(
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
 
     async def chat_completions(request: Request) -> Response:
+        # The answer is due latency_s after the request arrived, whatever the model's own
+        # work took: a provider's latency includes its compute (see answer_at below).
+        due = asyncio.get_running_loop().time() + latency_s
         body = await request.json()
         stats["requests"] += 1
         if limit and (wait := limit.retry_after()) is not None:
@@ -79,8 +94,6 @@ def create_app(
             error = {"message": "rate limit reached", "type": "rate_limit_exceeded"}
             headers = {"retry-after": f"{wait:.3f}", "retry-after-ms": str(int(wait * 1000))}
             return JSONResponse({"error": error}, status_code=429, headers=headers)
-        if latency_s:
-            await asyncio.sleep(latency_s)
         injected = fault(body) if fault else None
         error_text = f"injected fault {injected}"
         if isinstance(injected, tuple):
@@ -96,7 +109,8 @@ def create_app(
             if injected == 429:
                 headers = {"retry-after": str(RETRY_AFTER_S),
                            "retry-after-ms": str(int(RETRY_AFTER_S * 1000))}  # fmt: skip
-            return JSONResponse({"error": error}, status_code=injected, headers=headers)
+            return await answer_at(due, JSONResponse({"error": error}, status_code=injected,
+                                                     headers=headers))  # fmt: skip
         messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
         model = OfflineChatModel(model_name=body.get("model", "offline"))
         kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
@@ -127,8 +141,8 @@ def create_app(
             }
         )
         if injected == "reset":
-            return _reset_midway(answer.body)
-        return answer
+            return await answer_at(due, _reset_midway(answer.body))
+        return await answer_at(due, answer)
 
     async def stats_view(request: Request) -> JSONResponse:
         return JSONResponse(stats)
