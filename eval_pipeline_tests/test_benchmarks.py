@@ -45,6 +45,8 @@ def test_throughput_runs_every_runner_at_every_concurrency():
             low, high = map(float, row[8].split("–"))
             assert low <= float(row[4]) <= high
     assert "k = " in out and "+ OpenAI SDK" in out
+    ((_, cpu_ms, calls_s, share),) = table_rows(out, "raw HTTP")  # the harness's ceiling
+    assert float(cpu_ms) > 0 and float(calls_s) > 0 and share.endswith("%")
 
 
 def test_throughput_under_a_rate_limit_retries_and_loses_nothing():
