@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/throughput.py [--latency-ms 200] [--items 517]
         [--concurrency 1 8 32 64] [--reps 3] [--rate-limit R] [--sequential-items 100]
-        [--profile]
+        [--profile] [--plot benchmarks/throughput.png]
 
 The offline model runs behind the local OpenAI-compatible server in its own process,
 answering every call after a fixed latency L (and, with --rate-limit, answering 429 +
@@ -175,6 +175,7 @@ def run_benchmark(
     rate_limit: float | None = None,
     sequential_items: int = 100,
     profile: bool = False,
+    plot: Path | None = None,
     out=print,
 ) -> list[Row]:
     suite = get_suite("drive_thru")
@@ -211,6 +212,14 @@ def run_benchmark(
     finally:
         server.close()
     k = sum(r.calls for r in rows) / sum(r.items for r in rows)
+
+    def limit_at(concurrency: int) -> float:
+        limit = concurrency / (k * latency_ms / 1000)
+        return min(limit, rate_limit / k) if rate_limit else limit
+
+    if plot:
+        out(f"picture: {plot_rows(rows, limit_at, plot)}")
+
     out(f"drive_thru full × {repeats} repeats = {len(jobs)} items; L = {latency_ms:g} ms; "
         f"k = {k:.2f} model calls per item"
         + (f"; rate limit {rate_limit:g} calls/s" if rate_limit else ""))  # fmt: skip
@@ -221,9 +230,7 @@ def run_benchmark(
     )
     out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        limit = r.concurrency / (k * latency_ms / 1000)
-        if rate_limit:
-            limit = min(limit, rate_limit / k)
+        limit = limit_at(r.concurrency)
         out(f"| {r.runner} | {r.concurrency} | {r.items} | {r.wall_s:.1f} | "
             f"{r.items_per_s():.1f} | {r.calls / r.wall_s:.1f} | {limit:.1f} | "
             f"{100 * r.items_per_s() / limit:.0f}% | {spread(r)} | "
@@ -249,6 +256,42 @@ def run_benchmark(
 def spread(row: Row) -> str:
     low, high = row.spread
     return f"{low:.1f}–{high:.1f}" if high > low else ""
+
+
+def plot_rows(rows: list[Row], limit_at, path: Path) -> Path:
+    """Items/s against concurrency for both runners, with the limit and each median's range."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = sorted({r.concurrency for r in rows if r.runner != "sequential"})
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=90)
+    ax.plot(levels, [limit_at(c) for c in levels], "k--", linewidth=1, label="limit C / (k·L)")
+    for runner, colour in (("ours", "#1f5fa8"), ("langfuse run_experiment", "#e67e22")):
+        mine = sorted((r for r in rows if r.runner == runner), key=lambda r: r.concurrency)
+        rates = [r.items_per_s() for r in mine]
+        low = [rate - (r.spread[0] or rate) for r, rate in zip(mine, rates, strict=True)]
+        high = [(r.spread[1] or rate) - rate for r, rate in zip(mine, rates, strict=True)]
+        ax.errorbar([r.concurrency for r in mine], rates, yerr=[low, high], fmt="o-",
+                    capsize=3, color=colour, label=runner)  # fmt: skip
+        if runner == "ours":
+            for r, rate in zip(mine, rates, strict=True):
+                ax.annotate(f"{100 * rate / limit_at(r.concurrency):.0f}%", (r.concurrency, rate),
+                            xytext=(6, -12), textcoords="offset points", fontsize=8,
+                            color=colour)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(levels, [str(c) for c in levels])
+    ax.set_xlabel("concurrency C (items in flight)")
+    ax.set_ylabel("items/s")
+    ax.set_title("Throughput against the limit (labels: ours as % of the limit)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return path
 
 
 def cpu_by_layer(server: ModelServer, system_prompt: str, calls: int, concurrency: int):
@@ -339,10 +382,11 @@ def main() -> None:
     parser.add_argument("--rate-limit", type=float, default=None, help="model calls per second")
     parser.add_argument("--sequential-items", type=int, default=100)
     parser.add_argument("--profile", action="store_true", help="cProfile ours at the top C")
+    parser.add_argument("--plot", type=Path, default=None, help="draw items/s against C here")
     args = parser.parse_args()
     run_benchmark(latency_ms=args.latency_ms, items=args.items, concurrency=args.concurrency,
                   reps=args.reps, rate_limit=args.rate_limit, profile=args.profile,
-                  sequential_items=args.sequential_items)  # fmt: skip
+                  sequential_items=args.sequential_items, plot=args.plot)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -30,9 +30,11 @@ def table_rows(text: str, first_cell: str) -> list[list[str]]:
     ]
 
 
-def test_throughput_runs_every_runner_at_every_concurrency():
+def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
+    picture = tmp_path / "throughput.png"
     out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "1",
-                "4", "--reps", "2", "--sequential-items", "5")  # fmt: skip
+                "4", "--reps", "2", "--sequential-items", "5", "--plot", str(picture))  # fmt: skip
+    assert picture.read_bytes().startswith(b"\x89PNG") and f"picture: {picture}" in out
     rows = {(r[0], r[1]): r for r in table_rows(out, "") if r[1].isdigit()}
     assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
                          ("langfuse run_experiment", "4"), ("sequential", "1")}  # fmt: skip
