@@ -5,9 +5,9 @@
         [--profile] [--plot benchmarks/throughput.png]
 
 The offline model runs behind the local OpenAI-compatible server in its own process,
-answering every call after a fixed latency L (and, with --rate-limit, answering 429 +
-Retry-After beyond R calls per second). The drive-thru agent talks to it through
-ChatOpenAI. With concurrency C and k model calls per item no runner can beat
+answering every call L after taking it up, its own work inside L (and, with --rate-limit,
+answering 429 + Retry-After beyond R calls per second). The drive-thru agent talks to it
+through ChatOpenAI. With concurrency C and k model calls per item no runner can beat
 C / (k·L) items per second (R / k under a rate limit): the table reports each runner's
 items/s as a share of that limit. Runners, in the same process and run:
 - ours: core.runner.run_agent (the path of every evaluation run, without the memo);
