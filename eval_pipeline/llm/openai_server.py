@@ -84,8 +84,8 @@ def create_app(
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
 
     async def chat_completions(request: Request) -> Response:
-        # The answer is due latency_s after the request arrived, whatever the model's own
-        # work took: a provider's latency includes its compute (see answer_at below).
+        # The answer is due latency_s after this handler takes the request up, whatever the
+        # model's own work takes: a provider's latency includes its compute (see answer_at).
         due = asyncio.get_running_loop().time() + latency_s
         body = await request.json()
         stats["requests"] += 1
