@@ -146,11 +146,12 @@ def check_dagster_instance() -> Finding:
     except Exception as exc:
         return _failure("dagster instance", exc, f"check {home}/dagster.yaml and the "
                         "DAGSTER_PG_* variables; is the Postgres server up?")  # fmt: skip
-    if url is not None and make_url(url).get_driver_name() != "psycopg2":
+    driver = make_url(url).get_driver_name() if url is not None else None
+    if driver not in (None, "psycopg2"):
         # SQLAlchemy 2.1 made psycopg 3 the default driver; dagster-postgres's NOTIFY fails
         # on it, so runs are queued but never start
         fix = "add `scheme: postgresql+psycopg2` under storage.postgres.postgres_db"
-        detail = f"Postgres storage uses the {make_url(url).get_driver_name()} driver"
+        detail = f"Postgres storage uses the {driver} driver"
         return Finding("dagster instance", False, f"{home}: {detail}", fix)
     return Finding("dagster instance", True, f"{home}: {storage}")
 
