@@ -10,14 +10,14 @@ Output contract of behavioural agents: ``tools_called`` (names), ``tool_calls``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from langfuse import Evaluation
+from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 
 WEIGHTS = {"groundedness": 0.4, "correctness": 0.4, "completeness": 0.2}
 PASS_AT = 0.7
-# Seed 001's default aliases; a suite can pass its own map to completeness_with().
+# Seed 001's default aliases; a suite adds or replaces entries (completeness_with).
 FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "price": ("price", "$", "USD", "cost"),
     "rating": ("rating", "stars", "score"),
@@ -65,43 +65,52 @@ def completeness_value(
     return len(found) / len(expected_fields), found, missing
 
 
-def groundedness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+@evaluator
+def groundedness(*, output, metadata=None, **kwargs) -> Score:
     criteria = (metadata or {}).get("criteria") or {}
     tools = _tools(output)
-    value = groundedness_value(tools, criteria)
     if not criteria.get("grounded", True):
         comment = "grounding not required (case opts out)"
     else:
         comment = f"consulted {tools}" if tools else "answered without calling any tool"
-    return Evaluation(name="groundedness", value=value, comment=comment)
+    return Score(groundedness_value(tools, criteria), comment)
 
 
-def correctness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+@evaluator
+def correctness(*, output, expected_output=None, **kwargs) -> Score:
     expected = list((expected_output or {}).get("expected_tools") or [])
     tools = _tools(output)
     missing = [t for t in expected if t not in tools]
     comment = f"missing {missing}" if missing else f"called every expected tool ({expected})"
-    return Evaluation(name="correctness", value=correctness_value(tools, expected), comment=comment)
+    return Score(correctness_value(tools, expected), comment)
 
 
-def completeness_with(aliases: Mapping[str, Sequence[str]]) -> Callable[..., Evaluation]:
-    """A completeness evaluator with this suite's alias map."""
+def _aliases(extra: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
+    return {**FIELD_ALIASES, **{k: tuple(v) for k, v in (extra or {}).items()}}
 
-    def completeness(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+
+def completeness_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Evaluator:
+    """A completeness evaluator: seed 001's alias map with ``aliases`` added on top."""
+    merged = _aliases(aliases)
+
+    @evaluator(name="completeness", params={"aliases": merged})
+    def completeness(*, output, expected_output=None, **kwargs) -> Score:
         fields = list((expected_output or {}).get("expected_fields") or [])
         text = str((output or {}).get("response") or "")
-        value, _, missing = completeness_value(text, fields, aliases)
-        comment = f"missing fields {missing}" if missing else "every expected field present"
-        return Evaluation(name="completeness", value=value, comment=comment)
+        value, _, missing = completeness_value(text, fields, merged)
+        return Score(
+            value, f"missing fields {missing}" if missing else "every expected field present"
+        )
 
     return completeness
 
 
-def overall_with(aliases: Mapping[str, Sequence[str]]) -> Callable[..., Evaluation]:
+def overall_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Evaluator:
     """``overall`` = 0.4·groundedness + 0.4·correctness + 0.2·completeness; pass at 0.7."""
     completeness_fn = completeness_with(aliases)
 
-    def behavioural_overall(*, input=None, output, expected_output=None, metadata=None, **kw):
+    @evaluator(name="overall", params={"aliases": _aliases(aliases)})
+    def behavioural_overall(*, output, expected_output=None, metadata=None, **kwargs) -> Score:
         parts = {
             "groundedness": groundedness(output=output, metadata=metadata).value,
             "correctness": correctness(output=output, expected_output=expected_output).value,
@@ -110,16 +119,11 @@ def overall_with(aliases: Mapping[str, Sequence[str]]) -> Callable[..., Evaluati
         value = sum(WEIGHTS[k] * v for k, v in parts.items())
         verdict = "pass" if value >= PASS_AT else "fail"
         detail = ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
-        return Evaluation(
-            name="overall",
-            value=round(value, 6),
-            comment=f"{verdict}: {detail}",
-            metadata={**parts, "passed": value >= PASS_AT},
-        )
+        return Score(round(value, 6), f"{verdict}: {detail}",
+                     {**parts, "passed": value >= PASS_AT})  # fmt: skip
 
-    behavioural_overall.evaluator_name = "overall"  # type: ignore[attr-defined]
     return behavioural_overall
 
 
-completeness = completeness_with(FIELD_ALIASES)
-behavioural_overall = overall_with(FIELD_ALIASES)
+completeness = completeness_with()
+behavioural_overall = overall_with()

@@ -1,20 +1,30 @@
 """Deterministic drive-thru evaluators (seed 000), in the Langfuse evaluator convention.
 
-Item evaluators: ``fn(*, input=None, output, expected_output=None, metadata=None, **kwargs)``.
-Run evaluators: ``fn(*, item_results, **kwargs)``. Both return ``langfuse.Evaluation``,
-so they work in our runner and inside ``langfuse.run_experiment`` alike.
+They read the generic output contract of a LangGraph agent (see agents/adapters/graph.py):
+``current_order`` (picked from the graph's final state: ``{items: [{item_id, name,
+quantity, size, modifiers: [{modifier_id, name}]}], finalized}``) and ``tools_called``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langfuse import Evaluation
+from eval_pipeline.evaluators.base import Score, evaluator, run_evaluator
 
 # Weights of one matched order line (they sum to 1).
 W_ITEM, W_QUANTITY, W_MODIFIERS, W_SIZE = 0.4, 0.3, 0.2, 0.1
 DEFAULT_SIZE = "regular"
+
+
+def order_lines(output: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The order lines of an output: ``current_order.items``."""
+    order = (output or {}).get("current_order") or {}
+    return list(order.get("items") or []) if isinstance(order, dict) else []
+
+
+def tools_called(output: Mapping[str, Any] | None) -> list[str]:
+    return list((output or {}).get("tools_called") or [])
 
 
 def _merge_lines(lines: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -56,25 +66,17 @@ def _line_score(exp: dict[str, Any], act: dict[str, Any]) -> tuple[float, list[s
     return score, notes
 
 
-def order_correctness(
-    *, input=None, output, expected_output=None, metadata=None, **kwargs
-) -> Evaluation:
+@evaluator
+def order_correctness(*, output, expected_output=None, **kwargs) -> Score:
     """Weighted partial credit per item_id, divided by the distinct ids on either side."""
     expected_items = (expected_output or {}).get("expected_items", [])
-    actual_items = (output or {}).get("order_items", [])
-    name = "order_correctness"
+    actual_items = order_lines(output)
     if not expected_items and not actual_items:
-        return Evaluation(name=name, value=1.0, comment="Correctly added no items")
+        return Score(1.0, "Correctly added no items")
     if not expected_items:
-        return Evaluation(
-            name=name, value=0.0, comment=f"Expected no items but got: {_names(actual_items)}"
-        )
+        return Score(0.0, f"Expected no items but got: {_names(actual_items)}")
     if not actual_items:
-        return Evaluation(
-            name=name,
-            value=0.0,
-            comment=f"Expected {_names(expected_items)} but the order is empty",
-        )
+        return Score(0.0, f"Expected {_names(expected_items)} but the order is empty")
     expected, actual = _merge_lines(expected_items), _merge_lines(actual_items)
     total, problems = 0.0, []
     for item_id in expected.keys() | actual.keys():
@@ -88,55 +90,48 @@ def order_correctness(
             total += score
             problems.extend(f"{exp['name']}: {note}" for note in notes)
     value = total / len(expected.keys() | actual.keys())
-    comment = "; ".join(sorted(problems)) if problems else "Order matches exactly"
-    return Evaluation(name=name, value=round(value, 6), comment=comment)
+    return Score(round(value, 6), "; ".join(sorted(problems)) or "Order matches exactly")
 
 
-def tool_call_accuracy(
-    *, input=None, output, expected_output=None, metadata=None, **kwargs
-) -> Evaluation:
+@evaluator
+def tool_call_accuracy(*, output, expected_output=None, **kwargs) -> Score:
     """Was the protocol followed: lookup_menu_item before add_item_to_order?"""
-    name = "tool_call_accuracy"
-    calls = list((output or {}).get("tool_calls", []))
+    calls = tools_called(output)
     expects_items = bool((expected_output or {}).get("expected_items"))
     lookup = calls.index("lookup_menu_item") if "lookup_menu_item" in calls else None
     add = calls.index("add_item_to_order") if "add_item_to_order" in calls else None
     if not expects_items:
         if add is None:
-            return Evaluation(name=name, value=1.0, comment="No items expected and none added")
-        return Evaluation(
-            name=name, value=0.0, comment="No items expected but add_item_to_order was called"
-        )
+            return Score(1.0, "No items expected and none added")
+        return Score(0.0, "No items expected but add_item_to_order was called")
     if lookup is not None and add is not None:
         if lookup < add:
-            return Evaluation(name=name, value=1.0, comment="Correct: lookup before add")
-        return Evaluation(name=name, value=0.5, comment="Wrong order: add before the first lookup")
+            return Score(1.0, "Correct: lookup before add")
+        return Score(0.5, "Wrong order: add before the first lookup")
     if lookup is not None:
-        return Evaluation(name=name, value=0.3, comment="Looked up but never added an item")
+        return Score(0.3, "Looked up but never added an item")
     if add is not None:
-        return Evaluation(name=name, value=0.3, comment="Added without looking the item up")
-    return Evaluation(name=name, value=0.0, comment="Neither lookup nor add was called")
+        return Score(0.3, "Added without looking the item up")
+    return Score(0.0, "Neither lookup nor add was called")
 
 
-def no_hallucinated_items(valid_item_ids: Iterable[str]) -> Callable[..., Evaluation]:
-    """Build an evaluator: 1.0 if every ordered item_id is on the menu (empty order = 1.0)."""
+def no_hallucinated_items(valid_item_ids: Iterable[str]):
+    """An evaluator: 1.0 if every ordered item_id is one of ``valid_item_ids`` (empty order:
+    1.0). Needs no reference, so it also scores production traces."""
     valid = frozenset(valid_item_ids)
 
-    def no_hallucinated_items(
-        *, input=None, output, expected_output=None, metadata=None, **kwargs
-    ) -> Evaluation:
-        ids = [line["item_id"] for line in (output or {}).get("order_items", [])]
-        invented = sorted({i for i in ids if i not in valid})
+    @evaluator(name="no_hallucinated_items", params={"valid_item_ids": sorted(valid)})
+    def check(*, output, **kwargs) -> Score:
+        invented = sorted({line["item_id"] for line in order_lines(output)} - valid)
         if invented:
-            return Evaluation(
-                name="no_hallucinated_items", value=0.0, comment=f"Not on the menu: {invented}"
-            )
-        return Evaluation(name="no_hallucinated_items", value=1.0, comment="All items on the menu")
+            return Score(0.0, f"Not on the menu: {invented}")
+        return Score(1.0, "All items on the menu")
 
-    return no_hallucinated_items
+    return check
 
 
-def avg_order_correctness(*, item_results, **kwargs) -> Evaluation:
+@run_evaluator
+def avg_order_correctness(*, item_results, **kwargs) -> Score:
     """Run level: mean of the items' order_correctness values that are not None."""
     values = [
         ev.value
@@ -145,12 +140,6 @@ def avg_order_correctness(*, item_results, **kwargs) -> Evaluation:
         if ev.name == "order_correctness" and ev.value is not None
     ]
     if not values:
-        return Evaluation(
-            name="avg_order_correctness", value=0.0, comment="No order_correctness values"
-        )
+        return Score(0.0, "No order_correctness values")
     avg = sum(values) / len(values)
-    return Evaluation(
-        name="avg_order_correctness",
-        value=round(avg, 3),
-        comment=f"Average order correctness: {avg:.1%} across {len(values)} items",
-    )
+    return Score(round(avg, 3), f"Average order correctness: {avg:.1%} across {len(values)} items")

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable
 from typing import Any
 
-from langfuse import Evaluation
 from pydantic import BaseModel, Field
+
+from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 
 JUDGE_TEMPLATE = """You grade an AI agent's answer against a rubric.
 Rubric: {rubric}
@@ -47,24 +47,21 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def llm_judge(rubric: str, model: Any, *, name: str = "llm_judge") -> Callable[..., Evaluation]:
-    """An item evaluator scoring the output against ``rubric`` with ``model`` as the judge."""
+def llm_judge(rubric: str, model: Any, *, name: str = "llm_judge") -> Evaluator:
+    """An item evaluator scoring the output against ``rubric`` with ``model`` as the judge.
+    Its version covers the rubric, the judge prompt and the judge model."""
     # Tool calling is the structured-output method every tool-calling model supports.
     accepts_method = "method" in inspect.signature(model.with_structured_output).parameters
     options = {"method": "function_calling"} if accepts_method else {}
     structured = model.with_structured_output(JudgeVerdict, **options)
     model_name = str(getattr(model, "model_name", None) or getattr(model, "model", "unknown"))
     prompt_hash = judge_prompt_hash(rubric)
+    identity = {"judge_model": model_name, "judge_prompt_hash": prompt_hash}
 
-    def judge(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    @evaluator(name=name, params={"rubric": rubric, **identity})
+    def judge(*, input=None, output, **kwargs) -> Score:
         message = JUDGE_TEMPLATE.format(rubric=rubric, input=_text(input), output=_text(output))
         verdict = structured.invoke(message)
-        return Evaluation(
-            name=name,
-            value=float(verdict.score),
-            comment=verdict.reasoning,
-            metadata={"judge_model": model_name, "judge_prompt_hash": prompt_hash},
-        )
+        return Score(float(verdict.score), verdict.reasoning, identity)
 
-    judge.evaluator_name = name  # type: ignore[attr-defined]
     return judge

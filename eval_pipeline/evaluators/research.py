@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from langfuse import Evaluation
+from eval_pipeline.evaluators.base import Score, evaluator
 
 _FACT = re.compile(r"\d[\d,.]*\d|\d|[A-Z][A-Za-z&'-]+")
 _OPENERS = {"The", "It", "I", "In", "A", "An", "Its", "Which"}
@@ -28,26 +28,26 @@ def answer_matches(candidate: str, reference: str) -> tuple[bool, list[str]]:
     return not missing, missing
 
 
-def answer_correct(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+@evaluator
+def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
     reference = str((expected_output or {}).get("answer") or "")
     ok, missing = answer_matches(str((output or {}).get("response") or ""), reference)
-    comment = "all reference facts present" if ok else f"missing facts {missing}"
-    return Evaluation(name="answer_correct", value=float(ok), comment=comment)
+    return Score(float(ok), "all reference facts present" if ok else f"missing facts {missing}")
 
 
 def _failed_steps(output) -> list[dict]:
     return [s for s in (output or {}).get("steps") or [] if s.get("score", 0) < 1]
 
 
-def stepwise_score(*, input=None, output, expected_output=None, metadata=None, **kwargs):
-    value = (output or {}).get("stepwise_score")
+@evaluator
+def stepwise_score(*, output, **kwargs) -> Score:
     failed = _failed_steps(output)
     comment = "; ".join(f"step {s['step']}: {s['comment']}" for s in failed) or "every step"
-    return Evaluation(name="stepwise_score", value=value, comment=comment)
+    return Score((output or {}).get("stepwise_score"), comment)
 
 
-def survived_until(*, input=None, output, expected_output=None, metadata=None, **kwargs):
-    value = (output or {}).get("survived_until")
+@evaluator
+def survived_until(*, output, **kwargs) -> Score:
     failed = _failed_steps(output)
     comment = f"first failed step: {failed[0]['step']}" if failed else "survived every step"
-    return Evaluation(name="survived_until", value=value, comment=comment)
+    return Score((output or {}).get("survived_until"), comment)

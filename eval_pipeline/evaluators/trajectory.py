@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from langfuse import Evaluation
+from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
@@ -170,16 +170,18 @@ def trajectory_match(
     mode: TrajectoryMode = "strict",
     tool_args_match_mode: ArgsMode = "exact",
     tool_args_match_overrides: Mapping[str, Any] | None = None,
-) -> Callable[..., Evaluation]:
+) -> Evaluator:
     """An item evaluator: 1.0 if the output trajectory matches the reference, else 0.0.
     The output is ``output["messages"]`` (or the output itself), the reference
     ``expected_output["trajectory"]`` / ``["messages"]`` (or the expected output itself)."""
     if mode not in ("strict", "unordered", "subset", "superset"):
         raise ValueError(f"unknown trajectory match mode {mode!r}")
     args_matcher(tool_args_match_mode)  # validates the mode early
-    name = f"trajectory_{mode}_match"
+    params = {"mode": mode, "tool_args_match_mode": tool_args_match_mode,
+              "tool_args_match_overrides": tool_args_match_overrides}  # fmt: skip
 
-    def evaluator(*, input=None, output, expected_output=None, metadata=None, **kwargs):
+    @evaluator(name=f"trajectory_{mode}_match", params=params)
+    def match(*, output, expected_output=None, **kwargs) -> Score:
         out = normalize_messages(output)
         ref = normalize_messages(expected_output)
         args = (tool_args_match_mode, tool_args_match_overrides)
@@ -195,9 +197,6 @@ def trajectory_match(
             if ok:
                 ok, why = _covers(ref, out, *args)
                 why = why.replace("no matching call for", "extra call") if why else why
-        return Evaluation(
-            name=name, value=1.0 if ok else 0.0, comment="trajectory matches" if ok else why
-        )
+        return Score(1.0 if ok else 0.0, "trajectory matches" if ok else why)
 
-    evaluator.evaluator_name = name  # type: ignore[attr-defined]
-    return evaluator
+    return match

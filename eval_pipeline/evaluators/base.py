@@ -1,0 +1,128 @@
+"""How an evaluator is declared: once, with its name; it returns a value, we build the
+Langfuse ``Evaluation``.
+
+An item evaluator is called as ``fn(*, input, output, expected_output, metadata, **kw)``
+(Langfuse's convention, so it also works inside ``langfuse.run_experiment``). Declared with
+``@evaluator``, its body returns a ``Score`` (or a bare number or bool) and the decorator
+names the ``Evaluation``; a function that returns ``Evaluation`` objects itself (a user's
+Langfuse evaluator) is used as it is.
+
+Every evaluator carries a version that changes when its behaviour can: the hash of the
+source file it is defined in and of its parameters, unless given explicitly. Runs record
+these versions, and the gate never compares scores of different versions silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langfuse import Evaluation
+
+Evaluator = Callable[..., Evaluation | list[Evaluation]]
+RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
+
+
+@dataclass(frozen=True)
+class Score:
+    """What a declared evaluator's body returns for one item."""
+
+    value: float | None
+    comment: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+def evaluator(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    version: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Any:
+    """Declare an item evaluator named ``name`` (default: the function's name).
+
+    ``params`` are what a factory configured it with (they are part of its version)."""
+
+    def declare(body: Callable[..., Any]) -> Evaluator:
+        label = name or body.__name__
+
+        @functools.wraps(body)
+        def call(*, input=None, output=None, expected_output=None, metadata=None, **kwargs):
+            result = body(input=input, output=output, expected_output=expected_output,
+                          metadata=metadata, **kwargs)  # fmt: skip
+            return as_evaluation(label, result)
+
+        return named(call, label, version or fingerprint(body, params))
+
+    return declare(fn) if fn is not None else declare
+
+
+def run_evaluator(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, version: str | None = None
+) -> Any:
+    """Declare a run-level evaluator: ``fn(*, item_results, **kw)``."""
+
+    def declare(body: Callable[..., Any]) -> RunEvaluator:
+        label = name or body.__name__
+
+        @functools.wraps(body)
+        def call(*, item_results, **kwargs):
+            return as_evaluation(label, body(item_results=item_results, **kwargs))
+
+        return named(call, label, version or fingerprint(body))
+
+    return declare(fn) if fn is not None else declare
+
+
+def named(fn: Callable[..., Any], name: str, version: str) -> Any:
+    fn.evaluator_name = name  # type: ignore[attr-defined]
+    fn.evaluator_version = version  # type: ignore[attr-defined]
+    return fn
+
+
+def as_evaluation(name: str, result: Any) -> Evaluation | list[Evaluation]:
+    if isinstance(result, Evaluation | list):
+        return result
+    if isinstance(result, Score):
+        return Evaluation(name=name, value=result.value, comment=result.comment,
+                          metadata=result.metadata)  # fmt: skip
+    if result is None or isinstance(result, bool | int | float):
+        return Evaluation(name=name, value=None if result is None else float(result))
+    raise TypeError(
+        f"evaluator {name!r} returned {type(result).__name__}; return a Score, a number, "
+        "a bool or langfuse Evaluation(s)"
+    )
+
+
+def evaluator_name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "evaluator_name", None) or getattr(fn, "__name__", type(fn).__name__)
+
+
+def evaluator_version(fn: Callable[..., Any]) -> str:
+    """The declared version, else the hash of the function's source file."""
+    return getattr(fn, "evaluator_version", None) or fingerprint(fn)
+
+
+def fingerprint(fn: Callable[..., Any], params: Mapping[str, Any] | None = None) -> str:
+    """Hash of the source file ``fn`` is defined in (its helpers usually live there too)
+    and of ``params``: an edit anywhere in that file, or other parameters, change it."""
+    digest = hashlib.sha256()
+    target = inspect.unwrap(fn)
+    try:
+        digest.update(Path(inspect.getfile(target)).read_bytes())
+    except (TypeError, OSError):  # built in or defined interactively: its name only
+        digest.update(repr(target).encode())
+    if params:
+        digest.update(json.dumps(params, sort_keys=True, default=_stable).encode())
+    return digest.hexdigest()[:12]
+
+
+def _stable(value: Any) -> str:
+    """A parameter JSON cannot hold (a function, an object) by its name, not its address."""
+    return getattr(value, "__qualname__", None) or type(value).__qualname__
