@@ -1,110 +1,265 @@
-"""The three stages of an evaluation run, shared by the Dagster assets and the CLI.
+"""One evaluation, in five stages shared by the CLI, the Dagster assets, the demo and
+``eval_pipeline.evaluate()``:
 
-outputs (agent calls) → scores (evaluators) → summary (aggregates, run complete).
+plan (what runs, against which baseline; writes nothing) → produce (agent calls, memo) →
+score (evaluators) → summarise (aggregates; the run is complete) → judge (thresholds and
+the regression gate).
+
 Each stage reads its inputs from and writes its results to the results store in one
-transaction, so a crash between stages leaves a 'running' run and no half summary.
+transaction, so a crash between stages leaves a 'running' run and no half summary. The
+CLI runs the stages in one process (``evaluate``); Dagster runs produce, score and
+summarise+judge as three assets.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
-from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
-from eval_pipeline.core.memo import CachePolicy, MemoScope, MemoWriter, check_policy
-from eval_pipeline.core.pricing import PriceTable
 from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.redact import redact
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.runner import Progress, RunnerConfig, run_agent, run_sync
-from eval_pipeline.core.scoring import item_results, run_level, score_items
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.running.runner import Progress, RunnerConfig, run_agent, run_sync
+from eval_pipeline.core.scoring import gate as gating
+from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
+from eval_pipeline.core.scoring.summary import Summary, summarize
+from eval_pipeline.core.scoring.thresholds import CheckOutcome, Thresholds, evaluate_thresholds
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.core.summary import summarize
+
+ThresholdChecks = list[tuple[str, CheckOutcome, bool]]  # (check, outcome, blocking)
 
 
-def new_run_id(suite: str, prompt: PromptVersion) -> str:
-    return f"{suite}-{prompt.partition_key}-{uuid.uuid4().hex[:12]}"
+class Labels(Protocol):
+    """Where label positions come from (a prompt registry: Langfuse or local files)."""
+
+    def label_versions(self, labels: Iterable[str]) -> dict[str, dict[str, int]]: ...
 
 
-def start_run(
-    store: ResultsStore,
+class BaselineMissing(ValueError):
+    """A baseline was asked for and there is none; the message says how to make one."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a caller asks of one evaluation (CLI flags, Dagster run config, API arguments)."""
+
+    tier: str = "full"
+    repeats: int | None = None  # None: the suite's
+    concurrency: int = 8
+    timeout_s: float = 120.0  # one attempt of one item
+    requests_per_second: float | None = None
+    cache: str = "reuse"
+    baseline_label: str | None = None  # gate against the version this label points to
+    margin: float | None = None  # overrides the suite's regression margin
+    min_primary: float | None = None  # an extra blocking floor on the primary metric
+
+
+@dataclass
+class RunPlan:
+    """Everything decided before the first model call (nothing written yet)."""
+
+    suite: Suite
+    prompt: PromptVersion | None
+    run: RunRecord
+    all_cases: list[GoldenCase]
+    cases: list[GoldenCase]  # the tier's
+    runner: RunnerConfig
+    cache: CachePolicy
+    request: RunRequest
+    baseline: RunRecord | None = None
+
+
+@dataclass
+class EvalResult:
+    """The outcome of one run: what it scored, which checks failed, the gate's evidence."""
+
+    run: RunRecord
+    summary: Summary
+    checks: ThresholdChecks
+    thresholds: Thresholds
+    outputs: Sequence[ItemOutput]
+    scores: Sequence[ItemScore]
+    gate: gating.GateReport | None = None
+    gate_note: str | None = None  # why there is no gate (no baseline, not requested)
+    warnings: list[str] = field(default_factory=list)
+    charts: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        names = [name for name, outcome, blocking in self.checks if blocking and not outcome.passed]
+        if self.gate is not None:
+            names += [c.name for c in self.gate.checks if c.blocking_failure]
+        return names
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed and self.runtime_failure is None
+
+    @property
+    def runtime_failure(self) -> str | None:
+        """Most items errored: a runtime problem (endpoint, agent, configuration), not a
+        verdict on the agent's quality; None otherwise."""
+        errors, items = self.summary.n_errors, self.summary.n_items
+        if items == 0 or errors * 2 <= items:
+            return None
+        first = next((o.error for o in self.outputs if o.error), "")
+        return (f"{errors} of {items} items failed with an error, so the scores say nothing "
+                f"about the agent; first error: {first[:300]}")  # fmt: skip
+
+
+def new_run_id(suite: str, prompt_key: str) -> str:
+    return f"{suite}-{prompt_key}-{uuid.uuid4().hex[:12]}"
+
+
+def prompt_key(prompt: PromptVersion | None) -> str:
+    """The prompt_version partition of a run: vN, or v0 for a suite without a prompt."""
+    return prompt.partition_key if prompt is not None else "v0"
+
+
+# --- plan -----------------------------------------------------------------------------
+def plan(
     suite: Suite,
-    prompt: PromptVersion,
-    all_cases: Sequence[GoldenCase],
-    **fields: Any,
-) -> RunRecord:
-    """Build the run record (see ``build_run``) and store it."""
-    run = build_run(suite, prompt, all_cases, **fields)
-    store.create_run(run)
-    return run
-
-
-def build_run(
-    suite: Suite,
-    prompt: PromptVersion,
-    all_cases: Sequence[GoldenCase],
-    *,
-    tier: str,
-    repeats: int,
+    prompt: PromptVersion | None,
     model_params: dict[str, Any],
+    request: RunRequest,
+    *,
     run_id: str | None = None,
     dagster_run_id: str | None = None,
-) -> RunRecord:
-    return RunRecord(
-        run_id=run_id or new_run_id(suite.name, prompt),
+) -> RunPlan:
+    """Load and select the cases and describe the run (raises DatasetError); writes nothing.
+    A requested baseline is found next, by ``with_baseline``."""
+    all_cases = suite.load_cases()
+    cases = select_tier(all_cases, request.tier)
+    repeats = request.repeats or suite.repeats
+    key = prompt_key(prompt)
+    run = RunRecord(
+        run_id=run_id or new_run_id(suite.name, key),
         suite=suite.name,
-        prompt_name=prompt.name,
-        prompt_version=prompt.partition_key,
-        prompt_hash=prompt.content_hash,
-        prompt_config=dict(prompt.config),
+        prompt_name=prompt.name if prompt else "",
+        prompt_version=key,
+        prompt_hash=prompt.content_hash if prompt else "",
+        prompt_config=dict(prompt.config) if prompt else {},
         dataset_version=dataset_version(all_cases),  # the whole dataset; the tier selects
         model=str(model_params.get("model", "")),
         model_params=model_params,
-        tier=tier,
+        tier=request.tier,
         repeats=repeats,
         agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
     )
+    runner = RunnerConfig(
+        concurrency=request.concurrency, repeats=repeats, timeout_s=request.timeout_s,
+        requests_per_second=request.requests_per_second,
+        base_seed=int(model_params.get("seed") or 0),
+    )  # fmt: skip
+    policy = check_policy(request.cache)
+    if not suite.memoize and policy != "off":
+        policy = "off"
+        run.notes.append(
+            f"suite {suite.name}: nothing says when its agent service changed, so no output "
+            "is reused from the memo (give the suite a `version:`)"
+        )
+    return RunPlan(suite, prompt, run, all_cases, cases, runner, policy, request)
 
 
-def produce_outputs(
+def baseline_for(
+    store: ResultsStore, suite: Suite, run: RunRecord, label: str, labels: Labels | None
+) -> tuple[RunRecord | None, str]:
+    """The run to compare ``run`` with: the latest complete full-tier run of the version
+    ``label`` points to (for a suite without a prompt: of its own, earlier). Else None and
+    why."""
+    if suite.prompt_name is None or labels is None:
+        version = run.prompt_version
+    else:
+        number = labels.label_versions([label]).get(suite.prompt_name, {}).get(label)
+        if number is None:
+            return None, f"prompt {suite.prompt_name} has no label {label!r}: no baseline"
+        version = f"v{number}"
+    baseline = gating.find_baseline(store, run, version)
+    if baseline is None:
+        what = f"{suite.name} {label} ({version})"
+        return None, f"no baseline yet: no complete full-tier run of {what}"
+    return baseline, ""
+
+
+def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) -> RunPlan:
+    """The plan with the baseline its request names (``--baseline LABEL``), checked for
+    comparability: missing (BaselineMissing) or not comparable (NotComparable) is an error
+    before any model call."""
+    if plan_.request.baseline_label is None:
+        return plan_
+    label = plan_.request.baseline_label
+    run = plan_.run
+    baseline, reason = baseline_for(store, plan_.suite, run, label, labels)
+    if baseline is None:
+        how = (f"run `eval-pipeline run --suite {run.suite} --label {label}` first"
+               if "no baseline yet" in reason else "label a prompt version first")  # fmt: skip
+        raise BaselineMissing(f"{reason} in the results store: {how}")
+    base_items = {o.item_id for o in store.read_outputs(baseline.run_id)}
+    items = {c.id for c in plan_.cases}
+    if problems := gating.comparability_problems(baseline, run, base_items, items):
+        raise gating.NotComparable(
+            f"not comparable with baseline run {baseline.run_id}: " + "; ".join(problems)
+        )
+    plan_.baseline = baseline
+    return plan_
+
+
+# --- produce, score, summarise --------------------------------------------------------
+def produce(
     store: ResultsStore,
-    run: RunRecord,
+    plan_: RunPlan,
     agent: Agent,
-    cases: Sequence[GoldenCase],
-    config: RunnerConfig,
     *,
-    cache: str = "reuse",
     prices: PriceTable | None = None,
     progress: Progress | None = None,
 ) -> list[ItemOutput]:
-    """Run the agent on the cases the memo cannot answer (see core/memo.py for ``cache``);
+    """Run the agent on the cases the memo cannot answer (see core/running/memo.py);
     reused outputs name the run that produced them in ``source_run_id``."""
-    policy = check_policy(cache)
+    run, cases, policy = plan_.run, plan_.cases, plan_.cache
     with failure_recorded(store, run.run_id):
         scope = MemoScope.of(run)
-        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(config.repeats)}
+        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(plan_.runner.repeats)}
         known = _memoized(store, keys, policy, run.run_id)
         writer = None
         if policy != "off":
             writer = MemoWriter(partial(store.memo_put, run.suite, run.run_id), keys)
 
-        async def produce() -> list[ItemOutput]:
+        async def produce_all() -> list[ItemOutput]:
             try:
-                return await run_agent(agent, cases, config, prices=prices, progress=progress,
-                                       known=known, on_result=writer)  # fmt: skip
+                return await run_agent(
+                    agent,
+                    cases,
+                    plan_.runner,
+                    prices=prices,
+                    progress=progress,
+                    known=known,
+                    on_result=writer,
+                )
             finally:
                 if writer is not None:
                     await writer.flush()
+                if (close := getattr(agent, "aclose", None)) is not None:
+                    await close()
 
-        outputs = run_sync(produce())
+        outputs = run_sync(produce_all())
         store.write_outputs(run.run_id, outputs)
+        if plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
+            store.add_notes(run.run_id, [
+                f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "
+                "prompt versions and labels make no difference to it (read ctx.prompt)"
+            ])  # fmt: skip
     return outputs
 
 
@@ -118,7 +273,7 @@ def _memoized(
     return {item: found[key] for item, key in keys.items() if key in found}
 
 
-def produce_scores(
+def score(
     store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
 ) -> list[ItemScore]:
     with failure_recorded(store, run_id):
@@ -127,15 +282,79 @@ def produce_scores(
     return scores
 
 
-def produce_summary(
+def summarise(
     store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
-) -> dict[str, Any]:
+) -> Summary:
     with failure_recorded(store, run_id):
         outputs, scores = store.read_outputs(run_id), store.read_scores(run_id)
         run_evals = run_level(suite.run_evaluators, item_results(outputs, scores))
-        summary = summarize(cases, outputs, scores, run_evals)
+        regression = suite.thresholds.regression
+        summary = summarize(cases, outputs, scores, run_evals,
+                            pass_metric=suite.thresholds.primary_metric,
+                            pass_at=regression.pass_threshold)  # fmt: skip
         store.complete_run(run_id, summary)
     return summary
+
+
+# --- judge ----------------------------------------------------------------------------
+def judge(
+    store: ResultsStore,
+    run: RunRecord,
+    suite: Suite,
+    cases: Sequence[GoldenCase],
+    summary: Summary,
+    *,
+    baseline: RunRecord | None = None,
+    baseline_note: str | None = None,
+    margin: float | None = None,
+    min_primary: float | None = None,
+) -> EvalResult:
+    """The thresholds, then the paired gate against ``baseline`` (when there is one)."""
+    outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
+    thresholds = suite.thresholds
+    checks = evaluate_thresholds(summary, scores, thresholds)
+    if min_primary is not None:
+        checks.append(_primary_floor(summary, thresholds.primary_metric, min_primary))
+    result = EvalResult(run, summary, checks, thresholds, outputs, scores,
+                        warnings=list(run.notes))  # fmt: skip
+    if baseline is None:
+        result.gate_note = baseline_note or "no baseline requested (use --baseline production)"
+        return result
+    categories = {c.id: c.category for c in cases}
+    base_data = (store.read_outputs(baseline.run_id), store.read_scores(baseline.run_id))
+    try:
+        result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
+                                          thresholds, categories, margin=margin)  # fmt: skip
+    except gating.NotComparable as exc:
+        result.gate = gating.not_comparable_report(run, baseline, str(exc))
+    return result
+
+
+def _primary_floor(summary: Summary, metric: str, minimum: float) -> tuple[str, CheckOutcome, bool]:
+    value = summary.metric(metric)
+    passed = value is not None and value >= minimum
+    text = f"{metric} mean {value} {'≥' if passed else '<'} --threshold {minimum}"
+    return ("threshold", CheckOutcome(passed, text), True)
+
+
+def evaluate(
+    store: ResultsStore,
+    plan_: RunPlan,
+    agent: Agent,
+    *,
+    prices: PriceTable | None = None,
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Every stage of a planned run in this process (the CLI, the Python API)."""
+    store.create_run(plan_.run)
+    produce(store, plan_, agent, prices=prices, progress=progress)
+    suite, run_id = plan_.suite, plan_.run.run_id
+    score(store, run_id, suite, plan_.cases)
+    summary = summarise(store, run_id, suite, plan_.cases)
+    run = store.get_run(run_id) or plan_.run
+    result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,
+                   margin=plan_.request.margin, min_primary=plan_.request.min_primary)  # fmt: skip
+    return result
 
 
 def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenCase]:

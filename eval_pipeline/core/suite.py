@@ -1,60 +1,71 @@
-"""A suite: one agent + its golden dataset + evaluators + thresholds + watched prompt."""
+"""A suite: one agent + its golden dataset + evaluators + thresholds + the prompt it watches.
+
+Suites are declared in a project file (agents/project/) and resolved into this value: the
+agent is reached through ``make_agent`` (an adapter built from the declaration), the
+evaluators are the callables themselves.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import CaseValidator, GoldenCase, load_cases
-from eval_pipeline.core.memo import dataset_resources, source_fingerprint
 from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.scoring import Evaluator, RunEvaluator, evaluator_name
-from eval_pipeline.core.thresholds import Thresholds, load_thresholds
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.memo import dataset_resources, source_fingerprint
+from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.evaluators.base import (
+    Evaluator,
+    RunEvaluator,
+    evaluator_name,
+    evaluator_version,
+)
 
-AgentFactory = Callable[[PromptVersion, Any], Agent]  # (prompt, LLM settings) -> agent
+# (prompt, LLM settings, the suite's dataset directory) -> the agent for one run
+AgentFactory = Callable[[PromptVersion | None, Any, Path], Agent]
 
 
 @dataclass(frozen=True)
 class Suite:
     name: str
     dataset_dir: Path
-    prompt_name: str
-    categories: tuple[str, ...]
-    absence_categories: tuple[str, ...]  # categories whose cases expect "do nothing"
-    make_agent: AgentFactory
+    build_agent: AgentFactory
     evaluators: Sequence[Evaluator]
+    thresholds: Thresholds
+    prompt_name: str | None = None
     run_evaluators: Sequence[RunEvaluator] = ()
+    categories: tuple[str, ...] | None = None  # None: whatever the cases use
+    absence_categories: tuple[str, ...] = ()  # categories whose cases expect "do nothing"
     validate_case: CaseValidator | None = None
     watched_labels: tuple[str, ...] = ("production", "staging")
     repeats: int = 1
-    agent_version: str = "1"
-    evaluator_versions: dict[str, str] = field(default_factory=dict)
+    agent_version: str = "1"  # declared by the project; the code fingerprint is added
+    memoize: bool = True  # False: nothing tells when the agent changed (an unversioned service)
+    agent_description: str = ""  # what `agent:` points at, for reports and doctor
     trace_name: str = ""  # name of the agent's root observation in production traces
     trace_evaluators: Sequence[Evaluator] = ()  # reference-free, for production traces
-    source_dirs: tuple[Path, ...] = ()  # the agent's code, fingerprinted into code_version
-
-    @property
-    def thresholds_path(self) -> Path:
-        return self.dataset_dir / "thresholds.yaml"
-
-    @cached_property
-    def thresholds(self) -> Thresholds:
-        return load_thresholds(self.thresholds_path)
+    source_paths: tuple[Path, ...] = ()  # the agent's code, fingerprinted into code_version
 
     @cached_property
     def code_version(self) -> str:
-        """``agent_version`` plus a hash of the agent's code and the data files it reads:
-        any edit there changes the memo keys of the suite's items."""
-        files = [*self.source_dirs, *dataset_resources(self.dataset_dir)]
+        """``agent_version`` plus a hash of the agent's code and the data files beside the
+        cases: any edit there changes the memo keys of the suite's items."""
+        files = [*self.source_paths, *dataset_resources(self.dataset_dir)]
         return f"{self.agent_version}+{source_fingerprint(files)}"
+
+    def make_agent(self, prompt: PromptVersion | None, settings: Any) -> Agent:
+        """The agent for one run with ``prompt`` on ``settings`` (factories run here)."""
+        return self.build_agent(prompt, settings, self.dataset_dir)
 
     def load_cases(self) -> list[GoldenCase]:
         return load_cases(self.dataset_dir, categories=self.categories, validate=self.validate_case)
 
     def versions_of_evaluators(self) -> dict[str, str]:
-        names = [evaluator_name(f) for f in [*self.evaluators, *self.run_evaluators]]
-        return {n: self.evaluator_versions.get(n, "1") for n in names}
+        """Each evaluator's version (a fingerprint of its code and parameters, see
+        evaluators/base.py), recorded with every run."""
+        return {evaluator_name(f): evaluator_version(f)
+                for f in [*self.evaluators, *self.run_evaluators]}  # fmt: skip

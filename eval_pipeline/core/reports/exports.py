@@ -9,46 +9,20 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.gate import GateReport
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
-from eval_pipeline.core.summary import markdown_table, md_escape
-from eval_pipeline.core.thresholds import CheckOutcome, Thresholds
-
-ThresholdChecks = Sequence[tuple[str, CheckOutcome, bool]]
+from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.scoring.gate import GateReport
+from eval_pipeline.core.scoring.summary import markdown_table, md_escape
+from eval_pipeline.core.store.records import ItemScore
 
 
-@dataclass
-class RunResult:
-    """Everything a report is made of."""
-
-    run: RunRecord
-    summary: dict[str, Any]
-    checks: ThresholdChecks
-    thresholds: Thresholds
-    outputs: Sequence[ItemOutput]
-    scores: Sequence[ItemScore]
-    gate: GateReport | None = None
-    gate_note: str | None = None  # why there is no gate (no baseline, not requested)
-    charts: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> list[str]:
-        names = [name for name, outcome, blocking in self.checks if blocking and not outcome.passed]
-        if self.gate is not None:
-            names += [c.name for c in self.gate.checks if c.blocking_failure]
-        return names
-
-
-def write_json(path: Path, result: RunResult, exit_code: int) -> Path:
+def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
     body = {
         "exit_code": exit_code,
         "run": result.run.to_dict(),
-        "summary": result.summary,
+        "summary": result.summary.to_dict(),
         "checks": [
             {
                 "name": n,
@@ -62,11 +36,27 @@ def write_json(path: Path, result: RunResult, exit_code: int) -> Path:
         "gate": result.gate.to_dict() if result.gate else None,
         "gate_note": result.gate_note,
         "failed": result.failed,
+        "warnings": result.warnings,
+        "items": item_rows(result),
     }
     return _write(path, json.dumps(body, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
-def write_junit(path: Path, result: RunResult) -> Path:
+def item_rows(result: EvalResult) -> list[dict[str, Any]]:
+    """One row per case and repeat: its scores, error, latency, tokens and cost."""
+    scores: dict[tuple[str, int], dict[str, Any]] = {}
+    for s in result.scores:
+        scores.setdefault((s.item_id, s.repeat), {})[s.evaluator] = s.value
+    return [
+        {"item_id": o.item_id, "repeat": o.repeat, "scores": scores.get((o.item_id, o.repeat), {}),
+         "error": o.error, "error_kind": o.error_kind, "latency_ms": round(o.latency_ms, 1),
+         "input_tokens": o.input_tokens, "output_tokens": o.output_tokens,
+         "cost_usd": o.cost_usd, "attempts": o.attempts, "reused_from": o.source_run_id}
+        for o in result.outputs
+    ]  # fmt: skip
+
+
+def write_junit(path: Path, result: EvalResult) -> Path:
     run, thresholds = result.run, result.thresholds
     worse = {
         w["item_id"]: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
@@ -122,15 +112,15 @@ def _gate_case(case: ET.Element, outcome: str, description: str) -> None:
     ET.SubElement(case, "system-out").text = f"{outcome.upper()}: {description}"
 
 
-def write_markdown(path: Path, result: RunResult) -> Path:
+def write_markdown(path: Path, result: EvalResult) -> Path:
     run, summary = result.run, result.summary
     lines = [
         f"# Evaluation report — {md_escape(run.suite)} ({run.tier} tier)",
         "",
         f"Run `{run.run_id}` · prompt {md_escape(run.prompt_name)} {run.prompt_version} "
         f"(`{run.prompt_hash}`) · model {md_escape(run.model)} · dataset `{run.dataset_version}`"
-        f" · {summary['n_cases']} cases × {summary['repeats']} repeat(s), "
-        f"{summary['n_errors']} error(s)",
+        f" · {summary.n_cases} cases × {summary.repeats} repeat(s), "
+        f"{summary.n_errors} error(s)",
         "",
         f"**Result: {'FAIL — ' + ', '.join(result.failed) if result.failed else 'PASS'}**",
         "",
@@ -139,10 +129,10 @@ def write_markdown(path: Path, result: RunResult) -> Path:
         "| metric | mean | SE | n |",
         "|---|---:|---:|---:|",
     ]
-    for metric, value in summary["metrics"].items():
-        se = summary.get("metric_se", {}).get(metric)
-        lines.append(f"| {md_escape(metric)} | {_f(value)} | {_f(se)} | {summary['n_cases']} |")
-    lines += ["", "## By category", "", markdown_table(summary["by_category"], "category"), ""]
+    for metric, value in summary.metrics.items():
+        se = summary.metric_se.get(metric)
+        lines.append(f"| {md_escape(metric)} | {_f(value)} | {_f(se)} | {summary.n_cases} |")
+    lines += ["", "## By category", "", markdown_table(summary.by_category, "category"), ""]
     lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]
     for name, outcome, blocking in result.checks:
         verdict = "pass" if outcome.passed else "FAIL" if blocking else "warn"
@@ -155,7 +145,7 @@ def write_markdown(path: Path, result: RunResult) -> Path:
         lines.append(md_escape(result.gate_note or "no gate was run"))
     else:
         lines += _gate_section(result.gate)
-    if flaky := summary.get("flaky_items"):
+    if flaky := summary.flaky_items:
         lines += [
             "",
             "## Flaky items (value changes across repeats)",
@@ -169,13 +159,13 @@ def write_markdown(path: Path, result: RunResult) -> Path:
             f"{f['pass_rate']:.2f} |"
             for f in flaky
         ]
-    lat, tokens = summary["latency_ms"], summary["tokens"]
+    lat, tokens = summary.latency_ms, summary.tokens
     lines += [
         "",
         "## Cost and latency",
         "",
-        f"Latency p50 {_f(lat['p50'], 0)} ms, p95 {_f(lat['p95'], 0)} ms · tokens "
-        f"{tokens['input']:,} in / {tokens['output']:,} out · cost ${summary['cost_usd']:.4f}",
+        f"Latency p50 {_f(lat.p50, 0)} ms, p95 {_f(lat.p95, 0)} ms · tokens "
+        f"{tokens.input:,} in / {tokens.output:,} out · cost ${summary.cost_usd:.4f}",
     ]
     for title, chart in result.charts.items():
         relative = os.path.relpath(Path(chart).resolve(), Path(path).resolve().parent)

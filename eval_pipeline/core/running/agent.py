@@ -1,10 +1,18 @@
-"""What the runner needs from an agent under test (agents implement it, core calls it)."""
+"""What the runner needs from an agent under test, and what it tells the agent's model.
+
+Adapters (agents/adapters/) turn a user's graph, callable or HTTP service into an
+``Agent``. While an item runs, ``current_item`` holds its seed and its token ledger: the
+chat models we build read the seed from it and count every call's tokens into it (see
+llm/usage.py), so tokens are counted for every call, an item that failed half-way included.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import GoldenCase
@@ -12,12 +20,9 @@ from eval_pipeline.core.cases import GoldenCase
 
 @dataclass
 class AgentResult:
-    """One agent invocation: the output contract dict plus token usage."""
+    """One agent invocation: the output contract (a JSON-able dict)."""
 
     output: dict[str, Any]
-    input_tokens: int = 0
-    output_tokens: int = 0
-    model: str = ""
 
 
 class Agent(Protocol):
@@ -28,7 +33,58 @@ class Agent(Protocol):
         ...
 
 
-def item_seed(case_id: str, repeat: int, base: int = 0) -> int:
-    """Stable per-item, per-repeat seed (Python's hash() is salted per process)."""
-    digest = hashlib.sha256(f"{base}:{case_id}:{repeat}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
+@dataclass
+class ModelUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+
+@dataclass
+class UsageLedger:
+    """Tokens per model name, summed over every model call of one item (all attempts)."""
+
+    by_model: dict[str, ModelUsage] = field(default_factory=dict)
+
+    def add(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        usage = self.by_model.setdefault(model or "unknown", ModelUsage())
+        usage.input_tokens += int(input_tokens or 0)
+        usage.output_tokens += int(output_tokens or 0)
+        usage.calls += 1
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(u.input_tokens for u in self.by_model.values())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(u.output_tokens for u in self.by_model.values())
+
+
+@dataclass(frozen=True)
+class ItemScope:
+    """The item being run: its seed (per attempt) and where its tokens are counted."""
+
+    case_id: str
+    repeat: int
+    seed: int
+    usage: UsageLedger
+
+
+current_item: ContextVar[ItemScope | None] = ContextVar("eval_current_item", default=None)
+
+
+@contextmanager
+def item_scope(scope: ItemScope) -> Iterator[ItemScope]:
+    token = current_item.set(scope)
+    try:
+        yield scope
+    finally:
+        current_item.reset(token)
+
+
+def item_seed(case_id: str, repeat: int, base: int = 0, attempt: int = 1) -> int:
+    """Stable per-item, per-repeat seed (Python's hash() is salted per process). A retried
+    attempt gets a seed of its own: the same seed would repeat the same work."""
+    salt = f"{base}:{case_id}:{repeat}" + (f":{attempt}" if attempt > 1 else "")
+    return int.from_bytes(hashlib.sha256(salt.encode()).digest()[:4], "big")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
+
+if TYPE_CHECKING:
+    from eval_pipeline.core.running.agent import UsageLedger
 
 # Public list prices at the time of writing; override with EVAL_PRICES_FILE (YAML:
 # ``model: {input: 0.15, output: 0.60}``) when yours differ.
@@ -34,9 +38,23 @@ class PriceTable:
             table.prices[str(model)] = (float(price["input"]), float(price["output"]))
         return table
 
+    def price(self, model: str) -> tuple[float, float] | None:
+        """(input, output) USD per 1M tokens; a dated snapshot ("gpt-4o-mini-2024-07-18")
+        takes its family's price; None when the model is unknown."""
+        if model in self.prices:
+            return self.prices[model]
+        family = max((m for m in self.prices if model.startswith(m + "-")), key=len, default=None)
+        return self.prices[family] if family else None
+
     def knows(self, model: str) -> bool:
-        return model in self.prices
+        return self.price(model) is not None
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
-        price_in, price_out = self.prices.get(model, (0.0, 0.0))
+        price_in, price_out = self.price(model) or (0.0, 0.0)
         return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+
+    def cost_of(self, usage: UsageLedger) -> tuple[float, list[str]]:
+        """The cost of an item's model calls, and the models it could not price."""
+        unpriced = sorted(m for m in usage.by_model if not self.knows(m))
+        cost = sum(self.cost(m, u.input_tokens, u.output_tokens) for m, u in usage.by_model.items())
+        return cost, unpriced

@@ -2,6 +2,13 @@
 
 No item is ever dropped: whatever happens, every (case, repeat) gets an ItemOutput,
 with the error recorded when the agent could not produce an output.
+
+Retries: a failing model call is retried by its client (``max_retries``, llm/factory.py);
+the runner retries an item only for transient failures no client retried (an agent
+service's 5xx or 429, a dropped connection, the per-item timeout), at most
+``max_attempts`` attempts in all, each with a seed of its own and bounded by ``timeout_s``,
+after a wait (Retry-After, or exponential backoff with full jitter). So one failing model
+call is sent at most 1 + max_retries times, never max_retries × max_attempts times.
 """
 
 from __future__ import annotations
@@ -14,12 +21,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from eval_pipeline.core.agent import Agent
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.pricing import PriceTable
-from eval_pipeline.core.records import ItemOutput
 from eval_pipeline.core.redact import redact
-from eval_pipeline.core.retry import backoff_delay, is_retryable
+from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.running.retry import (
+    backoff_delay,
+    error_kind,
+    is_retryable,
+    retried_by_client,
+)
+from eval_pipeline.core.store.records import ItemOutput
 
 Progress = Callable[[int, int], None]  # (done, total)
 T = TypeVar("T")
@@ -31,11 +43,12 @@ MAX_ERROR_CHARS = 2000
 class RunnerConfig:
     concurrency: int = 8
     requests_per_second: float | None = None  # item starts per second, None = unlimited
-    timeout_s: float = 120.0  # per attempt
-    max_attempts: int = 3
+    timeout_s: float = 120.0  # per attempt of one item (all of its model calls)
+    max_attempts: int = 3  # in all, the first included
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     repeats: int = 1
+    base_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.repeats < 1 or self.max_attempts < 1:
@@ -130,36 +143,34 @@ async def _run_with_retries(
     prices: PriceTable,
 ) -> ItemOutput:
     started = time.perf_counter()
+    usage = UsageLedger()  # every attempt's model calls are paid for
+
+    def finished(attempt: int, **result: Any) -> ItemOutput:
+        cost, unpriced = prices.cost_of(usage)
+        return ItemOutput(
+            item_id=case.id, repeat=repeat, latency_ms=(time.perf_counter() - started) * 1000,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cost_usd=cost, unpriced_models=unpriced, attempts=attempt,
+            usage={m: vars(u).copy() for m, u in usage.by_model.items()}, **result,
+        )  # fmt: skip
+
     for attempt in range(1, config.max_attempts + 1):
         await limiter.wait()
+        scope = ItemScope(case.id, repeat, item_seed(case.id, repeat, config.base_seed, attempt),
+                          usage)  # fmt: skip
         try:
-            result = await asyncio.wait_for(agent.run(case, repeat=repeat), config.timeout_s)
+            with item_scope(scope):
+                result = await asyncio.wait_for(agent.run(case, repeat=repeat), config.timeout_s)
         except Exception as exc:  # every failure becomes data on the item
             if isinstance(exc, asyncio.TimeoutError):
-                exc = TimeoutError(f"no answer within {config.timeout_s:g} s")
-            if attempt < config.max_attempts and is_retryable(exc):
+                exc = TimeoutError(f"no answer within {config.timeout_s:g} s (per-item timeout)")
+            if attempt < config.max_attempts and is_retryable(exc) and not retried_by_client(exc):
                 await asyncio.sleep(
                     backoff_delay(exc, attempt, config.backoff_base_s, config.backoff_max_s)
                 )
                 continue
-            return ItemOutput(
-                item_id=case.id,
-                repeat=repeat,
-                output=None,
-                error=_describe(exc),
-                latency_ms=(time.perf_counter() - started) * 1000,
-                attempts=attempt,
-            )
-        return ItemOutput(
-            item_id=case.id,
-            repeat=repeat,
-            output=result.output,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cost_usd=prices.cost(result.model, result.input_tokens, result.output_tokens),
-            attempts=attempt,
-        )
+            return finished(attempt, output=None, error=_describe(exc), error_kind=error_kind(exc))
+        return finished(attempt, output=result.output)
     raise AssertionError("unreachable: the loop returns on the last attempt")
 
 

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langfuse import Evaluation
 
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.records import ItemOutput, ItemScore
 from eval_pipeline.core.redact import redact
-
-Evaluator = Callable[..., Evaluation | list[Evaluation]]
-RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
-
-
-def evaluator_name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "evaluator_name", None) or fn.__name__
+from eval_pipeline.core.scoring.summary import RunEvaluation
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.evaluators.base import Evaluator, RunEvaluator, evaluator_name
 
 
 @dataclass
@@ -91,8 +86,17 @@ def evaluate_one(
         return [ItemScore(item_id, repeat, evaluator_name(fn), None, message)]
     evaluations = result if isinstance(result, list) else [result]
     return [
-        ItemScore(item_id, repeat, ev.name, _as_float(ev.value), ev.comment) for ev in evaluations
+        ItemScore(item_id, repeat, ev.name, _as_float(ev.value), ev.comment, _plain(ev.metadata))
+        for ev in evaluations
     ]
+
+
+def _plain(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Score metadata as stored: JSON-able values only (others by their text)."""
+    if not metadata:
+        return None
+    return {str(k): v if isinstance(v, str | int | float | bool | None) else str(v)
+            for k, v in metadata.items()}  # fmt: skip
 
 
 def _as_float(value: Any) -> float | None:
@@ -108,21 +112,21 @@ def item_results(outputs: Iterable[ItemOutput], scores: Iterable[ItemScore]) -> 
         result = results.get((s.item_id, s.repeat))
         if result is not None:
             result.evaluations.append(
-                Evaluation(name=s.evaluator, value=s.value, comment=s.comment)
+                Evaluation(name=s.evaluator, value=s.value, comment=s.comment, metadata=s.metadata)
             )
     return list(results.values())
 
 
 def run_level(
     run_evaluators: Sequence[RunEvaluator], results: list[ItemResult]
-) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+) -> dict[str, RunEvaluation]:
+    out: dict[str, RunEvaluation] = {}
     for fn in run_evaluators:
         try:
             result = fn(item_results=results)
         except Exception as exc:
-            out[evaluator_name(fn)] = {"value": None, "comment": redact(f"error: {exc}")}
+            out[evaluator_name(fn)] = RunEvaluation(None, redact(f"error: {exc}"))
             continue
         for ev in result if isinstance(result, list) else [result]:
-            out[ev.name] = {"value": ev.value, "comment": ev.comment}
+            out[ev.name] = RunEvaluation(_as_float(ev.value), ev.comment)
     return out

@@ -18,17 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
-from eval_pipeline.core.reducers import outcome_flips, reduce_items
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.stats import (
+from eval_pipeline.core.scoring.reducers import outcome_flips, reduce_items
+from eval_pipeline.core.scoring.stats import (
     PairedComparison,
     compare_paired,
     holm,
     mcnemar_exact,
     wilson_interval,
 )
-from eval_pipeline.core.thresholds import Thresholds
+from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
 
 Outcome = Literal["pass", "warn", "fail"]
 GATE_CHECKS = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")

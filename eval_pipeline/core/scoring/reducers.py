@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from eval_pipeline.core.records import ItemScore
+from eval_pipeline.core.store.records import ItemScore
 
 REDUCERS = ("mean", "median", "max", "pass_at_k", "pass_all_k")
 

@@ -6,16 +6,104 @@ times weighs as much as a case run once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import pandas as pd
 
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.records import ItemOutput, ItemScore
-from eval_pipeline.core.reducers import flaky_items
-from eval_pipeline.core.stats import mean_se
-from eval_pipeline.evaluators.behavioural import PASS_AT
+from eval_pipeline.core.scoring.reducers import flaky_items
+from eval_pipeline.core.scoring.stats import mean_se
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
+
+
+@dataclass(frozen=True)
+class SliceRow:
+    """One category (or difficulty): how many cases, and each metric's mean over them."""
+
+    n: int
+    means: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class PassCount:
+    """Cases whose value of ``metric`` is at least ``threshold``."""
+
+    metric: str
+    threshold: float
+    count: int
+    of: int
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    value: float | None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class Latency:
+    p50: float | None = None
+    p95: float | None = None
+    mean: float | None = None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    input: int = 0
+    output: int = 0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a run amounts to; stored with the run as JSON (``to_dict`` / ``from_dict``)."""
+
+    n_cases: int
+    n_items: int
+    repeats: int
+    n_errors: int
+    metrics: dict[str, float | None]
+    metric_se: dict[str, float | None] = field(default_factory=dict)
+    error_items: list[str] = field(default_factory=list)
+    flaky_items: list[dict[str, Any]] = field(default_factory=list)
+    passed: PassCount | None = None
+    by_category: dict[str, SliceRow] = field(default_factory=dict)
+    by_difficulty: dict[str, SliceRow] = field(default_factory=dict)
+    run_evaluations: dict[str, RunEvaluation] = field(default_factory=dict)
+    latency_ms: Latency = field(default_factory=Latency)
+    tokens: Tokens = field(default_factory=Tokens)
+    cost_usd: float = 0.0
+    attempts: int = 0
+    # Reused from the memo (core/running/memo.py): their cost and latency are those of the
+    # run that produced them; "spent" is what this run paid.
+    n_reused: int = 0
+    cost_usd_spent: float = 0.0
+
+    def metric(self, name: str) -> float | None:
+        return self.metrics.get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        """Read a stored summary; keys a newer version added get their defaults."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["by_category"] = _slices(data.get("by_category"))
+        values["by_difficulty"] = _slices(data.get("by_difficulty"))
+        values["run_evaluations"] = {
+            k: RunEvaluation(**v) for k, v in (data.get("run_evaluations") or {}).items()
+        }
+        values["passed"] = PassCount(**data["passed"]) if data.get("passed") else None
+        values["latency_ms"] = Latency(**(data.get("latency_ms") or {}))
+        values["tokens"] = Tokens(**(data.get("tokens") or {}))
+        return cls(**values)
+
+
+def _slices(raw: Mapping[str, Any] | None) -> dict[str, SliceRow]:
+    return {k: SliceRow(int(v["n"]), dict(v["means"])) for k, v in (raw or {}).items()}
 
 
 def scores_table(cases: Sequence[GoldenCase], scores: Sequence[ItemScore]) -> pd.DataFrame:
@@ -40,13 +128,13 @@ def per_case_means(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _pivot(per_case: pd.DataFrame, by: str) -> dict[str, dict[str, Any]]:
+def _pivot(per_case: pd.DataFrame, by: str) -> dict[str, SliceRow]:
     if per_case.empty:
         return {}
     means = per_case.pivot_table(index=by, columns="evaluator", values="value", aggfunc="mean")
     counts = per_case.groupby(by)["item_id"].nunique()
     return {
-        str(key): {"n": int(counts[key]), **{k: _r(v) for k, v in row.items()}}
+        str(key): SliceRow(int(counts[key]), {k: _r(v) for k, v in row.items()})
         for key, row in means.iterrows()
     }
 
@@ -59,71 +147,68 @@ def summarize(
     cases: Sequence[GoldenCase],
     outputs: Sequence[ItemOutput],
     scores: Sequence[ItemScore],
-    run_evaluations: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """A JSON-able summary; small enough for Dagster metadata and the results store."""
+    run_evaluations: Mapping[str, RunEvaluation] | None = None,
+    *,
+    pass_metric: str | None = None,
+    pass_at: float = 1.0,
+) -> Summary:
+    """The run's summary; ``passed`` counts the cases whose ``pass_metric`` (mean over
+    repeats) is at least ``pass_at``."""
     per_case = per_case_means(scores_table(cases, scores))
     metrics = per_case.groupby("evaluator")["value"].mean() if not per_case.empty else {}
     latencies = pd.Series([o.latency_ms for o in outputs], dtype=float)
-    errors = sorted({o.item_id for o in outputs if o.error})
-    return {
-        "n_cases": len({o.item_id for o in outputs}),
-        "n_items": len(outputs),
-        "repeats": max((o.repeat for o in outputs), default=-1) + 1,
-        "n_errors": sum(1 for o in outputs if o.error),
-        "error_items": errors[:50],
-        "metrics": {k: _r(v) for k, v in dict(metrics).items()},
-        "metric_se": {  # standard errors over per-case means, never over run averages
+    return Summary(
+        n_cases=len({o.item_id for o in outputs}),
+        n_items=len(outputs),
+        repeats=max((o.repeat for o in outputs), default=-1) + 1,
+        n_errors=sum(1 for o in outputs if o.error),
+        error_items=sorted({o.item_id for o in outputs if o.error})[:50],
+        metrics={k: _r(v) for k, v in dict(metrics).items()},
+        metric_se={  # standard errors over per-case means, never over run averages
             str(k): _r(mean_se(group.dropna().tolist()).se) if group.notna().any() else None
             for k, group in per_case.groupby("evaluator")["value"]
         },
-        "flaky_items": flaky_items(scores),
-        "passed": _passed(per_case),
-        "by_category": _pivot(per_case, "category"),
-        "by_difficulty": _pivot(per_case, "difficulty"),
-        "run_evaluations": run_evaluations or {},
-        "latency_ms": {
-            "p50": _r(latencies.quantile(0.5)) if len(latencies) else None,
-            "p95": _r(latencies.quantile(0.95)) if len(latencies) else None,
-            "mean": _r(latencies.mean()) if len(latencies) else None,
-        },
-        "tokens": {
-            "input": int(sum(o.input_tokens for o in outputs)),
-            "output": int(sum(o.output_tokens for o in outputs)),
-        },
-        "cost_usd": round(sum(o.cost_usd for o in outputs), 6),
-        "attempts": int(sum(o.attempts for o in outputs)),
-        # Reused from the memo (core/memo.py): their cost and latency are those of the run
-        # that produced them; "spent" is what this run paid.
-        "n_reused": sum(1 for o in outputs if o.source_run_id),
-        "cost_usd_spent": round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
-    }
+        flaky_items=flaky_items(scores),
+        passed=_passed(per_case, pass_metric, pass_at),
+        by_category=_pivot(per_case, "category"),
+        by_difficulty=_pivot(per_case, "difficulty"),
+        run_evaluations=dict(run_evaluations or {}),
+        latency_ms=Latency(
+            p50=_r(latencies.quantile(0.5)) if len(latencies) else None,
+            p95=_r(latencies.quantile(0.95)) if len(latencies) else None,
+            mean=_r(latencies.mean()) if len(latencies) else None,
+        ),
+        tokens=Tokens(
+            input=int(sum(o.input_tokens for o in outputs)),
+            output=int(sum(o.output_tokens for o in outputs)),
+        ),
+        cost_usd=round(sum(o.cost_usd for o in outputs), 6),
+        attempts=int(sum(o.attempts for o in outputs)),
+        n_reused=sum(1 for o in outputs if o.source_run_id),
+        cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
+    )
 
 
-def _passed(per_case: pd.DataFrame) -> dict[str, Any] | None:
-    """Seed 001's pass count: cases whose behavioural ``overall`` is at least 0.7."""
-    overall = per_case[per_case["evaluator"] == "overall"]["value"] if not per_case.empty else []
-    if len(overall) == 0:
+def _passed(per_case: pd.DataFrame, metric: str | None, pass_at: float) -> PassCount | None:
+    if metric is None or per_case.empty:
         return None
-    return {
-        "metric": "overall",
-        "threshold": PASS_AT,
-        "count": int((overall >= PASS_AT).sum()),
-        "of": len(overall),
-    }
+    values = per_case[per_case["evaluator"] == metric]["value"].dropna()
+    if values.empty:
+        return None
+    return PassCount(metric, pass_at, int((values >= pass_at).sum()), len(values))
 
 
-def markdown_table(rows: dict[str, dict[str, Any]], key_title: str) -> str:
-    """Render a {row: {column: value}} mapping as a Markdown table."""
+def markdown_table(rows: Mapping[str, SliceRow], key_title: str) -> str:
+    """Render slices (category → n and means) as a Markdown table."""
     if not rows:
         return "_no rows_"
-    columns = sorted({c for r in rows.values() for c in r if c != "n"})
+    columns = sorted({c for r in rows.values() for c in r.means})
     head = f"| {key_title} | n | " + " | ".join(columns) + " |"
     sep = "|---|---:|" + "---:|" * len(columns)
     lines = [head, sep]
     for key, row in rows.items():
-        cells = [_fmt(row.get(c)) for c in columns]
-        lines.append(f"| {md_escape(key)} | {row.get('n', '')} | " + " | ".join(cells) + " |")
+        cells = [_fmt(row.means.get(c)) for c in columns]
+        lines.append(f"| {md_escape(key)} | {row.n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

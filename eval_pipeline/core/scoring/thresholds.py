@@ -19,7 +19,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.core.records import ItemScore
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.store.records import ItemScore
 
 
 class ThresholdsError(ValueError):
@@ -96,10 +97,10 @@ class CheckOutcome:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def check_min_mean(summary: dict[str, Any], thresholds: Thresholds) -> CheckOutcome:
+def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
     rows, failed = [], []
     for metric, minimum in thresholds.min_mean.items():
-        value = summary["metrics"].get(metric)
+        value = summary.metric(metric)
         ok = value is not None and value >= minimum
         rows.append({"metric": metric, "mean": value, "minimum": minimum, "ok": ok})
         if not ok:
@@ -128,11 +129,12 @@ def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) ->
     return CheckOutcome(True, f"every item scored 1.0 on {', '.join(thresholds.all_items_pass)}")
 
 
-def check_category_floors(summary: dict[str, Any], thresholds: Thresholds) -> CheckOutcome:
+def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
     rows, failed = [], []
     for metric, floors in thresholds.category_floors.items():
         for category, floor in floors.items():
-            value = summary["by_category"].get(category, {}).get(metric)
+            row = summary.by_category.get(category)
+            value = row.means.get(metric) if row else None
             ok = value is None or value >= floor  # a tier without the category can't miss it
             rows.append({"metric": metric, "category": category, "mean": value, "floor": floor,
                          "ok": ok})  # fmt: skip
@@ -143,7 +145,7 @@ def check_category_floors(summary: dict[str, Any], thresholds: Thresholds) -> Ch
 
 
 def evaluate_thresholds(
-    summary: dict[str, Any], scores: Sequence[ItemScore], thresholds: Thresholds
+    summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds
 ) -> list[tuple[str, CheckOutcome, bool]]:
     """Every threshold check of a run as (check name, outcome, blocking)."""
     return [

@@ -37,6 +37,7 @@ class RunRecord:
     finished_at: datetime | None = None
     dagster_run_id: str | None = None
     error: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the run wants a reader to know
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,12 +51,15 @@ class ItemOutput:
     repeat: int
     output: dict[str, Any] | None
     error: str | None = None
+    error_kind: str | None = None  # "timeout", "HTTP 500", "ValueError", … (see running/errors)
     latency_ms: float = 0.0
-    input_tokens: int = 0
+    input_tokens: int = 0  # every model call of every attempt, an errored item's included
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the models with a known price (see unpriced_models)
     attempts: int = 1
     source_run_id: str | None = None  # set when reused from the memo: the run that produced it
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)  # model → tokens, calls
+    unpriced_models: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -71,3 +75,4 @@ class ItemScore:
     evaluator: str
     value: float | None
     comment: str | None = None
+    metadata: dict[str, Any] | None = None  # e.g. the judge model and prompt hash

@@ -37,7 +37,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord, utcnow
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, utcnow
 
 metadata = MetaData()
 runs = Table(
@@ -60,6 +61,7 @@ runs = Table(
     Column("finished_at", DateTime(timezone=True)),
     Column("dagster_run_id", String(100)),
     Column("error", Text),
+    Column("notes", JSON),
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(
@@ -75,6 +77,9 @@ item_outputs = Table(
     Column("cost_usd", Float, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("source_run_id", String(200)),
+    Column("error_kind", String(100)),
+    Column("usage", JSON),
+    Column("unpriced_models", JSON),
 )  # fmt: skip
 item_scores = Table(
     "item_scores", metadata,
@@ -84,6 +89,7 @@ item_scores = Table(
     Column("evaluator", String(200), primary_key=True),
     Column("value", Float),
     Column("comment", Text),
+    Column("metadata", JSON),
 )  # fmt: skip
 summaries = Table(
     "summaries", metadata,
@@ -117,10 +123,12 @@ item_memo = Table(
     Column("output_tokens", Integer, nullable=False),
     Column("cost_usd", Float, nullable=False),
     Column("attempts", Integer, nullable=False),
+    Column("usage", JSON),
     Column("run_id", String(200), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
 )  # fmt: skip
-MEMO_FIELDS = ("output", "latency_ms", "input_tokens", "output_tokens", "cost_usd", "attempts")
+MEMO_FIELDS = ("output", "latency_ms", "input_tokens", "output_tokens", "cost_usd", "attempts",
+               "usage")  # fmt: skip
 
 
 class ResultsStoreError(RuntimeError):
@@ -195,17 +203,29 @@ class ResultsStore:
                 conn.execute(insert(table), rows)
         return len(rows)
 
-    def complete_run(self, run_id: str, summary: dict[str, Any]) -> None:
+    def complete_run(self, run_id: str, summary: Summary) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(summaries).where(summaries.c.run_id == run_id))
             conn.execute(
-                insert(summaries).values(run_id=run_id, summary=summary, created_at=utcnow())
+                insert(summaries).values(
+                    run_id=run_id, summary=summary.to_dict(), created_at=utcnow()
+                )
             )
             conn.execute(
                 update(runs)
                 .where(runs.c.run_id == run_id)
                 .values(status="complete", finished_at=utcnow(), error=None)
             )
+
+    def add_notes(self, run_id: str, notes: list[str]) -> None:
+        """Append notes to a run (e.g. the agent never read the prompt under test)."""
+        if not notes:
+            return
+        with self.engine.begin() as conn:
+            row = conn.execute(select(runs.c.notes).where(runs.c.run_id == run_id)).first()
+            known = list(row[0] or []) if row else []
+            fresh = [n for n in notes if n not in known]
+            conn.execute(update(runs).where(runs.c.run_id == run_id).values(notes=known + fresh))
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.engine.begin() as conn:
@@ -271,10 +291,10 @@ class ResultsStore:
                 if run_id is not None:
                     query = query.where(item_memo.c.run_id == run_id)
                 for r in conn.execute(query).mappings():
-                    found[r["memo_key"]] = ItemOutput(
-                        item_id=r["item_id"], repeat=r["repeat"], source_run_id=r["run_id"],
-                        **{f: r[f] for f in MEMO_FIELDS},
-                    )  # fmt: skip
+                    found[r["memo_key"]] = _output({
+                        "item_id": r["item_id"], "repeat": r["repeat"],
+                        "source_run_id": r["run_id"], **{f: r[f] for f in MEMO_FIELDS},
+                    })  # fmt: skip
         return found
 
     # --- reads --------------------------------------------------------------------------
@@ -308,10 +328,10 @@ class ResultsStore:
         history = []
         for run in reversed(self.list_runs(suite=suite, status="complete", tier=tier,
                                            limit=limit)):  # fmt: skip
-            summary = self.read_summary(run.run_id) or {}
-            mean = (summary.get("metrics") or {}).get(metric)
-            if mean is not None:
-                se = (summary.get("metric_se") or {}).get(metric) or 0.0
+            summary = self.read_summary(run.run_id)
+            mean = summary.metric(metric) if summary else None
+            if summary and mean is not None:
+                se = summary.metric_se.get(metric) or 0.0
                 history.append((run, float(mean), float(se)))
         return history
 
@@ -323,7 +343,7 @@ class ResultsStore:
         )
         names = [f.name for f in fields(ItemOutput)]
         with self.engine.connect() as conn:
-            return [ItemOutput(**{n: r[n] for n in names}) for r in conn.execute(query).mappings()]
+            return [_output({n: r[n] for n in names}) for r in conn.execute(query).mappings()]
 
     def read_scores(self, run_id: str) -> list[ItemScore]:
         query = (
@@ -339,16 +359,24 @@ class ResultsStore:
         columns = ["item_id", "repeat", "evaluator", "value", "comment"]
         return pd.DataFrame([asdict(s) for s in self.read_scores(run_id)], columns=columns)
 
-    def read_summary(self, run_id: str) -> dict[str, Any] | None:
+    def read_summary(self, run_id: str) -> Summary | None:
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(summaries.c.summary).where(summaries.c.run_id == run_id)
             ).first()
-        return row[0] if row else None
+        return Summary.from_dict(row[0]) if row else None
+
+
+def _output(values: dict[str, Any]) -> ItemOutput:
+    """A stored output; columns an older store left empty get their defaults."""
+    defaults = {"usage": {}, "unpriced_models": []}
+    return ItemOutput(**{k: defaults[k] if v is None and k in defaults else v
+                         for k, v in values.items()})  # fmt: skip
 
 
 def _run(row: Any) -> RunRecord:
     values = {f.name: row[f.name] for f in fields(RunRecord)}
+    values["notes"] = values["notes"] or []  # a store from before notes existed
     for key in ("started_at", "finished_at"):
         if isinstance(values[key], datetime) and values[key].tzinfo is None:
             values[key] = values[key].replace(tzinfo=UTC)  # SQLite drops the zone

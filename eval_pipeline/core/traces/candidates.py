@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from eval_pipeline.core.records import ItemScore
-from eval_pipeline.core.traces import TraceRecord
+from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.traces.records import TraceRecord
 
 _WORD = re.compile(r"[a-z0-9']+")
 

@@ -22,8 +22,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.records import ItemScore
-from eval_pipeline.core.scoring import Evaluator, evaluate_one
+from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
+from eval_pipeline.core.store.records import ItemScore
 
 MAX_FIELD_CHARS = 64_000  # per input / output / metadata, as JSON text
 
