@@ -13,10 +13,11 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import uvicorn
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -78,8 +79,15 @@ async def answer_at(due: float, response: Response) -> Response:
 
 
 def create_app(
-    latency_s: float = 0.0, fault: FaultRule | None = None, rate_limit: float | None = None
+    latency_s: float = 0.0,
+    fault: FaultRule | None = None,
+    rate_limit: float | None = None,
+    chat_model: Callable[[str], BaseChatModel] | None = None,
+    models: Sequence[str] = (OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"),
 ) -> Starlette:
+    """``chat_model(name)`` answers (default: the offline model under that name); GET
+    /models lists ``models``."""
+    make_model = chat_model or (lambda name: OfflineChatModel(model_name=name))
     stats = {"requests": 0, "faults": 0, "rate_limited": 0}
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
 
@@ -112,7 +120,7 @@ def create_app(
             return await answer_at(due, JSONResponse({"error": error}, status_code=injected,
                                                      headers=headers))  # fmt: skip
         messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
-        model = OfflineChatModel(model_name=body.get("model", "offline"))
+        model = make_model(body.get("model", "offline"))
         kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
         for key in ("temperature", "seed"):
             if body.get(key) is not None:
@@ -125,7 +133,7 @@ def create_app(
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": model.model_name,
+                "model": body.get("model", "offline"),
                 "choices": [
                     {
                         "index": 0,
@@ -147,8 +155,8 @@ def create_app(
     async def stats_view(request: Request) -> JSONResponse:
         return JSONResponse(stats)
 
-    async def models(request: Request) -> JSONResponse:
-        names = sorted({OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"})
+    async def list_models(request: Request) -> JSONResponse:
+        names = sorted(set(models))
         data = [{"id": n, "object": "model", "created": 0, "owned_by": "eval-pipeline"}
                 for n in names]  # fmt: skip
         return JSONResponse({"object": "list", "data": data})
@@ -156,7 +164,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/models", models),
+            Route("/v1/models", list_models),
             Route("/stats", stats_view),
         ]
     )
@@ -196,8 +204,10 @@ class LocalOpenAIServer(BackgroundServer):
         port: int | None = None,
         fault: FaultRule | None = None,
         rate_limit: float | None = None,
+        chat_model: Callable[[str], BaseChatModel] | None = None,
+        models: Sequence[str] = (OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"),
     ):
-        super().__init__(create_app(latency_s, fault, rate_limit), port)
+        super().__init__(create_app(latency_s, fault, rate_limit, chat_model, models), port)
 
     @property
     def base_url(self) -> str:
@@ -222,7 +232,7 @@ def _free_port() -> int:
 
 
 def main() -> None:
-    """``python -m eval_pipeline.llm.openai_server --port 8099 --latency-ms 200`` (benchmarks
+    """``python -m eval_pipeline_tests.model_server --port 8099 --latency-ms 200`` (benchmarks
     run the server in its own process so its CPU time is not counted as the client's)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--port", type=int, required=True)

@@ -70,8 +70,8 @@ def require_model(settings: LLMSettings, source: str) -> None:
         )
 
 
-def model_source(prompt: PromptVersion) -> str:
+def model_source(prompt: PromptVersion | None) -> str:
     """Where a run's model was chosen, for the error message."""
-    if prompt.config.get("model"):
+    if prompt is not None and prompt.config.get("model"):
         return f"prompt {prompt.name} v{prompt.version} (config.model)"
     return "the configured model (EVAL_LLM_MODEL, default gpt-4o-mini)"

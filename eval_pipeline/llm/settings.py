@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from eval_pipeline.core.memo import source_fingerprint
 from eval_pipeline.core.redact import register_secret
+from eval_pipeline.core.running.memo import source_fingerprint
 from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
@@ -28,14 +28,21 @@ class LLMSettings(BaseModel):
     model: str = OFFLINE_MODEL_NAME
     base_url: str | None = None
     api_key: SecretStr | None = None
-    temperature: float = 0.0
-    timeout_s: float = 60.0
-    max_retries: int = 2
+    # None: the prompt's config.temperature (else 0.0). Set (EVAL_LLM_TEMPERATURE), it wins
+    # over the prompt's, and the run says so (``notes``).
+    temperature: float | None = None
+    timeout_s: float = 60.0  # one request
+    max_retries: int = 2  # per model call, by the client (the runner does not retry again)
     seed: int = 0
+    notes: tuple[str, ...] = ()  # what the prompt's config could not change, and why
+    # Record model calls to a file, or answer them from it with no endpoint (llm/recording.py).
+    recording: Literal["off", "record", "replay"] = "off"
+    recordings_path: Path | None = None
 
     @property
     def provider(self) -> Literal["openai", "offline"]:
-        return "openai" if self.base_url or self.api_key else "offline"
+        configured = self.base_url or self.api_key or self.recording == "replay"
+        return "openai" if configured else "offline"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
@@ -48,8 +55,11 @@ class LLMSettings(BaseModel):
             model=env.get("EVAL_LLM_MODEL") or default_model,
             base_url=base_url,
             api_key=key,
-            temperature=float(env.get("EVAL_LLM_TEMPERATURE", 0.0)),
+            temperature=float(env["EVAL_LLM_TEMPERATURE"])
+            if env.get("EVAL_LLM_TEMPERATURE")
+            else None,
             timeout_s=float(env.get("EVAL_LLM_TIMEOUT_S", 60.0)),
+            max_retries=int(env.get("EVAL_LLM_MAX_RETRIES", 2)),
         )
 
     @classmethod
@@ -60,12 +70,18 @@ class LLMSettings(BaseModel):
     def with_prompt_config(self, config: dict[str, Any]) -> LLMSettings:
         """Apply a prompt version's config (model, temperature) on top of these settings.
 
-        The offline model keeps its name: a prompt written for another model still runs
+        An explicitly set temperature wins over the prompt's, and a note says so. The
+        offline model keeps its name: a prompt written for another model still runs
         offline, and its temperature still applies.
         """
         update: dict[str, Any] = {}
-        if "temperature" in config:
-            update["temperature"] = float(config["temperature"])
+        wanted = config.get("temperature")
+        if self.temperature is None:
+            update["temperature"] = float(wanted) if wanted is not None else 0.0
+        elif wanted is not None and float(wanted) != self.temperature:
+            note = (f"temperature {self.temperature:g} (EVAL_LLM_TEMPERATURE) overrides the "
+                    f"prompt's config.temperature {float(wanted):g}")  # fmt: skip
+            update["notes"] = (*self.notes, note)
         if self.provider == "openai" and config.get("model"):
             update["model"] = str(config["model"])
         return self.model_copy(update=update)
@@ -83,4 +99,5 @@ class LLMSettings(BaseModel):
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "seed": self.seed,
+            **({"recording": self.recording} if self.recording != "off" else {}),
         }

@@ -25,6 +25,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from eval_pipeline.core.running.agent import current_item
 from eval_pipeline.llm.offline import (
     drive_thru,
     judge,
@@ -79,6 +80,12 @@ class Turn:
         return min(0.6, 0.3 * max(self.temperature, 0.0))
 
 
+def _item_seed(default: int) -> int:
+    """The running item's seed (see core/running/agent.py), else the model's own."""
+    scope = current_item.get()
+    return scope.seed if scope is not None else default
+
+
 def estimate_tokens(text: str) -> int:
     """Roughly 4 characters per token (the usual rule of thumb for English)."""
     return max(1, math.ceil(len(text) / 4)) if text else 0
@@ -119,7 +126,7 @@ class OfflineChatModel(BaseChatModel):
             messages,
             kwargs.get("tools") or [],
             temperature=float(kwargs.get("temperature", self.temperature)),
-            seed=int(kwargs.get("seed", self.seed) or 0),
+            seed=int(kwargs.get("seed", _item_seed(self.seed)) or 0),
         )
         message = self._respond(turn)
         prompt_text = json.dumps([m.content for m in messages]) + json.dumps(turn.tools)
