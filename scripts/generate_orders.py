@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/generate_orders.py
 
-150 orders of 30 customers over products of the catalog, with status, carrier, tracking
-number and dates, from a fixed seed (re-running gives the same file).
+150 orders of 30 customers over products of the catalog (id and name), with status,
+carrier, tracking number and dates, from a fixed seed (re-running gives the same file).
 """
 
 from __future__ import annotations
@@ -30,17 +30,20 @@ CARRIERS = ["UPS", "FedEx", "DHL", "USPS"]
 def main() -> None:
     rng = random.Random(1122)
     with (ROOT / "datasets" / "product_discovery" / "catalog.csv").open(encoding="utf-8") as f:
-        products = [row["product_id"] for row in csv.DictReader(f)]
+        names = {row["product_id"]: row["name"] for row in csv.DictReader(f)}
+    products = list(names)
     rows = []
     for n in range(150):
         status = rng.choice(STATUSES)
         ordered = date(2026, 10, 1) + timedelta(days=rng.randrange(50))
         shipped = status in ("shipped", "delivered", "returned")
+        product = rng.choice(products)
         rows.append(
             {
                 "order_id": f"ORD-{1001 + n}",
                 "customer_id": f"C{1 + n % 30:03d}",
-                "product_id": rng.choice(products),
+                "product_id": product,
+                "product_name": names[product],
                 "quantity": rng.choice([1, 1, 1, 2, 3]),
                 "status": status,
                 "ordered_on": ordered.isoformat(),

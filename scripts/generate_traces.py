@@ -27,11 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.agents.drive_thru.suite import TRACE_NAME, make_agent  # noqa: E402
+from eval_pipeline.agents.drive_thru.suite import TRACE_NAME  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core.cases import GoldenCase  # noqa: E402
-from eval_pipeline.core.pricing import PriceTable  # noqa: E402
-from eval_pipeline.core.records import ItemOutput  # noqa: E402
-from eval_pipeline.core.runner import RunnerConfig, run_agent_sync  # noqa: E402
+from eval_pipeline.core.running.pricing import PriceTable  # noqa: E402
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync  # noqa: E402
+from eval_pipeline.core.store.records import ItemOutput  # noqa: E402
+from eval_pipeline.evaluators.drive_thru import order_lines  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
 
@@ -126,15 +128,17 @@ def generate_day(day: date, registry: LocalPromptRegistry) -> list[dict]:
     settings = LLMSettings.create(model="offline", temperature=0.7, seed=hash_seed(day))
     correct = LLMSettings.create(model="offline", temperature=0.0)
     all_cases = {n: case(day, n, c, u) for n, c, u, _ in picks}
+    make_agent = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru").make_agent
     reference = run(make_agent(prompts["production"], correct), list(all_cases.values()))
     observations: dict[int, dict] = {}
     prices = PriceTable.from_file(None)
     for label, prompt in prompts.items():
         chosen = [p for p in picks if p[3] == label]
-        outputs = run(make_agent(prompt, settings), [all_cases[p[0]] for p in chosen])
+        outputs = run(make_agent(prompt, settings), [all_cases[p[0]] for p in chosen],
+                      seed=settings.seed)  # fmt: skip
         for n, category, utterance, _ in chosen:
             out = outputs[all_cases[n].id]
-            truth = reference[all_cases[n].id].output["order_items"]
+            truth = expected_items(reference[all_cases[n].id].output)
             observations[n] = observation(
                 day, n, rng, category, utterance, prompt, out, prices, truth
             )
@@ -150,9 +154,21 @@ def case(day: date, n: int, category: str, utterance: str) -> GoldenCase:
     )
 
 
-def run(agent, cases: list[GoldenCase]) -> dict[str, ItemOutput]:
-    """The agent's output per case id (one repeat)."""
-    return {o.item_id: o for o in run_agent_sync(agent, cases, RunnerConfig(concurrency=4))}
+def run(agent, cases: list[GoldenCase], seed: int = 0) -> dict[str, ItemOutput]:
+    """The agent's output per case id (one repeat); item seeds derive from ``seed``."""
+    config = RunnerConfig(concurrency=4, base_seed=seed)
+    return {o.item_id: o for o in run_agent_sync(agent, cases, config)}
+
+
+def expected_items(output: dict | None) -> list[dict]:
+    """An output's order in the golden-case format (what a correction at the window gives)."""
+    return [
+        {"item_id": line["item_id"], "name": line["name"], "quantity": line["quantity"],
+         "size": line.get("size") or "regular",
+         "modifiers": [{"modifier_id": m["modifier_id"], "name": m["name"]}
+                       for m in line.get("modifiers") or []]}
+        for line in order_lines(output)
+    ]  # fmt: skip
 
 
 def hash_seed(day: date) -> int:
@@ -163,11 +179,11 @@ def observation(day, n, rng, category, utterance, prompt, out, prices, truth) ->
     start = datetime(day.year, day.month, day.day, 6, tzinfo=UTC) + timedelta(
         seconds=n * (14 * 3600 / TRACES_PER_DAY) + rng.uniform(0, 300)
     )
-    latency = round(rng.lognormvariate(0.3, 0.5) * (1 + len(out.output or {}) / 10), 3)
+    latency = round(rng.lognormvariate(0.3, 0.5) * (1.4 if out.output else 1.0), 3)
     failed = rng.random() < 0.02  # the provider occasionally fails in production
     feedback = None
     roll = rng.random()
-    if out.output is not None and out.output["order_items"] != truth and roll < 0.5:
+    if out.output is not None and expected_items(out.output) != truth and roll < 0.5:
         feedback = {
             "score": 0,
             "comment": "order corrected at the window",

@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.agents.research.suite import make_agent  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core.cases import GoldenCase  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.offline.research import CITY, COMPANY, PERSON  # noqa: E402
@@ -94,7 +94,8 @@ def truth(question: str, w: dict) -> list[str]:
 
 def main() -> None:
     prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label("research/agent", "production")
-    agent = make_agent(prompt, LLMSettings.create(model="offline"), CORPUS)
+    suite = load_project(ROOT / "eval-pipeline.yaml").suite("research")
+    agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
     w = world()
     cases = []
     for n, (category, question, tier) in enumerate(QUESTIONS, start=1):

@@ -1,6 +1,10 @@
 """The drive-thru agent: a 4-node LangGraph state machine (seed 000).
 
-orchestrator (LLM, retried) → tools → update_order → orchestrator … → END
+orchestrator (LLM) → tools → update_order → orchestrator … → END
+
+``build(ctx)`` is the factory the project file names: the run's model, the prompt under
+test with the menu filled in. The order lives in the graph state (``current_order``),
+which the suite picks into the output contract (``state_fields``).
 """
 
 from __future__ import annotations
@@ -9,37 +13,38 @@ import json
 import operator
 from typing import Annotated, Literal
 
-from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
-from eval_pipeline.agents.drive_thru.menu import Menu, Order, OrderItem
+from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.agents.drive_thru.menu import Order, OrderItem, load_menu
 from eval_pipeline.agents.drive_thru.tools import TOOLS
-from eval_pipeline.agents.retry_policy import LLM_RETRY_POLICY
-from eval_pipeline.agents.seeding import call_options
 
 
 class DriveThruState(MessagesState):
-    menu: Menu
     current_order: Order
     reasoning: Annotated[list[str], operator.add]
 
 
-def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
-    """Compile the graph once per agent; each item's seed comes with its run config."""
+def build(ctx: AgentContext) -> CompiledStateGraph:
+    """The graph for one run: the prompt under test with the menu, on the run's model."""
+    system_prompt = ctx.system_prompt(menu=load_menu().describe())
+    return build_graph(ctx.model.bind_tools(TOOLS), system_prompt)
 
-    async def orchestrator(state: DriveThruState, config: RunnableConfig) -> dict:
+
+def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
+    async def orchestrator(state: DriveThruState) -> dict:
         messages = [SystemMessage(content=system_prompt), *state["messages"]]
-        reply = await llm.ainvoke(messages, **call_options(config))
+        reply = await llm.ainvoke(messages)
         calls = [c["name"] for c in getattr(reply, "tool_calls", None) or []]
         note = f"calling {', '.join(calls)}" if calls else "answering the customer"
         return {"messages": [reply], "reasoning": [note]}
 
     async def update_order(state: DriveThruState) -> dict:  # async: no thread hop
-        order = state["current_order"].model_copy(deep=True)
+        order = (state.get("current_order") or Order()).model_copy(deep=True)
         notes = []
         for message in _last_tool_results(state["messages"]):
             try:
@@ -57,7 +62,7 @@ def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
         return {"current_order": order, "reasoning": notes}
 
     builder = StateGraph(DriveThruState)
-    builder.add_node("orchestrator", orchestrator, retry_policy=LLM_RETRY_POLICY)
+    builder.add_node("orchestrator", orchestrator)
     builder.add_node("tools", ToolNode(TOOLS))
     builder.add_node("update_order", update_order)
     builder.add_edge(START, "orchestrator")
@@ -77,7 +82,8 @@ def should_continue(state: DriveThruState) -> Literal["tools", "respond"]:
 
 
 def should_end_after_update(state: DriveThruState) -> Literal["end", "continue"]:
-    return "end" if state["current_order"].finalized else "continue"
+    order = state.get("current_order")
+    return "end" if order is not None and order.finalized else "continue"
 
 
 def _last_tool_results(messages: list) -> list[ToolMessage]:
@@ -87,7 +93,3 @@ def _last_tool_results(messages: list) -> list[ToolMessage]:
             break
         results.append(message)
     return list(reversed(results))
-
-
-def bind_llm(llm: BaseChatModel) -> Runnable:
-    return llm.bind_tools(TOOLS)

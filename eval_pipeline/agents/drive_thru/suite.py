@@ -1,42 +1,27 @@
-"""The drive_thru suite (seed 000): dataset rules, evaluators and the agent factory."""
+"""What the project file names for the drive_thru suite (seed 000) besides its graph:
+the case validator and the on-menu check (the menu's item ids bound in)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from eval_pipeline.agents.drive_thru.agent import DriveThruAgent
 from eval_pipeline.agents.drive_thru.menu import load_menu
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.suite import Suite
-from eval_pipeline.evaluators import (
-    avg_order_correctness,
-    cost_within,
-    latency_within,
-    no_error,
-    no_hallucinated_items,
-    order_correctness,
-    tool_call_accuracy,
-    tool_protocol,
-)
-from eval_pipeline.llm.factory import create_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.evaluators import no_hallucinated_items as no_hallucinated_items_in
 
-CATEGORIES = (
-    "simple", "quantity", "multi_item", "modifiers", "not_on_menu", "greeting",
-    "informal", "ambiguous", "complex_combo",
-)  # fmt: skip
 ABSENCE_CATEGORIES = ("not_on_menu", "greeting", "ambiguous")
 TRACE_NAME = "drive-thru-agent"  # root observation of the production agent's traces
-LATENCY_BUDGET_MS = 5_000  # a customer at the speaker waits no longer
-COST_BUDGET_USD = 0.01
+
+# 1.0 if every ordered item is on the shipped menu: `- eval_pipeline.agents.drive_thru.suite:
+# no_hallucinated_items` in the project file (it needs no reference: traces use it too).
+no_hallucinated_items = no_hallucinated_items_in(load_menu().item_ids)
 
 
 def validate_case(case: GoldenCase) -> list[tuple[str, str]]:
     """Every expected line must name a menu item, a valid quantity, size and modifiers."""
     menu = load_menu()
     problems: list[tuple[str, str]] = []
-    if not isinstance(case.input.get("customer_utterance"), str):
+    if not isinstance(case.input, dict) or not isinstance(
+        case.input.get("customer_utterance"), str
+    ):
         problems.append(("input.customer_utterance", "required, a string"))
     items = (case.expected_output or {}).get("expected_items")
     if not isinstance(items, list):
@@ -66,35 +51,3 @@ def validate_case(case: GoldenCase) -> list[tuple[str, str]]:
     if case.category in ABSENCE_CATEGORIES and items:
         problems.append(("expected_output.expected_items", f"{case.category} cases expect []"))
     return problems
-
-
-def make_agent(prompt: PromptVersion, settings: LLMSettings) -> DriveThruAgent:
-    return DriveThruAgent(
-        create_chat_model(settings), prompt, model_name=settings.model, base_seed=settings.seed
-    )
-
-
-def build_suite(datasets_dir: Path) -> Suite:
-    return Suite(
-        name="drive_thru",
-        dataset_dir=datasets_dir / "drive_thru",
-        prompt_name="drive-thru/orchestrator",
-        categories=CATEGORIES,
-        absence_categories=ABSENCE_CATEGORIES,
-        make_agent=make_agent,
-        evaluators=(
-            order_correctness,
-            tool_call_accuracy,
-            no_hallucinated_items(load_menu().item_ids),
-        ),
-        run_evaluators=(avg_order_correctness,),
-        validate_case=validate_case,
-        trace_name=TRACE_NAME,
-        trace_evaluators=(
-            no_hallucinated_items(load_menu().item_ids),
-            tool_protocol,
-            no_error,
-            latency_within(LATENCY_BUDGET_MS),
-            cost_within(COST_BUDGET_USD),
-        ),
-    )

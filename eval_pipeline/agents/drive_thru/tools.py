@@ -1,5 +1,6 @@
-"""The agent's four tools. They read the menu and order from graph state (InjectedState)
-and return JSON strings; `update_order` applies what `add_item_to_order` returns."""
+"""The agent's four tools. They read the shipped menu and the order so far (graph state,
+InjectedState) and return JSON strings; `update_order` applies what `add_item_to_order`
+returns."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Annotated, Any
 from langchain_core.tools import tool
 from langgraph.prebuilt import InjectedState
 
-from eval_pipeline.agents.drive_thru.menu import Menu, MenuItem, Order, OrderItem, OrderModifier
+from eval_pipeline.agents.drive_thru.menu import (
+    Menu,
+    MenuItem,
+    Order,
+    OrderItem,
+    OrderModifier,
+    load_menu,
+)
 from eval_pipeline.agents.inline_tools import on_event_loop
 
 State = Annotated[dict, InjectedState]
@@ -27,10 +35,10 @@ def _item_view(menu: Menu, item: MenuItem) -> dict[str, Any]:
 
 
 @tool
-def lookup_menu_item(query: str, state: State) -> str:
+def lookup_menu_item(query: str) -> str:
     """Look up a menu item by what the customer called it. Returns the item with its
     item_id, sizes and modifiers, the candidates when several items match, or not_found."""
-    menu: Menu = state["menu"]
+    menu = load_menu()
     result = menu.lookup(query)
     payload: dict[str, Any] = {"status": result.status, "query": query}
     if result.item:
@@ -49,14 +57,13 @@ def _by_name(menu: Menu, name: str) -> MenuItem | None:
 @tool
 def add_item_to_order(
     item_id: str,
-    state: State,
     quantity: int = 1,
     size: str | None = None,
     modifiers: list[str] | None = None,
 ) -> str:
     """Add a menu item to the order. item_id must come from lookup_menu_item; size is one
     of the item's sizes; modifiers are modifier names or ids the item allows."""
-    menu: Menu = state["menu"]
+    menu = load_menu()
     item = menu.item(item_id)
     if item is None:
         return _error(f"unknown item_id {item_id!r}: call lookup_menu_item first")
@@ -85,14 +92,14 @@ def add_item_to_order(
 @tool
 def get_current_order(state: State) -> str:
     """Show the items in the customer's order so far."""
-    order: Order = state["current_order"]
+    order: Order = state.get("current_order") or Order()
     return json.dumps({"status": "ok", "order": order.model_dump(mode="json")})
 
 
 @tool
 def finalize_order(state: State) -> str:
     """Finish the order when the customer says that is all."""
-    order: Order = state["current_order"]
+    order: Order = state.get("current_order") or Order()
     if not order.items:
         return _error("the order is empty; nothing to finalize")
     return json.dumps({"status": "finalized", "order": order.model_dump(mode="json")})

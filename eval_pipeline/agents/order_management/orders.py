@@ -1,4 +1,4 @@
-"""Orders of the catalog's products (datasets/order_management/orders.csv) and their tools."""
+"""The shop's orders (datasets/order_management/orders.csv) and the tools over them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def load_orders(path: Path) -> dict[str, dict[str, str]]:
         return {row["order_id"]: row for row in csv.DictReader(handle)}
 
 
-def order_tools(orders: dict[str, dict[str, str]], product_names: dict[str, str]) -> list[BaseTool]:
+def order_tools(orders: dict[str, dict[str, str]]) -> list[BaseTool]:
     def missing(order_id: str) -> str:
         return json.dumps({"error": f"no order {order_id}"})
 
@@ -32,7 +32,7 @@ def order_tools(orders: dict[str, dict[str, str]], product_names: dict[str, str]
             {
                 "order_id": order_id,
                 "status": order["status"],
-                "product": product_names.get(order["product_id"], order["product_id"]),
+                "product": order["product_name"] or order["product_id"],
                 "ordered_on": order["ordered_on"],
             }
         )

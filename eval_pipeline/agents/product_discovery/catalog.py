@@ -11,8 +11,6 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool, tool
 
-from eval_pipeline import settings
-
 
 @dataclass(frozen=True)
 class Product:
@@ -68,8 +66,7 @@ class Catalog:
 
 
 @cache
-def load_catalog(path: Path | None = None) -> Catalog:
-    path = path or settings.datasets_dir() / "product_discovery" / "catalog.csv"
+def load_catalog(path: Path) -> Catalog:
     with Path(path).open(encoding="utf-8") as handle:
         products = [
             Product(

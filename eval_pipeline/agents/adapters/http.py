@@ -1,0 +1,84 @@
+"""An agent deployed as a service: POST the case input as JSON, take the JSON answer.
+
+The request body is the case input. Headers say which item it is and which prompt version
+is under test (``X-Eval-Case-Id``, ``X-Eval-Repeat``, ``X-Eval-Seed``, ``X-Eval-Prompt``,
+``X-Eval-Prompt-Version``), plus the suite's own ``headers`` (``${VAR}`` is read from the
+environment and kept out of every log). The answer must be a JSON object: the output
+contract. If it carries ``usage: {model, input_tokens, output_tokens}``, those tokens are
+counted. Timeouts, retries and error recording are the runner's, as for model calls.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from eval_pipeline.agents.adapters.callable import AgentOutputError, output_of
+from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.redact import register_secret
+from eval_pipeline.core.running.agent import AgentResult, current_item
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """``${VAR}`` in a header value from the environment; the values become secrets."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise KeyError(f"header needs the environment variable {name}, which is not set")
+        register_secret(os.environ[name])
+        return os.environ[name]
+
+    return {k: _VAR.sub(value, v) for k, v in headers.items()}
+
+
+class HttpAgent:
+    def __init__(self, url: str, ctx: AgentContext, *, headers: Mapping[str, str] | None = None,
+                 timeout_s: float = 60.0):  # fmt: skip
+        self.url, self.ctx, self.timeout_s = url, ctx, timeout_s
+        self.headers = expand_headers(headers or {})
+        self._client: httpx.AsyncClient | None = None  # made in the run's event loop
+
+    @property
+    def prompt_read(self) -> bool:
+        return True  # the service is told the prompt version; whether it uses it is its own
+
+    async def run(
+        self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
+    ) -> AgentResult:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s)
+        scope = current_item.get()
+        headers = {**self.headers, "X-Eval-Case-Id": case.id, "X-Eval-Repeat": str(repeat)}
+        if scope is not None:
+            headers["X-Eval-Seed"] = str(scope.seed)
+        if self.ctx.prompt_version is not None:
+            headers["X-Eval-Prompt"] = self.ctx.prompt_version.name
+            headers["X-Eval-Prompt-Version"] = str(self.ctx.prompt_version.version)
+        response = await self._client.post(self.url, json=case.input, headers=headers)
+        response.raise_for_status()
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            kind = response.headers.get("content-type", "no content type")
+            raise AgentOutputError(
+                f"{self.url} answered {kind}, not JSON: {response.text[:120]!r}"
+            ) from exc
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        if scope is not None and isinstance(usage, dict):
+            scope.usage.add(str(usage.get("model") or "unknown"),
+                            int(usage.get("input_tokens") or 0),
+                            int(usage.get("output_tokens") or 0))  # fmt: skip
+        return AgentResult(output_of(answer, self.url))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

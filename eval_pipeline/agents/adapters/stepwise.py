@@ -1,0 +1,124 @@
+"""Teacher-forced, stepwise evaluation of a LangGraph agent on a reference trajectory (seed 004).
+
+For each assistant step of the reference, the agent's own graph starts from the reference
+prefix (the messages before that step, as its input state) and stops once the agent node
+has produced its next message (``interrupt_after`` that node): one model call per step, no
+replay of earlier steps. The message is scored against the reference step: tool calls must
+be the same tools with matching arguments (``args_mode``), a final answer must contain the
+reference answer's key facts (or satisfy an answer judge). ``survived_until`` is the index
+of the first failed step divided by the number of steps (1.0 if none failed).
+
+A step that fails with an error is recorded on that step (score 0, the error) and counts as
+failed; the item keeps its full run's output.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, convert_to_messages
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.pregel import Pregel
+
+from eval_pipeline.core.redact import redact
+from eval_pipeline.core.running.retry import error_kind
+from eval_pipeline.evaluators.research import answer_matches
+from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
+
+# (produced answer, reference answer) -> (acceptable, why): e.g. judge_answers(llm_judge(...))
+AnswerJudge = Callable[[str, str], tuple[bool, str]]
+
+
+@dataclass(frozen=True)
+class StepwiseSpec:
+    node: str  # the node that calls the model
+    reference: str = "trajectory"  # where in expected_output the reference trajectory is
+    args_mode: str = "exact"
+    answer_judge: AnswerJudge | None = None
+
+
+def judge_answers(judge: Callable[..., Any], *, pass_at: float = 0.7) -> AnswerJudge:
+    """Use an ``llm_judge`` evaluator as the final-answer matcher of the stepwise run."""
+
+    def decide(produced: str, reference: str) -> tuple[bool, str]:
+        verdict = judge(input=reference, output={"response": produced})
+        return verdict.value >= pass_at, f"judge {verdict.value:.2f}: {verdict.comment}"
+
+    return decide
+
+
+async def stepwise(
+    graph: Pregel, spec: StepwiseSpec, reference: Sequence[dict[str, Any]], callbacks: Sequence[Any]
+) -> dict[str, Any]:
+    normalized = normalize_messages(list(reference))
+    steps = [k for k, m in enumerate(normalized) if m["role"] == "assistant"]
+    forced = graph.copy({"checkpointer": InMemorySaver(), "interrupt_after_nodes": [spec.node]})
+    results = []
+    for index, k in enumerate(steps):
+        config = {
+            "configurable": {"thread_id": f"step-{uuid.uuid4()}"},
+            "callbacks": list(callbacks),
+            "recursion_limit": 4,
+        }
+        try:
+            state = await forced.ainvoke({"messages": convert_to_messages(list(reference[:k]))},
+                                         config=config)  # fmt: skip
+            produced = state["messages"][-1]
+        except Exception as exc:  # recorded on the step: the full run's answer stands
+            results.append(_failed(index, normalized[k], exc))
+            continue
+        results.append(_score(index, normalized[k], produced, spec))
+    scores = [r["score"] for r in results]
+    first_failed = next((i for i, s in enumerate(scores) if s < 1), None)
+    return {
+        "steps": results,
+        "stepwise_score": sum(scores) / len(scores) if scores else 1.0,
+        "survived_until": 1.0 if first_failed is None else first_failed / len(scores),
+    }
+
+
+def _failed(index: int, expected: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    message = redact(f"{type(exc).__name__}: {exc}")[:500]
+    return {
+        "step": index,
+        "kind": "tool_calls" if expected["tool_calls"] else "answer",
+        "expected": expected["tool_calls"] or expected["content"],
+        "produced": None,
+        "score": 0.0,
+        "comment": f"error: {message}",
+        "error": message,
+        "error_kind": error_kind(exc),
+    }
+
+
+def _score(index: int, expected: dict[str, Any], produced: Any, spec: StepwiseSpec) -> dict:
+    got_calls = (
+        [{"name": c["name"], "args": c["args"]} for c in produced.tool_calls]
+        if isinstance(produced, AIMessage) and produced.tool_calls
+        else None
+    )
+    want_calls = expected["tool_calls"]
+    if want_calls:
+        ok, why = strict_calls_match(got_calls or [], want_calls, spec.args_mode)
+        if not got_calls:
+            ok, why = False, "answered instead of calling tools"
+        elif len(got_calls) != len(want_calls):
+            ok, why = False, f"{len(got_calls)} tool calls, reference {len(want_calls)}"
+    elif got_calls:
+        ok, why = False, f"called {[c['name'] for c in got_calls]} instead of answering"
+    elif spec.answer_judge is not None:
+        ok, why = spec.answer_judge(str(produced.content), expected["content"])
+    else:
+        ok, missing = answer_matches(str(produced.content), expected["content"])
+        why = "" if ok else f"answer misses {missing}"
+    return {
+        "step": index,
+        "kind": "tool_calls" if want_calls else "answer",
+        "expected": want_calls or expected["content"],
+        "produced": got_calls or str(getattr(produced, "content", "")),
+        "score": 1.0 if ok else 0.0,
+        "comment": why or "matches the reference",
+    }
