@@ -28,16 +28,25 @@ class ConfigError(click.ClickException):
 
 
 @click.group()
-def main() -> None:
-    """Evaluate LangGraph agents: golden datasets, scores, summaries and gates."""
+@click.option("--project", type=click.Path(path_type=Path), default=None,
+              help="The project file (default: eval-pipeline.yaml in the working directory or "
+                   "a parent; also EVAL_PROJECT).")  # fmt: skip
+def main(project: Path | None) -> None:
+    """Evaluate LLM agents: golden datasets, scores, summaries and gates."""
+    if project is not None:
+        os.environ["EVAL_PROJECT"] = str(project.resolve())
 
 
 @main.command()
-@click.option("--suite", "suite_name", required=True, help="Suite to run, e.g. drive_thru.")
+@click.option("--suite", "suite_name", required=True, help="Suite to run (see the project file).")
 @click.option("--tier", type=click.Choice(["smoke", "full"]), default="full", show_default=True)
 @click.option("--repeat", "repeats", type=click.IntRange(1, 100), default=None,
               help="Runs per case (default: the suite's).")  # fmt: skip
 @click.option("--concurrency", type=click.IntRange(1, 512), default=8, show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0,
+              show_default=True,
+              help="Seconds one attempt of one item may take, all its model calls "
+                   "included.")  # fmt: skip
 @click.option("--label", default="production", show_default=True,
               help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
 @click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
@@ -53,6 +62,12 @@ def main() -> None:
               help="reuse: take memoized item outputs (unchanged agent, prompt, model, case, "
                    "repeat), run only the rest; refresh: run all, overwrite the memo; "
                    "off: ignore the memo.")  # fmt: skip
+@click.option("--record", "recording", flag_value="record", default=None,
+              help="Store every model request and answer in recordings/SUITE/VERSION.jsonl "
+                   "next to the project file (every item runs, the memo is refreshed).")
+@click.option("--replay", "recording", flag_value="replay",
+              help="Answer every model request from the recordings, with no endpoint; a "
+                   "request never recorded fails its item.")  # fmt: skip
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
               help="Write the result as JSON.")  # fmt: skip
 @click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
@@ -64,131 +79,48 @@ def run(
     tier: str,
     repeats: int | None,
     concurrency: int,
+    timeout_s: float,
     label: str,
     prompt_version: int | None,
     baseline_label: str | None,
     margin: float | None,
     threshold: float | None,
     cache: str,
+    recording: str | None,
     json_path: Path | None,
     junit_path: Path | None,
     report_path: Path | None,
 ) -> None:
     """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error."""
-    from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
-    from eval_pipeline.core import evaluation, exports, gate
-    from eval_pipeline.core.cases import DatasetError, select_tier
-    from eval_pipeline.core.pricing import PriceTable
-    from eval_pipeline.core.prompts import PromptError
-    from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
-    from eval_pipeline.core.runner import RunnerConfig
-    from eval_pipeline.core.thresholds import ThresholdsError, evaluate_thresholds
-    from eval_pipeline.integrations.configured import prompt_registry_from_env
-    from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
-    from eval_pipeline.llm.endpoint import ModelUnavailable, model_source, require_model
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline import api
+    from eval_pipeline.core.evaluation import RunRequest
+    from eval_pipeline.report import print_result
 
+    request = RunRequest(
+        tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
+        baseline_label=baseline_label, margin=margin, min_primary=threshold,
+    )  # fmt: skip
     try:
-        suite = get_suite(suite_name)
-        all_cases = suite.load_cases()
-        cases = select_tier(all_cases, tier)
-        thresholds = suite.thresholds
-        registry = prompt_registry_from_env(settings.prompts_dir())
-        prompt = (
-            registry.get(suite.prompt_name, prompt_version)
-            if prompt_version is not None
-            else registry.get_by_label(suite.prompt_name, label)
-        )
-        llm = LLMSettings.from_env().with_prompt_config(prompt.config)
-        require_model(llm, model_source(prompt))
-        store = ResultsStore(settings.results_url())
-        run_record = evaluation.build_run(
-            suite, prompt, all_cases, tier=tier, repeats=repeats or suite.repeats,
-            model_params=llm.public_params(),
-        )  # fmt: skip
-        baseline = (
-            _baseline(store, registry, suite, run_record, baseline_label, {c.id for c in cases})
-            if baseline_label
-            else None
-        )
-    except (
-        UnknownSuiteError,
-        DatasetError,
-        PromptError,
-        RegistryUnavailable,
-        ThresholdsError,
-        ResultsStoreError,
-        ModelUnavailable,
-        gate.NotComparable,
-    ) as exc:
+        prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
+                               request=request, recording=recording or "off")  # fmt: skip
+    except api.SetupError as exc:
         raise ConfigError(str(exc)) from exc
-    store.create_run(run_record)
-    config = RunnerConfig(concurrency=concurrency, repeats=run_record.repeats)
     try:
-        with _progress(f"{suite.name} {tier}") as report:
-            evaluation.produce_outputs(
-                store, run_record, suite.make_agent(prompt, llm), cases, config, cache=cache,
-                prices=PriceTable.from_file(settings.prices_file()), progress=report,
-            )  # fmt: skip
-        evaluation.produce_scores(store, run_record.run_id, suite, cases)
-        summary = evaluation.produce_summary(store, run_record.run_id, suite, cases)
-    except Exception as exc:  # recorded on the run by the stage; a runtime error exits 2
-        message = redact(f"{type(exc).__name__}: {exc}")
-        raise ConfigError(f"run {run_record.run_id} failed: {message}") from exc
-    outputs, scores = store.read_outputs(run_record.run_id), store.read_scores(run_record.run_id)
-    checks = evaluate_thresholds(summary, scores, thresholds)
-    if threshold is not None:
-        checks.append(_threshold_check(summary, thresholds.primary_metric, threshold))
-    result = exports.RunResult(run_record, summary, checks, thresholds, outputs, scores)
-    if baseline is not None:
-        categories = {c.id: c.category for c in cases}
-        base_data = (store.read_outputs(baseline.run_id), store.read_scores(baseline.run_id))
-        result.gate = gate.compare_runs(baseline, run_record, base_data, (outputs, scores),
-                                        thresholds, categories, margin=margin)  # fmt: skip
-    else:
-        result.gate_note = "no baseline requested (use --baseline production)"
-    from eval_pipeline.report import print_gate, print_report
-
-    print_report(console, run_record, summary, checks)
-    print_gate(console, result.gate, result.gate_note)
-    exit_code = EXIT_FAIL if result.failed else EXIT_PASS
-    _write_files(store, result, exit_code, json_path, junit_path, report_path)
-    console.print(f"Results store: {settings.results_url()}  (run {run_record.run_id})")
+        with _progress(f"{suite_name} {tier}") as report:
+            result = api.run_prepared(prepared, progress=report)
+    except api.RunFailed as exc:
+        raise ConfigError(str(exc)) from exc
+    print_result(console, result)
+    exit_code = EXIT_CONFIG if result.runtime_failure else EXIT_FAIL if result.failed else EXIT_PASS
+    if result.runtime_failure:
+        err_console.print(f"[red]Runtime problem:[/] {escape(result.runtime_failure)}")
+    _write_files(prepared.store, result, exit_code, json_path, junit_path, report_path)
+    console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
     sys.exit(exit_code)
 
 
-def _baseline(store, registry, suite, candidate, label: str, items: set[str]):
-    """The baseline run for ``--baseline LABEL``, checked for comparability before any call."""
-    from eval_pipeline.core import gate
-
-    version = registry.label_versions([label]).get(suite.prompt_name, {}).get(label)
-    if version is None:
-        raise ConfigError(f"prompt {suite.prompt_name!r} has no label {label!r}: no baseline")
-    baseline = gate.find_baseline(store, candidate, f"v{version}")
-    if baseline is None:
-        raise ConfigError(
-            f"no complete full-tier run of {suite.name} {label} (v{version}) in the results "
-            f"store to compare with: run `eval-pipeline run --suite {suite.name} "
-            f"--prompt-version {version}` first"
-        )
-    base_items = {o.item_id for o in store.read_outputs(baseline.run_id)}
-    if problems := gate.comparability_problems(baseline, candidate, base_items, items):
-        raise gate.NotComparable(f"not comparable with baseline run {baseline.run_id}: "
-                                 + "; ".join(problems))  # fmt: skip
-    return baseline
-
-
-def _threshold_check(summary, metric: str, minimum: float):
-    from eval_pipeline.core.thresholds import CheckOutcome
-
-    value = summary["metrics"].get(metric)
-    passed = value is not None and value >= minimum
-    text = f"{metric} mean {value} {'≥' if passed else '<'} --threshold {minimum}"
-    return ("threshold", CheckOutcome(passed, text), True)
-
-
 def _write_files(store, result, exit_code, json_path, junit_path, report_path) -> None:
-    from eval_pipeline.core import charts, exports
+    from eval_pipeline.core.reports import charts, exports
 
     if json_path:
         console.print(f"JSON: {exports.write_json(json_path, result, exit_code)}")
@@ -207,6 +139,31 @@ def _write_files(store, result, exit_code, json_path, junit_path, report_path) -
             path = Path(f"{stem}-categories.png")
             result.charts["per-category delta"] = charts.category_delta_chart(rows, metric, path)
         console.print(f"Report: {exports.write_markdown(report_path, result)}")
+
+
+@main.command()
+@click.option("--agent", "agent_path", required=True, metavar="PACKAGE.MODULE:ATTRIBUTE|URL",
+              help="Your agent: a compiled LangGraph graph, a factory(ctx) returning one, "
+                   "fn(input, ctx) -> dict, or the http(s) URL of an agent service.")  # fmt: skip
+@click.option("--name", required=True, help="The suite's name (letters, digits, _ and -).")
+@click.option("--dataset", "dataset_dir", default=None, metavar="DIR",
+              help="Where the cases go, relative to the project file "
+                   "(default evals/NAME).")  # fmt: skip
+@click.option("--prompt", "prompt_name", default=None,
+              help="The prompt in the registry the agent reads (optional).")  # fmt: skip
+def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str | None) -> None:
+    """Declare a suite for your agent: its entry in eval-pipeline.yaml (created if there is
+    none), a dataset directory with three example cases and a thresholds file."""
+    from eval_pipeline.scaffold import ScaffoldError, scaffold_suite
+
+    try:
+        made = scaffold_suite(agent_path, name, dataset_dir=dataset_dir, prompt=prompt_name)
+    except ScaffoldError as exc:
+        raise ConfigError(str(exc)) from exc
+    for path in made.written:
+        console.print(f"wrote {path}")
+    console.print(f"Suite {name!r}: {made.agent_kind} {agent_path}. Next: put real cases in "
+                  f"{made.cases_file}, then\n  eval-pipeline run --suite {name}")  # fmt: skip
 
 
 class _progress:
@@ -243,7 +200,7 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
     import httpx
     from langfuse.api.core.api_error import ApiError
 
-    from eval_pipeline.agents.registry import UnknownSuiteError, get_suite
+    from eval_pipeline.agents.project import ProjectError, load_project
     from eval_pipeline.core.cases import DatasetError
     from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_error
     from eval_pipeline.integrations.langfuse_datasets import sync_dataset
@@ -255,11 +212,11 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
             "LANGFUSE_BASE_URL (nothing was written)"
         )
     try:
-        suite = get_suite(suite_name)
+        suite = load_project().suite(suite_name)
         cases = suite.load_cases()
         report = sync_dataset(langfuse.client(tracing_enabled=False), suite.name, cases,
                               dry_run=dry_run)  # fmt: skip
-    except (UnknownSuiteError, DatasetError) as exc:
+    except (ProjectError, DatasetError) as exc:
         raise ConfigError(str(exc)) from exc
     except (ApiError, httpx.HTTPError) as exc:
         reason = describe_error(exc)
@@ -271,13 +228,22 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
 
 @main.group()
 def prompts() -> None:
-    """The local prompt registry (prompts/ and prompts/labels.yaml; EVAL_PROMPTS_DIR)."""
+    """The local prompt registry (the project's prompts/ and prompts/labels.yaml)."""
+
+
+def _prompts_dir() -> Path:
+    from eval_pipeline.agents.project import ProjectError, load_project
+
+    try:
+        return load_project().prompts_dir
+    except ProjectError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _registry():
     from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 
-    return LocalPromptRegistry(settings.prompts_dir())
+    return LocalPromptRegistry(_prompts_dir())
 
 
 @contextmanager
@@ -295,7 +261,7 @@ def prompts_list() -> None:
     """Every prompt with its versions and labels."""
     from rich.table import Table
 
-    table = Table(title=f"Prompts in {settings.prompts_dir()}")
+    table = Table(title=f"Prompts in {_prompts_dir()}")
     for column in ("name", "versions", "labels"):
         table.add_column(column)
     with _prompt_errors():

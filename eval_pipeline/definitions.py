@@ -1,16 +1,6 @@
-"""The Dagster code location: every domain's definitions plus the shared resources."""
+"""This repository's code location: the suites of its own eval-pipeline.yaml (workspace.yaml).
+A team's repository has the same one line with its own project file."""
 
-from dagster import Definitions
+from eval_pipeline.defs import build_definitions
 
-from eval_pipeline.defs import resources
-from eval_pipeline.defs.automation import definitions as automation
-from eval_pipeline.defs.evaluation import definitions as evaluation
-from eval_pipeline.defs.traces import definitions as traces
-
-# Only one Definitions object may live at module scope: domains are imported as modules.
-defs = Definitions.merge(
-    evaluation.defs,
-    automation.defs,
-    traces.defs,
-    Definitions(resources=resources.default_resources()),
-)
+defs = build_definitions()

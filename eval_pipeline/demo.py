@@ -1,7 +1,8 @@
 """`eval-pipeline demo`: the whole asset graph on embedded defaults, in-process.
 
-Uses a real Dagster instance (DAGSTER_HOME, SQLite) so `dagster dev` shows the runs
-afterwards, the offline model, the local prompt registry and the SQLite results store.
+Launches the real jobs (golden_dataset_job, eval_job) on a real Dagster instance
+(DAGSTER_HOME, SQLite), so `dagster dev` shows them afterwards; the offline model, the
+local prompt registry and the SQLite results store.
 """
 
 from __future__ import annotations
@@ -9,59 +10,59 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dagster import DagsterInstance, MultiPartitionKey, materialize
+from dagster import DagsterInstance, MultiPartitionKey
 from rich.console import Console
 
 from eval_pipeline import settings
-from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
-from eval_pipeline.core.thresholds import evaluate_thresholds
-from eval_pipeline.defs.evaluation.assets import golden_dataset
-from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
+from eval_pipeline.agents.project import load_project
+from eval_pipeline.core import evaluation
+from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.partitions import prompt_version_partitions
-from eval_pipeline.defs.resources import default_resources
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline.report import print_report
+from eval_pipeline.integrations.services import Services
+from eval_pipeline.report import print_result
 
 # The report is the demo's output; Dagster's own step log stays in the run (see the UI).
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def run_demo(console: Console, suites: tuple[str, ...] = SUITE_NAMES) -> int:
+def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
     home = Path(os.environ["DAGSTER_HOME"])
     if not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    project = load_project()
+    defs = build_definitions(project.path)
+    golden_job = defs.resolve_job_def("golden_dataset_job")
+    eval_job = defs.resolve_job_def("eval_job")
     instance = DagsterInstance.get()
-    resources = default_resources()
-    store = resources["results_store"].open()
-    registry = LocalPromptRegistry(settings.prompts_dir())
+    services = Services.from_env(project.prompts_dir)
+    store = defs.resources["results_store"].open()
     exit_code = 0
-    for name in suites:
-        suite = get_suite(name)
-        prompt = registry.get_by_label(suite.prompt_name, "production")
-        instance.add_dynamic_partitions(prompt_version_partitions.name, [prompt.partition_key])
-        console.print(f"[bold]{name}[/]: golden_dataset → evaluating {prompt.name} "
-                      f"{prompt.partition_key} (production label)")  # fmt: skip
-        loaded = materialize(
-            [golden_dataset], partition_key=name, instance=instance, resources=resources,
-            raise_on_error=False, run_config=QUIET,
-        )  # fmt: skip
+    for name in suites or project.suite_names:
+        suite = project.suite(name)
+        prompt = services.prompt(suite, label="production")
+        key = evaluation.prompt_key(prompt)
+        instance.add_dynamic_partitions(prompt_version_partitions.name, [key])
+        described = f"{prompt.name} {key} (production label)" if prompt else "no prompt"
+        console.print(f"[bold]{name}[/]: golden_dataset_job → eval_job on {described}")
+        loaded = golden_job.execute_in_process(
+            partition_key=name, instance=instance, run_config=QUIET, raise_on_error=False
+        )
         if not loaded.success:
             console.print(f"[red]golden_dataset[{name}] failed:[/]\n{_step_error(loaded)}")
             return 2
-        key = MultiPartitionKey({"suite": name, "prompt_version": prompt.partition_key})
-        result = materialize(
-            [golden_dataset, *EVAL_ASSETS],
-            selection=EVAL_ASSETS,
-            partition_key=key,
-            instance=instance,
-            resources=resources,
-            raise_on_error=False,
-            run_config=QUIET,
-        )
-        run = store.list_runs(suite=name, prompt_version=prompt.partition_key, limit=1)[0]
+        result = eval_job.execute_in_process(
+            partition_key=MultiPartitionKey({"suite": name, "prompt_version": key}),
+            instance=instance, run_config=QUIET, raise_on_error=False,
+        )  # fmt: skip
+        run = store.list_runs(suite=name, prompt_version=key, limit=1)[0]
         summary = store.read_summary(run.run_id)
-        checks = evaluate_thresholds(summary, store.read_scores(run.run_id), suite.thresholds)
-        print_report(console, run, summary, checks)
+        if summary is None:
+            console.print(f"[red]eval_job[{name}] failed:[/]\n{_step_error(result)}")
+            return 2
+        cases = evaluation.cases_of_run(store, run.run_id, suite)
+        judged = evaluation.judge(store, run, suite, cases, summary,
+                                  baseline_note="see the run in the Dagster UI")  # fmt: skip
+        print_result(console, judged)
         if not result.success:
             console.print("[red]A blocking check failed: see the run in the Dagster UI.")
             exit_code = 1

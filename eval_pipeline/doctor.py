@@ -33,6 +33,7 @@ def _failure(check: str, exc: BaseException, fix: str) -> Finding:
 
 
 def check_configuration() -> Finding:
+    from eval_pipeline.agents.project import ProjectError, load_project
     from eval_pipeline.llm.settings import LLMSettings
 
     try:
@@ -40,44 +41,93 @@ def check_configuration() -> Finding:
     except ValueError as exc:
         return _failure("configuration", exc, "EVAL_LLM_TEMPERATURE and EVAL_LLM_TIMEOUT_S "
                         "must be numbers; see README › Configuration")  # fmt: skip
-    missing = [str(p) for p in (settings.datasets_dir(), settings.prompts_dir()) if not p.is_dir()]
-    if missing:
-        return Finding("configuration", False, f"missing directories: {', '.join(missing)}",
-                       "set EVAL_DATASETS_DIR / EVAL_PROMPTS_DIR to the checkout's datasets/ "
-                       "and prompts/")  # fmt: skip
-    where = f"datasets {settings.datasets_dir()}; prompts {settings.prompts_dir()}"
-    return Finding("configuration", True, f"model {llm.model} ({llm.provider}); {where}")
+    try:
+        project = load_project()
+    except ProjectError as exc:
+        return _failure("configuration", exc, "fix the project file named above, or create one "
+                        "with `eval-pipeline init`")  # fmt: skip
+    suites = ", ".join(project.suite_names)
+    detail = f"{project.path}: suites {suites}; model {llm.model} ({llm.provider})"
+    return Finding("configuration", True, detail)
 
 
-def check_datasets() -> Finding:
-    from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
+def check_suites() -> Finding:
+    """Every suite resolves (agent and evaluators import, thresholds load) and its dataset
+    loads; a suite whose agent never read the prompt under test in its last run is named."""
+    from eval_pipeline.agents.project import load_project
 
+    project = load_project()
     counts = []
-    for name in SUITE_NAMES:
+    for name in project.suite_names:
         try:
-            suite = get_suite(name)
+            suite = project.suite(name)
             counts.append(f"{name} {len(suite.load_cases())}")
-            suite.thresholds  # noqa: B018 (loads and validates the thresholds file)
         except Exception as exc:
-            return _failure("datasets", exc, f"fix the file named above (suite {name})")
-    return Finding("datasets", True, "cases: " + ", ".join(counts))
+            return _failure("suites", exc, f"fix the file named above (suite {name})")
+    return Finding("suites", True, "cases: " + ", ".join(counts))
+
+
+def check_agents() -> Finding:
+    """Each suite's agent builds, and reads the prompt it declares (otherwise prompt labels
+    make no difference to it): a graph factory is built on the offline model and asked; a
+    callable or a service, by the notes of its latest run (when the store can be read)."""
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.integrations.services import Services
+    from eval_pipeline.llm.settings import LLMSettings
+
+    project = load_project()
+    services = Services.from_env(project.prompts_dir)
+    deaf, kinds = [], []
+    for name in project.suite_names:
+        suite = project.suite(name)
+        kinds.append(f"{name}: {suite.agent_description}")
+        if suite.prompt_name is None:
+            continue
+        prompt = services.prompt(suite, label="production")
+        agent = suite.make_agent(prompt, LLMSettings.create().with_prompt_config({}))
+        read = getattr(agent, "prompt_read", True)
+        if read and not suite.agent_description.startswith("graph"):
+            read = not any("never read the prompt" in note for note in _latest_notes(name))
+        if not read:
+            deaf.append(f"{name} ({suite.prompt_name})")
+    if deaf:
+        return Finding("agents", False, "never read their prompt: " + ", ".join(deaf),
+                       "read ctx.prompt (ctx.system_prompt()) in the agent, or drop `prompt:` "
+                       "from the suite: its labels make no difference")  # fmt: skip
+    return Finding("agents", True, "; ".join(kinds))
+
+
+def _latest_notes(suite: str) -> list[str]:
+    from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
+
+    try:
+        with ResultsStore(settings.results_url()) as store:
+            return [n for run in store.list_runs(suite=suite, limit=1) for n in run.notes]
+    except ResultsStoreError:  # reported by the results-store check
+        return []
 
 
 def check_prompts() -> Finding:
-    from eval_pipeline.agents.registry import SUITE_NAMES, get_suite
-    from eval_pipeline.integrations.configured import prompt_registry_from_env
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.integrations.services import Services
 
-    registry = prompt_registry_from_env(settings.prompts_dir())
+    project = load_project()
+    services = Services.from_env(project.prompts_dir)
     found = []
-    for name in SUITE_NAMES:
-        suite = get_suite(name)
+    for name in project.suite_names:
+        prompt_name = project.config.suites[name].prompt
+        if not prompt_name:
+            found.append(f"{name}: no prompt")
+            continue
         try:
-            prompt = registry.get_by_label(suite.prompt_name, "production")
+            prompt = services.registry().get_by_label(prompt_name, "production")
         except Exception as exc:
-            return _failure("prompts", exc, f"create {suite.prompt_name} in "
-                            f"{registry.description} and label a version 'production'")  # fmt: skip
+            where = services.registry().description
+            fix = f"create {prompt_name} in {where} and label a version 'production'"
+            return _failure("prompts", exc, fix)
         found.append(f"{prompt.name} v{prompt.version}")
-    return Finding("prompts", True, f"{registry.description}: production = " + ", ".join(found))
+    registry = services.registry().description
+    return Finding("prompts", True, f"{registry}: production = " + ", ".join(found))
 
 
 def check_model_endpoint() -> Finding:
@@ -116,7 +166,7 @@ def check_langfuse() -> Finding:
 
 
 def check_results_store() -> Finding:
-    from eval_pipeline.core.results_store import ResultsStore
+    from eval_pipeline.core.store.results_store import ResultsStore
 
     try:
         with ResultsStore(settings.results_url()) as store:
@@ -157,7 +207,7 @@ def check_dagster_instance() -> Finding:
 
 
 CHECKS: tuple[Check, ...] = (
-    check_configuration, check_datasets, check_prompts, check_model_endpoint,
+    check_configuration, check_suites, check_agents, check_prompts, check_model_endpoint,
     check_langfuse, check_results_store, check_dagster_instance,
 )  # fmt: skip
 

@@ -2,73 +2,90 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from eval_pipeline.core.gate import GateReport
-from eval_pipeline.core.records import RunRecord
-from eval_pipeline.core.thresholds import CheckOutcome
+from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.scoring.gate import GateReport
+from eval_pipeline.core.scoring.summary import SliceRow
+from eval_pipeline.core.store.records import RunRecord
+
+SHOWN_PARAMS = ("provider", "model", "base_url", "temperature", "seed", "recording")
 
 
-def print_report(
-    console: Console,
-    run: RunRecord,
-    summary: dict[str, Any],
-    checks: list[tuple[str, CheckOutcome, bool]],
-) -> None:
-    console.rule(f"[bold]EVALUATION REPORT — {run.suite} ({run.tier} tier)")
+def print_result(console: Console, result: EvalResult) -> None:
+    """The whole report: header, scores, checks, the gate and any warnings."""
+    print_report(console, result)
+    print_gate(console, result.gate, result.gate_note)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+def print_report(console: Console, result: EvalResult) -> None:
+    run, summary = result.run, result.summary
+    console.rule(f"[bold]EVALUATION REPORT — {escape(run.suite)} ({run.tier} tier)")
+    prompt = f"{run.prompt_name} {run.prompt_version} ({run.prompt_hash})" if run.prompt_name \
+        else "none"  # fmt: skip
     console.print(
-        f"Run {run.run_id}  ·  prompt {run.prompt_name} {run.prompt_version} "
-        f"({run.prompt_hash})  ·  model {run.model}  ·  dataset {run.dataset_version}"
+        f"Run {run.run_id}  ·  prompt {escape(prompt)}  ·  dataset {run.dataset_version}",
+        highlight=False,
     )
+    console.print(f"Model: {escape(model_line(run))}", highlight=False)
     console.print(
-        f"Cases: {summary['n_cases']}  ·  items: {summary['n_items']} "
-        f"({summary['repeats']} repeat(s))  ·  errors: {summary['n_errors']}  ·  "
-        f"reused from memo: {summary.get('n_reused', 0)}"
+        f"Cases: {summary.n_cases}  ·  items: {summary.n_items} ({summary.repeats} repeat(s))"
+        f"  ·  errors: {summary.n_errors}  ·  reused from memo: {summary.n_reused}"
     )
     metrics = Table(title="Mean score per evaluator (over per-case means)")
     metrics.add_column("evaluator")
     metrics.add_column("mean", justify="right")
-    for name, value in summary["metrics"].items():
-        metrics.add_row(name, _pct(value))
-    for name, result in summary["run_evaluations"].items():
-        metrics.add_row(f"{name} (run level)", _pct(result.get("value")))
+    for name, value in summary.metrics.items():
+        metrics.add_row(escape(name), _pct(value))
+    for name, evaluation in summary.run_evaluations.items():
+        metrics.add_row(f"{escape(name)} (run level)", _pct(evaluation.value))
     console.print(metrics)
-    if passed := summary.get("passed"):
+    if passed := summary.passed:
         console.print(
-            f"Passed: {passed['count']}/{passed['of']} "
-            f"({passed['metric']} >= {passed['threshold']:.2f})"
+            f"Passed: {passed.count}/{passed.of} ({passed.metric} >= {passed.threshold:.2f})"
         )
-    console.print(_slice_table("category", summary["by_category"]))
-    lat, tok = summary["latency_ms"], summary["tokens"]
+    console.print(_slice_table("category", summary.by_category))
+    lat, tok = summary.latency_ms, summary.tokens
     console.print(
-        f"Latency p50/p95: {lat['p50'] or 0:.0f} ms / {lat['p95'] or 0:.0f} ms  ·  "
-        f"tokens in/out: {tok['input']:,} / {tok['output']:,}  ·  "
-        f"estimated cost: ${summary['cost_usd']:.4f} "
-        f"(spent by this run: ${summary.get('cost_usd_spent', summary['cost_usd']):.4f})"
+        f"Latency p50/p95: {lat.p50 or 0:.0f} ms / {lat.p95 or 0:.0f} ms  ·  "
+        f"tokens in/out: {tok.input:,} / {tok.output:,}  ·  "
+        f"estimated cost: ${summary.cost_usd:.4f} (spent by this run: "
+        f"${summary.cost_usd_spent:.4f})"
     )
     gates = Table(title="Checks")
     for column in ("check", "severity", "result", "details"):
         gates.add_column(column)
-    for name, outcome, blocking in checks:
+    for name, outcome, blocking in result.checks:
         verdict = "[green]PASS" if outcome.passed else ("[red]FAIL" if blocking else "[yellow]WARN")
-        gates.add_row(name, "ERROR" if blocking else "WARN", verdict, outcome.description)
+        gates.add_row(name, "ERROR" if blocking else "WARN", verdict, escape(outcome.description))
     console.print(gates)
+
+
+def model_line(run: RunRecord) -> str:
+    """The effective model parameters of a run (what was sent, after the prompt's config)."""
+    params: Mapping[str, Any] = run.model_params
+    shown = [f"{k}={params[k]}" for k in SHOWN_PARAMS if params.get(k) not in (None, "")]
+    return ", ".join(shown) or run.model
 
 
 def print_gate(console: Console, gate: GateReport | None, note: str | None) -> None:
     """The regression gate: one line per check, then the items that got worse."""
     if gate is None:
-        console.print(f"Regression gate: {note}")
+        console.print(f"Regression gate: {escape(note or '')}")
         return
     table = Table(title=f"Regression gate vs baseline run {gate.baseline_run_id}")
     for column in ("check", "result", "details"):
         table.add_column(column)
     colours = {"pass": "[green]PASS", "warn": "[yellow]WARN", "fail": "[red]FAIL"}
     for check in gate.checks:
-        table.add_row(check.name, colours[check.outcome], check.description)
+        table.add_row(check.name, colours[check.outcome], escape(check.description))
     console.print(table)
     worse = [w for c in gate.checks for w in c.worse_items]
     if worse:
@@ -76,19 +93,19 @@ def print_gate(console: Console, gate: GateReport | None, note: str | None) -> N
         for column in ("item", "baseline", "candidate"):
             items.add_column(column)
         for w in worse:
-            items.add_row(w["item_id"], f"{w['baseline']:.3f}", f"{w['candidate']:.3f}")
+            items.add_row(escape(w["item_id"]), f"{w['baseline']:.3f}", f"{w['candidate']:.3f}")
         console.print(items)
 
 
-def _slice_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
-    columns = sorted({c for r in rows.values() for c in r if c != "n"})
+def _slice_table(title: str, rows: Mapping[str, SliceRow]) -> Table:
+    columns = sorted({c for r in rows.values() for c in r.means})
     table = Table(title=f"By {title}")
     table.add_column(title)
     table.add_column("n", justify="right")
     for c in columns:
         table.add_column(c, justify="right")
     for key, row in rows.items():
-        table.add_row(key, str(row["n"]), *(_pct(row.get(c)) for c in columns))
+        table.add_row(escape(key), str(row.n), *(_pct(row.means.get(c)) for c in columns))
     return table
 
 

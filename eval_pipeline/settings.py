@@ -1,4 +1,9 @@
-"""Where things live. Every path can be overridden by an environment variable."""
+"""Where things live. Every path can be overridden by an environment variable.
+
+The project file (``eval-pipeline.yaml``) is found in the working directory or a parent,
+or named by ``--project`` / ``EVAL_PROJECT``; everything a run writes by default goes to
+``.eval_home`` next to it.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,30 @@ import os
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
+PROJECT_FILE = "eval-pipeline.yaml"
 
 
-def project_root() -> Path:
-    """The checkout (editable install / Docker image), else the working directory."""
-    candidate = PACKAGE_ROOT.parent
-    return candidate if (candidate / "datasets").is_dir() else Path.cwd()
+def project_file() -> Path | None:
+    """EVAL_PROJECT (a file, or a directory holding eval-pipeline.yaml), else the nearest
+    eval-pipeline.yaml in the working directory or its parents; None if there is none."""
+    named = os.environ.get("EVAL_PROJECT")
+    if named:
+        path = Path(named).expanduser()
+        return (path / PROJECT_FILE if path.is_dir() else path).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder / PROJECT_FILE
+    return None
+
+
+def project_dir() -> Path:
+    found = project_file()
+    return found.parent if found is not None else Path.cwd()
 
 
 def eval_home() -> Path:
-    return Path(os.environ.get("EVAL_HOME") or project_root() / ".eval_home")
-
-
-def datasets_dir() -> Path:
-    return Path(os.environ.get("EVAL_DATASETS_DIR") or project_root() / "datasets")
-
-
-def prompts_dir() -> Path:
-    return Path(os.environ.get("EVAL_PROMPTS_DIR") or project_root() / "prompts")
+    return Path(os.environ.get("EVAL_HOME") or project_dir() / ".eval_home")
 
 
 def results_url() -> str:

@@ -1,0 +1,46 @@
+"""Dagster only: assets, checks, partitions, resources, jobs, sensors, schedules.
+
+``build_definitions`` puts every suite of a project file into one set of Dagster
+definitions. In a team's own repository, a one-line module is the code location:
+
+```python
+# my_project/definitions.py        (dagster dev -m my_project.definitions)
+from eval_pipeline.defs import build_definitions
+
+defs = build_definitions("eval-pipeline.yaml")
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dagster import Definitions
+
+
+def build_definitions(
+    project: str | Path | None = None, *, resources: Mapping[str, Any] | None = None
+) -> Definitions:
+    """The definitions of ``project`` (default: the project file found from the working
+    directory, or EVAL_PROJECT). Suites become partitions; their agents are imported when a
+    run needs them, so one broken suite does not stop the code location from loading.
+    ``resources`` replace the defaults (tests)."""
+    from eval_pipeline.agents.project import find_project, load_project
+    from eval_pipeline.defs import resources as defaults
+    from eval_pipeline.defs.automation.definitions import build_automation
+    from eval_pipeline.defs.evaluation.definitions import build_evaluation
+    from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline.defs.traces.definitions import build_traces
+
+    path = Path(project).resolve() if project is not None else find_project()
+    loaded = load_project(path)
+    partitions = build_partitions(loaded.suite_names)
+    evaluation = build_evaluation(partitions)
+    return Definitions.merge(
+        evaluation.definitions(),
+        build_automation(evaluation.eval_job),
+        build_traces(partitions),
+        Definitions(resources=dict(resources or defaults.default_resources(path))),
+    )

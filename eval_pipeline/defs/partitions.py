@@ -1,4 +1,10 @@
-"""Partitions: suites are static, prompt versions dynamic (added by the sensor or CLI)."""
+"""Partitions: suites are static (the project's), prompt versions dynamic (added by the
+sensor, the schedules or the demo), production traces per UTC day."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dagster import (
     DailyPartitionsDefinition,
@@ -7,14 +13,25 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-from eval_pipeline.agents.registry import SUITE_NAMES
-
-suite_partitions = StaticPartitionsDefinition(list(SUITE_NAMES))
 prompt_version_partitions = DynamicPartitionsDefinition(name="prompt_version")
-eval_partitions = MultiPartitionsDefinition(
-    {"suite": suite_partitions, "prompt_version": prompt_version_partitions}
-)
-
-# Production traces: one partition per UTC day and suite.
 day_partitions = DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
-trace_partitions = MultiPartitionsDefinition({"day": day_partitions, "suite": suite_partitions})
+
+
+@dataclass(frozen=True)
+class Partitions:
+    suite_names: tuple[str, ...]
+    suites: StaticPartitionsDefinition
+    evals: MultiPartitionsDefinition  # suite × prompt_version
+    traces: MultiPartitionsDefinition  # day × suite
+
+
+def build_partitions(suite_names: Sequence[str]) -> Partitions:
+    suites = StaticPartitionsDefinition(list(suite_names))
+    return Partitions(
+        suite_names=tuple(suite_names),
+        suites=suites,
+        evals=MultiPartitionsDefinition(
+            {"suite": suites, "prompt_version": prompt_version_partitions}
+        ),
+        traces=MultiPartitionsDefinition({"day": day_partitions, "suite": suites}),
+    )

@@ -9,18 +9,13 @@ from pathlib import Path
 from dagster import ConfigurableResource, EnvVar
 
 from eval_pipeline import settings
-from eval_pipeline.agents.registry import get_suite
-from eval_pipeline.core.pricing import PriceTable
-from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.agents.project import Project, load_project
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
-from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
-from eval_pipeline.integrations.trace_sources import (
-    LangfuseTraceSource,
-    LocalTraceSource,
-    TraceSource,
-)
+from eval_pipeline.integrations.prompt_registry import PromptRegistry
+from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.settings import LLMSettings
 
 
@@ -40,12 +35,21 @@ def _open_store(url: str) -> ResultsStore:
 
 
 class SuitesResource(ConfigurableResource):
-    """Where the golden datasets and thresholds live."""
+    """The project file that declares the suites (reloaded when it changes)."""
 
-    datasets_dir: str
+    project: str
+
+    def project_file(self) -> Project:
+        path = Path(self.project)
+        return _load(path.resolve(), path.stat().st_mtime_ns)
 
     def get(self, name: str) -> Suite:
-        return get_suite(name, Path(self.datasets_dir))
+        return self.project_file().suite(name)
+
+
+@cache
+def _load(path: Path, mtime_ns: int) -> Project:
+    return load_project(path)
 
 
 class LangfuseResource(ConfigurableResource):
@@ -58,35 +62,25 @@ class LangfuseResource(ConfigurableResource):
     def settings(self) -> LangfuseSettings | None:
         return LangfuseSettings.from_values(self.public_key, self.secret_key, self.base_url)
 
+    def services(self, prompts_dir: Path) -> Services:
+        return Services(self.settings(), prompts_dir)
+
     def describe(self) -> str:
-        settings = self.settings()
-        return f"langfuse ({settings.base_url})" if settings else "not configured (local files)"
-
-    def client(self):
-        """The SDK client, or None when Langfuse is not configured."""
-        settings = self.settings()
-        return _langfuse_client(settings) if settings else None
+        return self.services(Path()).description
 
 
-class PromptRegistryResource(ConfigurableResource):
-    """Langfuse's prompt management when configured, else the file-backed registry."""
+class ServicesResource(ConfigurableResource):
+    """Langfuse (prompts, traces, tracing, score write-back) when configured, else the
+    project's prompts/ files and local traces: see integrations/services.py."""
 
-    prompts_dir: str
-    langfuse: LangfuseResource | None = None
+    suites: SuitesResource
+    langfuse: LangfuseResource
+
+    def get(self) -> Services:
+        return self.langfuse.services(self.suites.project_file().prompts_dir)
 
     def registry(self) -> PromptRegistry:
-        settings = self.langfuse.settings() if self.langfuse else None
-        if settings is None:
-            return LocalPromptRegistry(Path(self.prompts_dir))
-        return LangfusePromptRegistry(
-            self.langfuse.client(), base_url=settings.base_url, timeout_s=settings.timeout_s
-        )
-
-
-@cache
-def _langfuse_client(settings: LangfuseSettings):
-    """One SDK client per settings and process (the SDK shares resources per key anyway)."""
-    return settings.client()
+        return self.get().registry()
 
 
 class LLMResource(ConfigurableResource):
@@ -95,8 +89,9 @@ class LLMResource(ConfigurableResource):
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    temperature: float = 0.0
-    timeout_s: float = 60.0
+    temperature: float | None = None  # None: the prompt's config.temperature
+    timeout_s: float = 60.0  # one request
+    max_retries: int = 2  # per model call
     prices_file: str | None = None
 
     def settings(self) -> LLMSettings:
@@ -107,28 +102,11 @@ class LLMResource(ConfigurableResource):
             api_key=self.api_key,
             temperature=self.temperature,
             timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
         )
 
     def prices(self) -> PriceTable:
         return PriceTable.from_file(Path(self.prices_file) if self.prices_file else None)
-
-
-PAGE_TIMEOUT_S = 30  # one page of 1,000 observations
-
-
-class TraceSourceResource(ConfigurableResource):
-    """Production traces: Langfuse's observations API when configured, else local JSONL."""
-
-    datasets_dir: str
-    langfuse: LangfuseResource | None = None
-
-    def source(self) -> TraceSource:
-        settings = self.langfuse.settings() if self.langfuse else None
-        if settings is None:
-            return LocalTraceSource(Path(self.datasets_dir))
-        return LangfuseTraceSource(
-            self.langfuse.client(), base_url=settings.base_url, timeout_s=PAGE_TIMEOUT_S
-        )
 
 
 def _env(name: str) -> EnvVar | None:
@@ -136,28 +114,30 @@ def _env(name: str) -> EnvVar | None:
     return EnvVar(name) if os.environ.get(name) else None
 
 
-def default_resources() -> dict[str, ConfigurableResource]:
+def _float_env(name: str) -> float | None:
+    value = os.environ.get(name)
+    return float(value) if value else None
+
+
+def default_resources(project: Path) -> dict[str, ConfigurableResource]:
     langfuse = LangfuseResource(
         public_key=_env("LANGFUSE_PUBLIC_KEY"),
         secret_key=_env("LANGFUSE_SECRET_KEY"),
         base_url=_env("LANGFUSE_BASE_URL"),
     )
+    suites = SuitesResource(project=str(project))
     return {
         "results_store": ResultsStoreResource(
             url=_env("EVAL_RESULTS_URL") or settings.results_url()
         ),
-        "suites": SuitesResource(datasets_dir=str(settings.datasets_dir())),
+        "suites": suites,
         "langfuse": langfuse,
-        "prompt_registry": PromptRegistryResource(
-            prompts_dir=str(settings.prompts_dir()), langfuse=langfuse
-        ),
-        "trace_source": TraceSourceResource(
-            datasets_dir=str(settings.datasets_dir()), langfuse=langfuse
-        ),
+        "services": ServicesResource(suites=suites, langfuse=langfuse),
         "llm": LLMResource(
             model=_env("EVAL_LLM_MODEL"),
             base_url=_env("EVAL_LLM_BASE_URL"),
             api_key=_env("EVAL_LLM_API_KEY") or _env("OPENAI_API_KEY"),
+            temperature=_float_env("EVAL_LLM_TEMPERATURE"),
             prices_file=_env("EVAL_PRICES_FILE"),
         ),
     }

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cache
 
 from langfuse import Langfuse
+from opentelemetry.sdk.trace import TracerProvider
 
 from eval_pipeline.core.redact import register_secret
 
@@ -48,14 +50,24 @@ class LangfuseSettings:
         )
 
     def client(self, *, tracing_enabled: bool = True) -> Langfuse:
-        """The SDK client. Note the SDK shares HTTP resources per public key in a process."""
+        """The SDK client. Note the SDK shares HTTP resources per public key in a process.
+
+        Its spans go through a tracer provider of our own, not the process-wide one: the
+        evaluation's spans reach Langfuse only (not exporters the user's code registered),
+        and no other code's spans reach Langfuse through us."""
         return Langfuse(
             public_key=self.public_key,
             secret_key=self.secret_key,
             base_url=self.base_url,
             timeout=self.timeout_s,
             tracing_enabled=tracing_enabled,
+            tracer_provider=_tracer_provider(self) if tracing_enabled else None,
         )
+
+
+@cache
+def _tracer_provider(settings: LangfuseSettings) -> TracerProvider:
+    return TracerProvider()
 
 
 class LangfuseService:

@@ -19,9 +19,9 @@ from langfuse.api.core.api_error import ApiError
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 
-from eval_pipeline.core.records import ItemOutput, ItemScore
 from eval_pipeline.core.redact import redact
-from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.integrations.langfuse_client import describe_error
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 

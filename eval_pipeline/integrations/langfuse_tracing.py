@@ -13,8 +13,8 @@ from typing import Any
 from langfuse import Langfuse, propagate_attributes
 from langfuse.langchain import CallbackHandler
 
-from eval_pipeline.core.agent import Agent, AgentResult
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.running.agent import Agent, AgentResult
 
 
 def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
@@ -70,3 +70,11 @@ class TracedAgent:
                 raise
             root.update(output=result.output)
         return result
+
+    @property
+    def prompt_read(self) -> bool:
+        return getattr(self.agent, "prompt_read", True)
+
+    async def aclose(self) -> None:
+        if (close := getattr(self.agent, "aclose", None)) is not None:
+            await close()

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import httpx
 from langfuse.api.core.api_error import ApiError
 
-from eval_pipeline.core.traces import (
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.traces.records import (
     TraceError,
     TraceRecord,
     day_window,
@@ -36,33 +37,33 @@ class TraceSource(Protocol):
     @property
     def description(self) -> str: ...
 
-    def traces(self, suite: str, trace_name: str, day: date) -> Iterator[TraceRecord]: ...
+    def traces(self, suite: Suite, day: date) -> Iterator[TraceRecord]:
+        """The suite's root traces (named ``suite.trace_name``) of one UTC day."""
+        ...
 
 
 class LocalTraceSource:
-    """``<datasets>/<suite>/traces/<YYYY-MM-DD>.jsonl``: one root observation per line."""
-
-    def __init__(self, datasets_dir: Path):
-        self.datasets_dir = Path(datasets_dir)
+    """``<dataset>/traces/<YYYY-MM-DD>.jsonl``: one root observation per line."""
 
     @property
     def description(self) -> str:
-        return f"local ({self.datasets_dir}/<suite>/traces)"
+        return "local (<dataset>/traces/<day>.jsonl)"
 
-    def path(self, suite: str, day: date) -> Path:
-        return self.datasets_dir / suite / "traces" / f"{day.isoformat()}.jsonl"
+    def path(self, suite: Suite, day: date) -> Path:
+        return suite.dataset_dir / "traces" / f"{day.isoformat()}.jsonl"
 
-    def traces(self, suite: str, trace_name: str, day: date) -> Iterator[TraceRecord]:
+    def traces(self, suite: Suite, day: date) -> Iterator[TraceRecord]:
         path = self.path(suite, day)
         if not path.exists():
             return iter(())
-        return (t for t in read_trace_file(path) if t.name == trace_name)
+        return (t for t in read_trace_file(path) if t.name == suite.trace_name)
 
 
 class LangfuseTraceSource(LangfuseService):
     """Root observations named ``trace_name`` whose start time falls on ``day`` (UTC)."""
 
-    def traces(self, suite: str, trace_name: str, day: date) -> Iterator[TraceRecord]:
+    def traces(self, suite: Suite, day: date) -> Iterator[TraceRecord]:
+        trace_name = suite.trace_name
         start, end = day_window(day)
         cursor: str | None = None
         page = 0

@@ -7,7 +7,6 @@ from urllib.parse import urlparse
 
 from dagster import DagsterInstance, MultiPartitionKey, RunConfig, RunRequest
 
-from eval_pipeline.agents.registry import SUITE_NAMES
 from eval_pipeline.core.label_moves import WatchedPrompt
 from eval_pipeline.defs.evaluation.assets import EvalRunConfig
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -21,11 +20,14 @@ def env_setting(name: str, default: str) -> str:
 
 
 def watched_prompts(suites: SuitesResource) -> list[WatchedPrompt]:
-    watched = []
-    for name in SUITE_NAMES:
-        suite = suites.get(name)
-        watched.append(WatchedPrompt(name, suite.prompt_name, tuple(suite.watched_labels)))
-    return watched
+    """Every suite's prompt and the labels it watches, read from the project file (a suite
+    without a prompt has no label to watch)."""
+    declared = suites.project_file().config.suites
+    return [
+        WatchedPrompt(name, config.prompt, tuple(config.watched_labels))
+        for name, config in declared.items()
+        if config.prompt
+    ]
 
 
 def missing_partitions(instance: DagsterInstance, versions: list[str]) -> list[str]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dagster import (
     DefaultScheduleStatus,
+    ScheduleDefinition,
     ScheduleEvaluationContext,
     SkipReason,
     schedule,
@@ -15,64 +18,71 @@ from eval_pipeline.defs.automation.common import (
     missing_partitions,
     watched_prompts,
 )
-from eval_pipeline.defs.evaluation.definitions import eval_job
 from eval_pipeline.defs.partitions import prompt_version_partitions
-from eval_pipeline.defs.resources import PromptRegistryResource, SuitesResource
+from eval_pipeline.defs.resources import ServicesResource, SuitesResource
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
 NIGHTLY_CRON = env_setting("EVAL_NIGHTLY_CRON", "0 2 * * *")
 NIGHTLY_TIMEZONE = env_setting("EVAL_NIGHTLY_TIMEZONE", "UTC")
 PRODUCTION_LABEL = "production"
 
 
-@schedule(
-    job=eval_job,
-    cron_schedule=NIGHTLY_CRON,
-    execution_timezone=NIGHTLY_TIMEZONE,
-    default_status=DefaultScheduleStatus.RUNNING,
-    description="Full-tier evaluation of every suite's production prompt version "
-    "(suite repeats, fresh model calls); run keys per date and suite.",
-)
-def nightly_full_eval(
-    context: ScheduleEvaluationContext,
-    prompt_registry: PromptRegistryResource,
-    suites: SuitesResource,
-):
-    registry = prompt_registry.registry()
-    try:
-        snapshot = registry.label_versions([PRODUCTION_LABEL])
-    except RegistryUnavailable as exc:
-        return SkipReason(f"prompt registry {registry.description} unavailable: {exc}")
-    day = context.scheduled_execution_time.date().isoformat()
-    wanted = []
-    for w in watched_prompts(suites):
-        version = snapshot.get(w.prompt_name, {}).get(PRODUCTION_LABEL)
-        if version is None:
-            context.log.warning(f"{w.suite}: prompt {w.prompt_name} has no production label")
-        else:
-            wanted.append((w, f"v{version}"))
-    if not wanted:
-        return SkipReason("no suite has a production prompt version")
-    new = missing_partitions(context.instance, [version for _, version in wanted])
-    if new:  # schedules cannot return partition requests: add them directly
-        context.instance.add_dynamic_partitions(prompt_version_partitions.name, new)
-    return [
-        eval_run_request(
-            w.suite,
-            version,
-            "full",
-            cache="refresh",  # the nightly run is the fresh measurement: no memoized items
-            run_key=f"nightly:{day}:{w.suite}",
-            tags={
-                "eval/trigger": "nightly_full_eval",
-                "eval/suite": w.suite,
-                "eval/prompt": w.prompt_name,
-                "eval/label": PRODUCTION_LABEL,
-                "eval/to_version": version,
-                "eval/tier": "full",
-                "eval/cache": "refresh",
-                "eval/date": day,
-            },
-        )
-        for w, version in wanted
-    ]
+def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleDefinition:
+    @schedule(
+        job=eval_job,
+        cron_schedule=NIGHTLY_CRON,
+        execution_timezone=NIGHTLY_TIMEZONE,
+        default_status=DefaultScheduleStatus.RUNNING,
+        description="Full-tier evaluation of every suite's production prompt version "
+        "(suite repeats, fresh model calls); run keys per date and suite.",
+    )
+    def nightly_full_eval(
+        context: ScheduleEvaluationContext,
+        services: ServicesResource,
+        suites: SuitesResource,
+    ):
+        registry = services.registry()
+        try:
+            snapshot = registry.label_versions([PRODUCTION_LABEL])
+        except RegistryUnavailable as exc:
+            return SkipReason(f"prompt registry {registry.description} unavailable: {exc}")
+        day = context.scheduled_execution_time.date().isoformat()
+        wanted = []
+        for w in watched_prompts(suites):
+            version = snapshot.get(w.prompt_name, {}).get(PRODUCTION_LABEL)
+            if version is None:
+                context.log.warning(f"{w.suite}: prompt {w.prompt_name} has no production label")
+            else:
+                wanted.append((w, f"v{version}"))
+        if not wanted:
+            return SkipReason("no suite has a production prompt version")
+        new = missing_partitions(context.instance, [version for _, version in wanted])
+        if new:  # schedules cannot return partition requests: add them directly
+            context.instance.add_dynamic_partitions(prompt_version_partitions.name, new)
+        return [
+            eval_run_request(
+                w.suite,
+                version,
+                "full",
+                cache="refresh",  # the nightly run is the fresh measurement: no memoized items
+                run_key=f"nightly:{day}:{w.suite}",
+                tags={
+                    "eval/trigger": "nightly_full_eval",
+                    "eval/suite": w.suite,
+                    "eval/prompt": w.prompt_name,
+                    "eval/label": PRODUCTION_LABEL,
+                    "eval/to_version": version,
+                    "eval/tier": "full",
+                    "eval/cache": "refresh",
+                    "eval/date": day,
+                },
+            )
+            for w, version in wanted
+        ]
+
+    return nightly_full_eval

@@ -1,13 +1,15 @@
 """Evaluation assets: golden_dataset[suite] → agent_run_outputs → item_scores → eval_summary.
 
-Asset bodies stay thin: they resolve the partition, call core/, and attach metadata.
-Results live in the results store; assets pass a small run reference along. The
-evaluation assets read the golden cases from the dataset files themselves (golden_dataset
-is lineage and validation, not a data input), so a sensor- or schedule-triggered run
-works even if golden_dataset was never materialized, and evaluates the files as they are.
+Asset bodies stay thin: they resolve the partition and call the stages in
+core/evaluation.py (the same ones the CLI runs), then attach metadata. Results live in the
+results store; assets pass a small run reference along. The evaluation assets read the
+golden cases from the dataset files themselves (golden_dataset is lineage and validation,
+not a data input), so a sensor- or schedule-triggered run works even if golden_dataset was
+never materialized, and evaluates the files as they are.
 """
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
@@ -16,6 +18,7 @@ from dagster import (
     AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
+    AssetsDefinition,
     BetaWarning,
     Config,
     DagsterRun,
@@ -29,16 +32,15 @@ from dagster import (
 from pydantic import Field, field_validator
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.cases import dataset_version, select_tier
-from eval_pipeline.core.memo import check_policy
+from eval_pipeline.core.cases import dataset_version
+from eval_pipeline.core.evaluation import RunRequest
 from eval_pipeline.core.prompts import parse_version_key
-from eval_pipeline.core.records import RunRecord
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.runner import RunnerConfig
-from eval_pipeline.core.scoring import values_by_evaluator
-from eval_pipeline.core.summary import markdown_table
-from eval_pipeline.core.thresholds import evaluate_thresholds
-from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results, run_gate
+from eval_pipeline.core.running.memo import check_policy
+from eval_pipeline.core.scoring.apply import values_by_evaluator
+from eval_pipeline.core.scoring.summary import markdown_table, md_escape
+from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results
 from eval_pipeline.defs.evaluation.metadata import (
     check_metadata,
     dataset_metadata,
@@ -48,16 +50,14 @@ from eval_pipeline.defs.evaluation.metadata import (
     summary_pictures,
     tools_metadata,
 )
-from eval_pipeline.defs.partitions import eval_partitions, suite_partitions
+from eval_pipeline.defs.partitions import Partitions
 from eval_pipeline.defs.resources import (
-    LangfuseResource,
     LLMResource,
-    PromptRegistryResource,
     ResultsStoreResource,
+    ServicesResource,
     SuitesResource,
 )
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
-from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
@@ -74,7 +74,7 @@ class EvalRunConfig(Config):
     tier: str = "full"
     repeats: int = 0  # 0 = the suite's default
     concurrency: int = 8
-    timeout_s: float = 120.0
+    timeout_s: float = Field(120.0, description="Seconds one attempt of one item may take.")
     requests_per_second: float | None = None
     cache: str = Field(
         default="reuse",
@@ -86,6 +86,13 @@ class EvalRunConfig(Config):
     @classmethod
     def _known_policy(cls, value: str) -> str:
         return check_policy(value)
+
+    def request(self) -> RunRequest:
+        return RunRequest(
+            tier=self.tier, repeats=self.repeats or None, concurrency=self.concurrency,
+            timeout_s=self.timeout_s, requests_per_second=self.requests_per_second,
+            cache=self.cache,
+        )  # fmt: skip
 
 
 def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
@@ -116,213 +123,216 @@ def _keys(context: AssetExecutionContext) -> tuple[str, str]:
     return key.keys_by_dimension["suite"], key.keys_by_dimension["prompt_version"]
 
 
-@asset(
-    group_name=GROUP,
-    partitions_def=suite_partitions,
-    check_specs=[
-        AssetCheckSpec("dataset_valid", asset="golden_dataset", blocking=True),
-        AssetCheckSpec("absence_coverage", asset="golden_dataset", blocking=True),
-    ],
-)
-def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
-    """The suite's golden cases, validated (a bad file fails here, before any LLM call)."""
-    suite = suites.get(context.partition_key)
-    cases = suite.load_cases()
-    yield Output(cases, metadata=dataset_metadata(suite, cases))
-    yield AssetCheckResult(
-        check_name="dataset_valid",
-        passed=True,
-        metadata={"cases": len(cases), "dataset_version": dataset_version(cases)},
+@dataclass(frozen=True)
+class EvaluationAssets:
+    golden_dataset: AssetsDefinition
+    langfuse_dataset: AssetsDefinition
+    agent_run_outputs: AssetsDefinition
+    item_scores: AssetsDefinition
+    eval_summary: AssetsDefinition
+
+    @property
+    def evaluation(self) -> list[AssetsDefinition]:
+        """The three assets of one evaluation run (eval_job)."""
+        return [self.agent_run_outputs, self.item_scores, self.eval_summary]
+
+
+def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
+    @asset(
+        group_name=GROUP,
+        partitions_def=partitions.suites,
+        check_specs=[
+            AssetCheckSpec("dataset_valid", asset="golden_dataset", blocking=True),
+            AssetCheckSpec("absence_coverage", asset="golden_dataset", blocking=True),
+        ],
     )
-    absent = [c for c in cases if c.category in suite.absence_categories]
-    missing = [cat for cat in suite.absence_categories if not any(c.category == cat for c in cases)]
-    share = len(absent) / len(cases)
-    yield AssetCheckResult(
-        check_name="absence_coverage",
-        passed=not missing and (not suite.absence_categories or share >= 0.25),
-        metadata={
-            "share_expecting_nothing": share,
-            "missing_absence_categories": ", ".join(missing) or "none",
-        },
-        description="≥ 25% of cases expect the agent to do nothing, in every absence category",
+    def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
+        """The suite's golden cases, validated (a bad file fails here, before any LLM call)."""
+        suite = suites.get(context.partition_key)
+        cases = suite.load_cases()
+        yield Output(cases, metadata=dataset_metadata(suite, cases))
+        yield AssetCheckResult(
+            check_name="dataset_valid",
+            passed=True,
+            metadata={"cases": len(cases), "dataset_version": dataset_version(cases)},
+        )
+        absent = [c for c in cases if c.category in suite.absence_categories]
+        missing = [c for c in suite.absence_categories if not any(x.category == c for x in cases)]
+        share = len(absent) / len(cases)
+        yield AssetCheckResult(
+            check_name="absence_coverage",
+            passed=not missing and (not suite.absence_categories or share >= 0.25),
+            metadata={
+                "share_expecting_nothing": share,
+                "missing_absence_categories": ", ".join(missing) or "none",
+            },
+            description="≥ 25% of cases expect the agent to do nothing, in every absence category",
+        )
+
+    @asset(group_name=GROUP, partitions_def=partitions.suites, deps=[golden_dataset])
+    def langfuse_dataset(
+        context: AssetExecutionContext, suites: SuitesResource, services: ServicesResource
+    ) -> MaterializeResult:
+        """The golden cases mirrored into the Langfuse dataset eval-pipeline/<suite> (upsert
+        by deterministic item id, removed cases archived). A no-op, said so, without Langfuse."""
+        found = services.get()
+        client = found.client()
+        if client is None:
+            return MaterializeResult(metadata={"langfuse": found.description, "synced": False})
+        suite = suites.get(context.partition_key)
+        report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
+        metadata = {"langfuse": found.description, "synced": True, "dataset": report.dataset,
+                    "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
+        return MaterializeResult(metadata=metadata)
+
+    @asset(
+        group_name=GROUP,
+        partitions_def=partitions.evals,
+        deps=[AssetDep(golden_dataset, partition_mapping=SUITE_OF_EVAL)],
+        pool="llm",
     )
-
-
-@asset(group_name=GROUP, partitions_def=suite_partitions, deps=[golden_dataset])
-def langfuse_dataset(
-    context: AssetExecutionContext, suites: SuitesResource, langfuse: LangfuseResource
-) -> MaterializeResult:
-    """The golden cases mirrored into the Langfuse dataset eval-pipeline/<suite> (upsert by
-    deterministic item id, removed cases archived). A no-op, said so, without Langfuse."""
-    client = langfuse.client()
-    if client is None:
-        return MaterializeResult(metadata={"langfuse": langfuse.describe(), "synced": False})
-    suite = suites.get(context.partition_key)
-    report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
-    metadata = {"langfuse": langfuse.describe(), "synced": True, "dataset": report.dataset,
-                "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
-    return MaterializeResult(metadata=metadata)
-
-
-@asset(
-    group_name=GROUP,
-    partitions_def=eval_partitions,
-    deps=[AssetDep(golden_dataset, partition_mapping=SUITE_OF_EVAL)],
-    pool="llm",
-)
-def agent_run_outputs(
-    context: AssetExecutionContext,
-    config: EvalRunConfig,
-    suites: SuitesResource,
-    prompt_registry: PromptRegistryResource,
-    llm: LLMResource,
-    results_store: ResultsStoreResource,
-    langfuse: LangfuseResource,
-) -> Output[dict[str, Any]]:
-    """Run the agent with this partition's prompt version on every case of the tier."""
-    suite_name, version_key = _keys(context)
-    suite = suites.get(suite_name)
-    all_cases = suite.load_cases()
-    cases = select_tier(all_cases, config.tier)
-    prompt = prompt_registry.registry().get(suite.prompt_name, parse_version_key(version_key))
-    settings = llm.settings().with_prompt_config(prompt.config)
-    require_model(settings, model_source(prompt))  # before anything is written
-    repeats = config.repeats or suite.repeats
-    store = results_store.open()
-    for stale in abandoned_runs(context, store, suite_name, version_key):
-        store.fail_run(stale.run_id, f"abandoned: Dagster run {stale.dagster_run_id} ended "
-                       "without finishing it (its completed items stay in the memo)")  # fmt: skip
-        context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
-    run = evaluation.start_run(
-        store, suite, prompt, all_cases, tier=config.tier, repeats=repeats,
-        model_params=settings.public_params(), dagster_run_id=context.run.run_id,
-        run_id=eval_run_id(suite_name, version_key, context.run),
-    )  # fmt: skip
-    context.log.info(
-        f"{run.run_id}: {len(cases)} cases × {repeats} on {settings.model} "
-        f"with {prompt.name} v{prompt.version} ({prompt.content_hash})"
-    )
-    runner = RunnerConfig(
-        concurrency=config.concurrency, repeats=repeats, timeout_s=config.timeout_s,
-        requests_per_second=config.requests_per_second,
-    )  # fmt: skip
-    agent = suite.make_agent(prompt, settings)
-    client = langfuse.client()
-    if client is not None:
-        agent = TracedAgent(
-            agent, client, public_key=langfuse.public_key or "", run_id=run.run_id,
-            trace_name=f"eval-{suite_name}",
-            tags=["eval-pipeline", f"suite:{suite_name}", f"prompt:{version_key}"],
-            metadata={"suite": suite_name, "prompt_version": version_key,
-                      "run_id": run.run_id, "dagster_run_id": context.run.run_id},
+    def agent_run_outputs(
+        context: AssetExecutionContext,
+        config: EvalRunConfig,
+        suites: SuitesResource,
+        services: ServicesResource,
+        llm: LLMResource,
+        results_store: ResultsStoreResource,
+    ) -> Output[dict[str, Any]]:
+        """Run the agent with this partition's prompt version on every case of the tier."""
+        suite_name, version_key = _keys(context)
+        suite = suites.get(suite_name)
+        found = services.get()
+        version = parse_version_key(version_key) or None
+        prompt = found.prompt(suite, version=version) if version else None
+        settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
+        require_model(settings, model_source(prompt))  # before anything is written
+        store = results_store.open()
+        for stale in abandoned_runs(context, store, suite_name, version_key):
+            reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "
+                      "it (its completed items stay in the memo)")  # fmt: skip
+            store.fail_run(stale.run_id, reason)
+            context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
+        plan = evaluation.plan(
+            suite, prompt, settings.public_params(), config.request(),
+            run_id=eval_run_id(suite_name, version_key, context.run),
+            dagster_run_id=context.run.run_id,
         )  # fmt: skip
-    provider_before = PROVIDER_STATS.snapshot()
-    outputs = evaluation.produce_outputs(
-        store, run, agent, cases, runner, cache=config.cache,
-        prices=llm.prices(), progress=progress_logger(context.log, run.run_id),
-    )  # fmt: skip
-    if client is not None:
-        client.flush()
-    ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
-           "tier": config.tier}  # fmt: skip
-    metadata = outputs_metadata(run, prompt, settings, outputs)
-    if settings.provider != "offline":  # every request the SDK sent, retries included
-        provider = describe_provider(provider_before, PROVIDER_STATS.snapshot())
-        metadata |= {f"provider_{k}": v for k, v in provider.items()}
-    metadata["prompt_registry"] = prompt_registry.registry().description
-    metadata["langfuse"] = langfuse.describe()
-    return Output(ref, metadata=metadata)
+        agent = suite.make_agent(prompt, settings)
+        store.create_run(plan.run)
+        run = plan.run
+        context.log.info(
+            f"{run.run_id}: {len(plan.cases)} cases × {run.repeats} on {settings.model} "
+            f"with {run.prompt_name or 'no prompt'} {run.prompt_version} ({run.prompt_hash})"
+        )
+        agent = found.traced(agent, run_id=run.run_id, suite=suite_name, version=version_key,
+                             metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
+        provider_before = PROVIDER_STATS.snapshot()
+        outputs = evaluation.produce(store, plan, agent, prices=llm.prices(),
+                                     progress=progress_logger(context.log, run.run_id))  # fmt: skip
+        found.flush()
+        ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
+               "tier": config.tier}  # fmt: skip
+        metadata = outputs_metadata(run, settings, outputs)
+        if settings.provider != "offline":  # every request the client sent
+            provider = describe_provider(provider_before, PROVIDER_STATS.snapshot())
+            metadata |= {f"provider_{k}": v for k, v in provider.items()}
+        metadata["prompt_registry"] = found.registry().description
+        metadata["langfuse"] = found.description
+        return Output(ref, metadata=metadata)
 
+    @asset(group_name=GROUP, partitions_def=partitions.evals)
+    def item_scores(
+        context: AssetExecutionContext,
+        agent_run_outputs: dict[str, Any],
+        suites: SuitesResource,
+        results_store: ResultsStoreResource,
+    ) -> Output[dict[str, Any]]:
+        """Score every recorded output with the suite's item evaluators."""
+        suite = suites.get(agent_run_outputs["suite"])
+        store, run_id = results_store.open(), agent_run_outputs["run_id"]
+        scores = evaluation.score(store, run_id, suite,
+                                  evaluation.cases_of_run(store, run_id, suite))  # fmt: skip
+        means = values_by_evaluator(scores)
+        metadata: dict[str, Any] = {"run_id": run_id, "scores": len(scores)}
+        metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
+        return Output(agent_run_outputs, metadata=metadata)
 
-@asset(
-    group_name=GROUP,
-    partitions_def=eval_partitions,
-)
-def item_scores(
-    context: AssetExecutionContext,
-    agent_run_outputs: dict[str, Any],
-    suites: SuitesResource,
-    results_store: ResultsStoreResource,
-) -> Output[dict[str, Any]]:
-    """Score every recorded output with the suite's item evaluators."""
-    suite = suites.get(agent_run_outputs["suite"])
-    store, run_id = results_store.open(), agent_run_outputs["run_id"]
-    scores = evaluation.produce_scores(
-        store, run_id, suite, evaluation.cases_of_run(store, run_id, suite)
+    @asset(
+        group_name=GROUP,
+        partitions_def=partitions.evals,
+        check_specs=[
+            AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
+            AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
+            AssetCheckSpec("category_floors", asset="eval_summary"),
+            *GATE_CHECK_SPECS,
+        ],
     )
-    means = values_by_evaluator(scores)
-    metadata: dict[str, Any] = {"run_id": agent_run_outputs["run_id"], "scores": len(scores)}
-    metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
-    return Output(agent_run_outputs, metadata=metadata)
-
-
-@asset(
-    group_name=GROUP,
-    partitions_def=eval_partitions,
-    check_specs=[
-        AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
-        AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
-        AssetCheckSpec("category_floors", asset="eval_summary"),
-        *GATE_CHECK_SPECS,
-    ],
-)
-def eval_summary(
-    context: AssetExecutionContext,
-    item_scores: dict[str, Any],
-    suites: SuitesResource,
-    results_store: ResultsStoreResource,
-    prompt_registry: PromptRegistryResource,
-    langfuse: LangfuseResource,
-):
-    """Aggregate the run, mark it complete, gate it on the suite's thresholds and, item by
-    item, against its baseline run (see core/gate.py)."""
-    suite = suites.get(item_scores["suite"])
-    store = results_store.open()
-    run_id = item_scores["run_id"]
-    cases = evaluation.cases_of_run(store, run_id, suite)
-    summary = evaluation.produce_summary(store, run_id, suite, cases)
-    thresholds = suite.thresholds
-    primary = summary["metrics"].get(thresholds.primary_metric)
-    writeback: dict[str, Any] = {"langfuse": langfuse.describe()}
-    client = langfuse.client()
-    if client is not None:  # never fails the evaluation; undelivered scores wait in the outbox
+    def eval_summary(
+        context: AssetExecutionContext,
+        item_scores: dict[str, Any],
+        suites: SuitesResource,
+        results_store: ResultsStoreResource,
+        services: ServicesResource,
+    ):
+        """Aggregate the run, mark it complete, gate it on the suite's thresholds and, item
+        by item, against its baseline run (see core/scoring/gate.py)."""
+        suite = suites.get(item_scores["suite"])
+        store, run_id = results_store.open(), item_scores["run_id"]
+        found = services.get()
+        cases = evaluation.cases_of_run(store, run_id, suite)
+        summary = evaluation.summarise(store, run_id, suite, cases)
+        writeback: dict[str, Any] = {"langfuse": found.description}
         payloads = langfuse_scores.item_score_payloads(
             run_id, store.read_scores(run_id), store.read_outputs(run_id)
         )
-        payloads |= langfuse_scores.run_score_payloads(run_id, summary["metrics"])
-        report = langfuse_scores.write_back(client, store, payloads)
-        writeback |= report.metadata()
-        if report.error:
-            context.log.warning(f"Langfuse write-back incomplete: {report.error}")
-    run = store.get_run(run_id)
-    assert run is not None
-    gate, no_gate_reason = run_gate(store, run, suite, cases, prompt_registry.registry())
-    pictures = summary_pictures(store, run, suite, gate) | tools_metadata(store, run, cases)
-    pictures |= steps_metadata(store, run)
-    yield MaterializeResult(
-        metadata={
-            **writeback,
-            "run_id": run_id,
-            "primary_metric": thresholds.primary_metric,
-            "primary_value": primary if primary is not None else float("nan"),
-            **{f"mean_{k}": v for k, v in summary["metrics"].items() if v is not None},
-            "errors": summary["n_errors"],
-            "by_category": MetadataValue.md(markdown_table(summary["by_category"], "category")),
-            "by_difficulty": MetadataValue.md(
-                markdown_table(summary["by_difficulty"], "difficulty")
-            ),
-            "cost_usd": summary["cost_usd"],
-            "gate": gate.outcome if gate else no_gate_reason,
-            **pictures,
-        }
-    )
-    checks = evaluate_thresholds(summary, store.read_scores(run_id), thresholds)
-    for name, outcome, blocking in checks:
-        yield AssetCheckResult(
-            check_name=name,
-            passed=outcome.passed,
-            severity=AssetCheckSeverity.ERROR if blocking else AssetCheckSeverity.WARN,
-            description=outcome.description,
-            metadata=check_metadata(outcome),
+        payloads |= langfuse_scores.run_score_payloads(run_id, summary.metrics)
+        report = found.write_back(store, payloads)  # never fails the evaluation
+        if report is not None:
+            writeback |= report.metadata()
+            if report.error:
+                context.log.warning(f"Langfuse write-back incomplete: {report.error}")
+        run = store.get_run(run_id)
+        assert run is not None
+        label = suite.thresholds.regression.baseline_label
+        try:
+            baseline, why_not = evaluation.baseline_for(store, suite, run, label, found.registry())
+        except Exception as exc:  # the registry is unreachable: the gate says so, no number
+            baseline, why_not = None, f"baseline unknown: prompt registry unavailable ({exc})"
+        result = evaluation.judge(store, run, suite, cases, summary, baseline=baseline,
+                                  baseline_note=why_not)  # fmt: skip
+        pictures = summary_pictures(store, run, suite, result.gate)
+        if result.warnings:
+            lines = "\n".join(f"- {md_escape(w)}" for w in result.warnings)
+            pictures["warnings"] = MetadataValue.md(lines)
+        pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
+        primary = summary.metric(suite.thresholds.primary_metric)
+        yield MaterializeResult(
+            metadata={
+                **writeback,
+                "run_id": run_id,
+                "primary_metric": suite.thresholds.primary_metric,
+                "primary_value": primary if primary is not None else float("nan"),
+                **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
+                "errors": summary.n_errors,
+                "by_category": MetadataValue.md(markdown_table(summary.by_category, "category")),
+                "by_difficulty": MetadataValue.md(
+                    markdown_table(summary.by_difficulty, "difficulty")
+                ),
+                "cost_usd": summary.cost_usd,
+                "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
+                **pictures,
+            }
         )
-    yield from gate_results(gate, no_gate_reason)
+        for name, outcome, blocking in result.checks:
+            yield AssetCheckResult(
+                check_name=name,
+                passed=outcome.passed,
+                severity=AssetCheckSeverity.ERROR if blocking else AssetCheckSeverity.WARN,
+                description=outcome.description,
+                metadata=check_metadata(outcome),
+            )
+        yield from gate_results(result.gate, result.gate_note or "")
+
+    return EvaluationAssets(golden_dataset, langfuse_dataset, agent_run_outputs, item_scores,
+                            eval_summary)  # fmt: skip

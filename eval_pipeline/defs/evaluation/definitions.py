@@ -1,31 +1,54 @@
 """The evaluation domain: assets, checks (declared on the assets) and jobs."""
 
-from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
+from __future__ import annotations
 
-from eval_pipeline.defs.evaluation.assets import (
-    agent_run_outputs,
-    eval_summary,
-    golden_dataset,
-    item_scores,
-    langfuse_dataset,
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dagster import (
+    AssetSelection,
+    Definitions,
+    define_asset_job,
+    in_process_executor,
 )
 
-EVAL_ASSETS = [agent_run_outputs, item_scores, eval_summary]
+from eval_pipeline.defs.evaluation.assets import EvaluationAssets, build_evaluation_assets
+from eval_pipeline.defs.partitions import Partitions
 
-# One job per partitions definition: Dagster refuses jobs that mix them.
-golden_dataset_job = define_asset_job(
-    "golden_dataset_job",
-    selection=AssetSelection.assets(golden_dataset, langfuse_dataset),
-)
-# The three steps run strictly one after another, so a process per step (the default
-# multiprocess executor) buys nothing and costs an interpreter start and a code load per
-# step: measured on a drive_thru smoke run, 14.5 s of step execution with a process per
-# step vs 1.2 s in the run worker's own process. Pools still limit the llm step.
-eval_job = define_asset_job(
-    "eval_job", selection=AssetSelection.assets(*EVAL_ASSETS), executor_def=in_process_executor
-)
+if TYPE_CHECKING:
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
-defs = Definitions(
-    assets=[golden_dataset, langfuse_dataset, *EVAL_ASSETS],
-    jobs=[golden_dataset_job, eval_job],
-)
+
+@dataclass(frozen=True)
+class EvaluationDefs:
+    assets: EvaluationAssets
+    eval_job: UnresolvedAssetJobDefinition
+    golden_dataset_job: UnresolvedAssetJobDefinition
+
+    def definitions(self) -> Definitions:
+        a = self.assets
+        return Definitions(
+            assets=[a.golden_dataset, a.langfuse_dataset, *a.evaluation],
+            jobs=[self.golden_dataset_job, self.eval_job],
+        )
+
+
+def build_evaluation(partitions: Partitions) -> EvaluationDefs:
+    assets = build_evaluation_assets(partitions)
+    # One job per partitions definition: Dagster refuses jobs that mix them.
+    golden_dataset_job = define_asset_job(
+        "golden_dataset_job",
+        selection=AssetSelection.assets(assets.golden_dataset, assets.langfuse_dataset),
+    )
+    # The three steps run strictly one after another, so a process per step (the default
+    # multiprocess executor) buys nothing and costs an interpreter start and a code load per
+    # step: measured on a drive_thru smoke run, 14.5 s of step execution with a process per
+    # step vs 1.2 s in the run worker's own process. Pools still limit the llm step.
+    eval_job = define_asset_job(
+        "eval_job",
+        selection=AssetSelection.assets(*assets.evaluation),
+        executor_def=in_process_executor,
+    )
+    return EvaluationDefs(assets, eval_job, golden_dataset_job)

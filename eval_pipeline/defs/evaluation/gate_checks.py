@@ -2,52 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, MetadataValue
 
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.gate import GATE_CHECKS, GateReport, gate_against_baseline
-from eval_pipeline.core.records import RunRecord
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.scoring.gate import GATE_CHECKS, GateReport
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
-from eval_pipeline.integrations.prompt_registry import PromptRegistry, RegistryUnavailable
 
 GATE_CHECK_SPECS = [
     AssetCheckSpec(name, asset="eval_summary", blocking=name != "category_deltas")
     for name in GATE_CHECKS
 ]
-
-
-def baseline_version(registry: PromptRegistry, suite: Suite) -> str | None:
-    """The partition key (vN) the suite's baseline label points to, None if unset."""
-    label = suite.thresholds.regression.baseline_label
-    version = registry.label_versions([label]).get(suite.prompt_name, {}).get(label)
-    return None if version is None else f"v{version}"
-
-
-def run_gate(
-    store: ResultsStore,
-    run: RunRecord,
-    suite: Suite,
-    cases: Sequence[GoldenCase],
-    registry: PromptRegistry,
-) -> tuple[GateReport | None, str]:
-    """The gate report, or None and the reason there is nothing to compare with."""
-    label = suite.thresholds.regression.baseline_label
-    try:
-        version = baseline_version(registry, suite)
-    except RegistryUnavailable as exc:
-        return None, f"baseline unknown: prompt registry unavailable ({exc})"
-    if version is None:
-        return None, f"no baseline: prompt {suite.prompt_name} has no {label!r} label"
-    categories = {c.id: c.category for c in cases}
-    report = gate_against_baseline(store, run, version, suite.thresholds, categories)
-    if report is None:
-        return None, f"no baseline yet: no complete full-tier run of {label} ({version})"
-    return report, ""
 
 
 def gate_results(report: GateReport | None, reason: str) -> Iterator[AssetCheckResult]:

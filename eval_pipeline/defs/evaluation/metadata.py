@@ -9,15 +9,14 @@ from typing import Any
 from dagster import DagsterLogManager, MetadataValue
 
 from eval_pipeline import settings
-from eval_pipeline.core import charts
 from eval_pipeline.core.cases import GoldenCase, dataset_version
-from eval_pipeline.core.gate import GateReport, flips_across_runs
-from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.records import ItemOutput, RunRecord
-from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.reports import charts
+from eval_pipeline.core.scoring.gate import GateReport, flips_across_runs
+from eval_pipeline.core.scoring.summary import md_escape, summarize
+from eval_pipeline.core.scoring.thresholds import CheckOutcome
+from eval_pipeline.core.store.records import ItemOutput, RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.core.summary import md_escape, summarize
-from eval_pipeline.core.thresholds import CheckOutcome
 from eval_pipeline.llm.settings import LLMSettings
 
 MAX_TABLE_ROWS = 25
@@ -39,7 +38,7 @@ def dataset_metadata(suite: Suite, cases: Sequence[GoldenCase]) -> dict[str, Any
 
 
 def outputs_metadata(
-    run: RunRecord, prompt: PromptVersion, settings: LLMSettings, outputs: Sequence[ItemOutput]
+    run: RunRecord, settings: LLMSettings, outputs: Sequence[ItemOutput]
 ) -> dict[str, Any]:
     summary = summarize([], outputs, [])
     errors = [o for o in outputs if o.error]
@@ -51,16 +50,16 @@ def outputs_metadata(
         "model": settings.model,
         "provider": settings.provider,
         "temperature": settings.temperature,
-        "prompt": f"{prompt.name} v{prompt.version}",
-        "prompt_hash": prompt.content_hash,
-        "latency_p50_ms": summary["latency_ms"]["p50"] or 0.0,
-        "latency_p95_ms": summary["latency_ms"]["p95"] or 0.0,
-        "input_tokens": summary["tokens"]["input"],
-        "output_tokens": summary["tokens"]["output"],
-        "cost_usd": summary["cost_usd"],
-        "attempts": summary["attempts"],
-        "reused_from_memo": summary["n_reused"],
-        "cost_usd_spent": summary["cost_usd_spent"],
+        "prompt": f"{run.prompt_name} {run.prompt_version}" if run.prompt_name else "none",
+        "prompt_hash": run.prompt_hash,
+        "latency_p50_ms": summary.latency_ms.p50 or 0.0,
+        "latency_p95_ms": summary.latency_ms.p95 or 0.0,
+        "input_tokens": summary.tokens.input,
+        "output_tokens": summary.tokens.output,
+        "cost_usd": summary.cost_usd,
+        "attempts": summary.attempts,
+        "reused_from_memo": summary.n_reused,
+        "cost_usd_spent": summary.cost_usd_spent,
     }
     if errors:
         lines = [
@@ -129,8 +128,8 @@ def summary_pictures(
         rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
         path = charts.category_delta_chart(rows, metric, folder / f"{run.run_id}-categories.png")
         meta["category_delta_chart"] = MetadataValue.md(charts.markdown_image(path, "deltas"))
-    summary = store.read_summary(run.run_id) or {}
-    if flaky := summary.get("flaky_items"):
+    summary = store.read_summary(run.run_id)
+    if summary is not None and (flaky := summary.flaky_items):
         meta["flaky_items"] = MetadataValue.md(rows_markdown(flaky))
     if flips := flips_across_runs(store, run, metric, suite.thresholds):
         meta["flaky_across_runs"] = MetadataValue.md(rows_markdown(flips))

@@ -13,6 +13,7 @@ from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetsDefinition,
     Config,
     MetadataValue,
     MultiPartitionKey,
@@ -22,21 +23,15 @@ from dagster import (
 
 from eval_pipeline import settings
 from eval_pipeline.core.cases import content_hash
-from eval_pipeline.core.golden_candidates import select_candidates, write_review_file
-from eval_pipeline.core.records import ItemScore
-from eval_pipeline.core.sampling import SamplingConfig, sample
-from eval_pipeline.core.scoring import values_by_evaluator
-from eval_pipeline.core.summary import md_escape
-from eval_pipeline.core.traces import TraceRecord, score_traces
-from eval_pipeline.defs.partitions import trace_partitions
-from eval_pipeline.defs.resources import (
-    LangfuseResource,
-    ResultsStoreResource,
-    SuitesResource,
-    TraceSourceResource,
-)
+from eval_pipeline.core.scoring.apply import values_by_evaluator
+from eval_pipeline.core.scoring.summary import md_escape
+from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
+from eval_pipeline.core.traces.records import TraceRecord, score_traces
+from eval_pipeline.core.traces.sampling import SamplingConfig, sample
+from eval_pipeline.defs.partitions import Partitions
+from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
-from eval_pipeline.integrations.trace_sources import LangfuseTraceSource
 
 GROUP = "production"
 PROGRESS_EVERY = 10_000
@@ -72,114 +67,117 @@ def _counted(records: Iterable[TraceRecord], counts: Counter, log: Any) -> Itera
         yield record
 
 
-@asset(group_name=GROUP, partitions_def=trace_partitions)
-def production_traces(
-    context: AssetExecutionContext,
-    config: TraceSamplingConfig,
-    suites: SuitesResource,
-    trace_source: TraceSourceResource,
-) -> Output[list[TraceRecord]]:
-    """A reproducible sample of the day's root traces of the suite's production agent."""
-    day, suite_name = _keys(context)
-    suite = suites.get(suite_name)
-    if not suite.trace_name:  # an unnamed root would match every trace in Langfuse
+def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
+    @asset(group_name=GROUP, partitions_def=partitions.traces)
+    def production_traces(
+        context: AssetExecutionContext,
+        config: TraceSamplingConfig,
+        suites: SuitesResource,
+        services: ServicesResource,
+    ) -> Output[list[TraceRecord]]:
+        """A reproducible sample of the day's root traces of the suite's production agent."""
+        day, suite_name = _keys(context)
+        suite = suites.get(suite_name)
+        if not suite.trace_name:  # an unnamed root would match every trace in Langfuse
+            return Output(
+                [],
+                metadata={
+                    "traces_read": 0,
+                    "traces_sampled": 0,
+                    "note": f"suite {suite_name} has no production trace name",
+                },
+            )
+        source = services.get().trace_source()
+        sampling = SamplingConfig(config.rate, config.cap, config.stratify_by, config.salt)
+        counts: Counter[str] = Counter()
+        stream = source.traces(suite, day)
+        sampled = sample(_counted(stream, counts, context.log), sampling)
+        strata = (
+            Counter(str(r.lookup(config.stratify_by)) for r in sampled)
+            if config.stratify_by
+            else {}
+        )
+        rows = "\n".join(f"| {md_escape(k)} | {v} |" for k, v in sorted(strata.items()))
         return Output(
-            [],
+            sampled,
             metadata={
-                "traces_read": 0,
-                "traces_sampled": 0,
-                "note": f"suite {suite_name} has no production trace name",
+                "source": source.description,
+                "trace_name": suite.trace_name,
+                "traces_read": counts["read"],
+                "traces_sampled": len(sampled),
+                "traces_with_notes": counts["with_notes"],
+                "sample_hash": content_hash(sorted(r.trace_id for r in sampled)),
+                "sampling": f"rate {config.rate}, cap {config.cap}, by {config.stratify_by}",
+                "by_stratum": MetadataValue.md("| stratum | traces |\n|---|---:|\n" + rows),
             },
         )
-    source = trace_source.source()
-    sampling = SamplingConfig(config.rate, config.cap, config.stratify_by, config.salt)
-    counts: Counter[str] = Counter()
-    stream = source.traces(suite_name, suite.trace_name, day)
-    sampled = sample(_counted(stream, counts, context.log), sampling)
-    strata = (
-        Counter(str(r.lookup(config.stratify_by)) for r in sampled) if config.stratify_by else {}
-    )
-    rows = "\n".join(f"| {md_escape(k)} | {v} |" for k, v in sorted(strata.items()))
-    return Output(
-        sampled,
-        metadata={
-            "source": source.description,
-            "trace_name": suite.trace_name,
-            "traces_read": counts["read"],
-            "traces_sampled": len(sampled),
-            "traces_with_notes": counts["with_notes"],
-            "sample_hash": content_hash(sorted(r.trace_id for r in sampled)),
-            "sampling": f"rate {config.rate}, cap {config.cap}, by {config.stratify_by}",
-            "by_stratum": MetadataValue.md("| stratum | traces |\n|---|---:|\n" + rows),
-        },
-    )
 
-
-@asset(group_name=GROUP, partitions_def=trace_partitions)
-def trace_scores(
-    context: AssetExecutionContext,
-    production_traces: list[TraceRecord],
-    suites: SuitesResource,
-    trace_source: TraceSourceResource,
-    langfuse: LangfuseResource,
-    results_store: ResultsStoreResource,
-) -> Output[list[ItemScore]]:
-    """Reference-free scores (hallucinated items, tool protocol, errors, latency, cost)."""
-    _, suite_name = _keys(context)
-    suite = suites.get(suite_name)
-    scores = score_traces(production_traces, suite.trace_evaluators)
-    metadata: dict[str, Any] = {"traces": len(production_traces), "scores": len(scores)}
-    for name, values in sorted(values_by_evaluator(scores).items()):
-        metadata[f"mean_{name}"] = round(sum(values) / len(values), 4)
-        metadata[f"failing_{name}"] = sum(v < 1.0 for v in values)
-    client = langfuse.client()
-    if client is not None and isinstance(trace_source.source(), LangfuseTraceSource):
-        report = langfuse_scores.write_back(
-            client, results_store.open(), langfuse_scores.trace_score_payloads(scores)
+    @asset(group_name=GROUP, partitions_def=partitions.traces)
+    def trace_scores(
+        context: AssetExecutionContext,
+        production_traces: list[TraceRecord],
+        suites: SuitesResource,
+        services: ServicesResource,
+        results_store: ResultsStoreResource,
+    ) -> Output[list[ItemScore]]:
+        """Reference-free scores (hallucinated items, tool protocol, errors, latency, cost)."""
+        _, suite_name = _keys(context)
+        suite = suites.get(suite_name)
+        scores = score_traces(production_traces, suite.trace_evaluators)
+        metadata: dict[str, Any] = {"traces": len(production_traces), "scores": len(scores)}
+        for name, values in sorted(values_by_evaluator(scores).items()):
+            metadata[f"mean_{name}"] = round(sum(values) / len(values), 4)
+            metadata[f"failing_{name}"] = sum(v < 1.0 for v in values)
+        report = services.get().write_back(  # the traces came from Langfuse: score them there
+            results_store.open(), langfuse_scores.trace_score_payloads(scores)
         )
-        metadata |= report.metadata()
-    return Output(scores, metadata=metadata)
+        if report is not None:
+            metadata |= report.metadata()
+        return Output(scores, metadata=metadata)
 
+    @asset(group_name=GROUP, partitions_def=partitions.traces)
+    def golden_candidates(
+        context: AssetExecutionContext,
+        config: CandidatesConfig,
+        production_traces: list[TraceRecord],
+        trace_scores: list[ItemScore],
+        suites: SuitesResource,
+    ) -> Output[str]:
+        """The worst and most novel sampled traces as a review file in the golden-case format."""
+        day, suite_name = _keys(context)
+        suite = suites.get(suite_name)
+        existing = [c.input for c in suite.load_cases()]
+        candidates = select_candidates(
+            production_traces,
+            trace_scores,
+            existing,
+            limit=config.limit,
+            min_novelty=config.min_novelty,
+        )
+        folder = Path(config.review_dir) if config.review_dir else settings.eval_home() / "review"
+        path = write_review_file(folder / suite_name / f"{day}.yaml", suite_name, candidates)
+        reasons = Counter(c.reason for c in candidates)
+        lines = [
+            f"| {c.reason} | {c.mean_score:.2f} | {c.novelty:.2f} | "
+            f"{md_escape(str(c.trace.input))[:120]} |"
+            for c in candidates
+        ]
+        table = "| reason | mean score | novelty | input |\n|---|---:|---:|---|\n" + "\n".join(
+            lines
+        )
+        return Output(
+            str(path),
+            metadata={
+                "review_file": MetadataValue.path(str(path)),
+                "candidates": len(candidates),
+                "worst": reasons["worst"],
+                "novel": reasons["novel"],
+                "with_user_correction": sum(
+                    "corrected_items" in (c.trace.metadata.get("user_feedback") or {})
+                    for c in candidates
+                ),
+                "preview": MetadataValue.md(table),
+            },
+        )
 
-@asset(group_name=GROUP, partitions_def=trace_partitions)
-def golden_candidates(
-    context: AssetExecutionContext,
-    config: CandidatesConfig,
-    production_traces: list[TraceRecord],
-    trace_scores: list[ItemScore],
-    suites: SuitesResource,
-) -> Output[str]:
-    """The worst and most novel sampled traces as a review file in the golden-case format."""
-    day, suite_name = _keys(context)
-    suite = suites.get(suite_name)
-    existing = [c.input for c in suite.load_cases()]
-    candidates = select_candidates(
-        production_traces,
-        trace_scores,
-        existing,
-        limit=config.limit,
-        min_novelty=config.min_novelty,
-    )
-    folder = Path(config.review_dir) if config.review_dir else settings.eval_home() / "review"
-    path = write_review_file(folder / suite_name / f"{day}.yaml", suite_name, candidates)
-    reasons = Counter(c.reason for c in candidates)
-    lines = [
-        f"| {c.reason} | {c.mean_score:.2f} | {c.novelty:.2f} | "
-        f"{md_escape(str(c.trace.input))[:120]} |"
-        for c in candidates
-    ]
-    table = "| reason | mean score | novelty | input |\n|---|---:|---:|---|\n" + "\n".join(lines)
-    return Output(
-        str(path),
-        metadata={
-            "review_file": MetadataValue.path(str(path)),
-            "candidates": len(candidates),
-            "worst": reasons["worst"],
-            "novel": reasons["novel"],
-            "with_user_correction": sum(
-                "corrected_items" in (c.trace.metadata.get("user_feedback") or {})
-                for c in candidates
-            ),
-            "preview": MetadataValue.md(table),
-        },
-    )
+    return [production_traces, trace_scores, golden_candidates]

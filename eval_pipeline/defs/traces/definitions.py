@@ -1,12 +1,15 @@
 """The production-traces domain: sampled traces, their scores, review candidates."""
 
-from dagster import Definitions
+from dagster import Definitions, define_asset_job
 
-from eval_pipeline.defs.traces.assets import golden_candidates, production_traces, trace_scores
-from eval_pipeline.defs.traces.schedules import production_traces_daily, traces_job
+from eval_pipeline.defs.partitions import Partitions
+from eval_pipeline.defs.traces.assets import build_trace_assets
+from eval_pipeline.defs.traces.schedules import build_traces_schedule
 
-defs = Definitions(
-    assets=[production_traces, trace_scores, golden_candidates],
-    jobs=[traces_job],
-    schedules=[production_traces_daily],
-)
+
+def build_traces(partitions: Partitions) -> Definitions:
+    assets = build_trace_assets(partitions)
+    traces_job = define_asset_job("traces_job", selection=assets)
+    return Definitions(
+        assets=assets, jobs=[traces_job], schedules=[build_traces_schedule(traces_job)]
+    )

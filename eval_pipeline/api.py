@@ -1,0 +1,192 @@
+"""``eval_pipeline.evaluate(...)``: evaluate a suite from Python (a user's pytest, a script).
+
+The CLI's ``run`` is this function plus printing; both go through core/evaluation.py.
+
+```python
+from eval_pipeline import evaluate
+
+def test_support_agent_did_not_get_worse():
+    result = evaluate("support", tier="smoke", baseline="production")
+    assert result.passed, result.failed
+```
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from eval_pipeline import settings
+from eval_pipeline.agents.project import AgentBuildError, Project, ProjectError, load_project
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.cases import DatasetError
+from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan, RunRequest
+from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.core.redact import redact
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.running.runner import Progress
+from eval_pipeline.core.scoring.gate import NotComparable
+from eval_pipeline.core.scoring.thresholds import ThresholdsError
+from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
+from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+from eval_pipeline.integrations.services import Services
+from eval_pipeline.llm.endpoint import ModelUnavailable, model_source, require_model
+from eval_pipeline.llm.settings import LLMSettings
+
+Recording = Literal["off", "record", "replay"]
+SETUP_ERRORS = (
+    ProjectError, DatasetError, PromptError, RegistryUnavailable, ThresholdsError,
+    ResultsStoreError, ModelUnavailable, NotComparable, BaselineMissing, ValueError,
+)  # fmt: skip
+
+
+class SetupError(ValueError):
+    """The evaluation cannot start (project, dataset, prompt, model, baseline, store);
+    nothing was run or written. The CLI exits 2."""
+
+
+class RunFailed(RuntimeError):
+    """A stage failed after the run was recorded (recorded on the run as 'failed')."""
+
+
+@dataclass
+class Prepared:
+    """A planned run with its agent, built before anything is written."""
+
+    project: Project
+    services: Services
+    store: ResultsStore
+    plan: RunPlan
+    agent: Agent
+    llm: LLMSettings
+
+
+def prepare(
+    suite: str,
+    *,
+    project: str | Path | None = None,
+    prompt_version: int | None = None,
+    label: str = "production",
+    request: RunRequest | None = None,
+    recording: Recording = "off",
+) -> Prepared:
+    """Everything up to the first model call: any problem raises SetupError."""
+    request = request or RunRequest()
+    if recording == "record":  # every request must go out to be recorded
+        request = replace(request, cache="refresh")
+    elif recording == "replay":  # every answer must come from the recordings
+        request = replace(request, cache="off")
+    try:
+        loaded = load_project(project)
+        chosen = loaded.suite(suite)
+        services = Services.from_env(loaded.prompts_dir)
+        prompt = services.prompt(chosen, version=prompt_version, label=label)
+        recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))
+        llm = run_settings(prompt.config if prompt else {}, recording, recordings)
+        if recording == "replay" and not recordings.exists():
+            which = f" --prompt-version {prompt.version}" if prompt else ""
+            raise SetupError(f"--replay: no recordings at {recordings}; record them with "
+                             f"`eval-pipeline run --suite {suite}{which} --record`")  # fmt: skip
+        if recording == "record" and llm.provider == "offline":
+            raise SetupError("--record records the calls to a model endpoint: set "
+                             "EVAL_LLM_BASE_URL (and EVAL_LLM_API_KEY) first")  # fmt: skip
+        if recording != "replay":
+            require_model(llm, model_source(prompt))
+        plan = evaluation.plan(chosen, prompt, llm.public_params(), request)
+        agent = chosen.make_agent(prompt, llm)  # a factory that fails: nothing written yet
+        store = ResultsStore(settings.results_url())
+        evaluation.with_baseline(store, plan, services.registry())
+        if recording == "record":
+            from eval_pipeline.llm.recording import Recordings
+
+            Recordings.open(recordings).start_recording()
+    except SetupError:
+        raise
+    except (*SETUP_ERRORS, AgentBuildError) as exc:
+        raise SetupError(redact(str(exc))) from exc
+    agent = services.traced(agent, run_id=plan.run.run_id, suite=chosen.name,
+                            version=plan.run.prompt_version)  # fmt: skip
+    return Prepared(loaded, services, store, plan, agent, llm)
+
+
+def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
+    """Run every stage, then write the scores back to Langfuse when it is configured (never
+    fails the run: undelivered scores wait in the outbox)."""
+    store, plan = prepared.store, prepared.plan
+    try:
+        result = evaluation.evaluate(store, plan, prepared.agent,
+                                     prices=PriceTable.from_file(settings.prices_file()),
+                                     progress=progress)  # fmt: skip
+    except Exception as exc:  # recorded on the run by the stage that failed
+        message = redact(f"{type(exc).__name__}: {exc}")
+        raise RunFailed(f"run {plan.run.run_id} failed: {message}") from exc
+    finally:
+        if prepared.llm.recording == "record" and prepared.llm.recordings_path:
+            from eval_pipeline.llm.recording import Recordings
+
+            Recordings.open(prepared.llm.recordings_path).finish()
+    prepared.services.flush()
+    result.warnings.extend(prepared.llm.notes)
+    run_id = plan.run.run_id
+    payloads = langfuse_scores.item_score_payloads(run_id, result.scores, result.outputs)
+    payloads |= langfuse_scores.run_score_payloads(run_id, result.summary.metrics)
+    report = prepared.services.write_back(store, payloads)
+    if report is not None and report.error:
+        result.warnings.append(f"Langfuse write-back incomplete: {report.error}")
+    return result
+
+
+def evaluate(
+    suite: str,
+    *,
+    project: str | Path | None = None,
+    prompt_version: int | None = None,
+    label: str = "production",
+    tier: str = "full",
+    repeats: int | None = None,
+    concurrency: int = 8,
+    timeout_s: float = 120.0,
+    baseline: str | None = None,
+    margin: float | None = None,
+    threshold: float | None = None,
+    cache: str = "reuse",
+    recording: Recording = "off",
+) -> EvalResult:
+    """Evaluate ``suite`` of the project file (found from the working directory unless
+    ``project`` names it) and gate it; ``result.passed`` says whether every blocking check
+    passed, ``result.failed`` which did not."""
+    request = RunRequest(tier=tier, repeats=repeats, concurrency=concurrency,
+                         timeout_s=timeout_s, cache=cache, baseline_label=baseline,
+                         margin=margin, min_primary=threshold)  # fmt: skip
+    prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
+                       request=request, recording=recording)  # fmt: skip
+    return run_prepared(prepared)
+
+
+def run_settings(prompt_config: dict, recording: Recording, recordings: Path) -> LLMSettings:
+    """The model settings of a run: the environment, the prompt's config on top, and the
+    recording mode."""
+    llm = LLMSettings.from_env()
+    if recording != "off":
+        llm = llm.model_copy(update={"recording": recording, "recordings_path": recordings})
+        if recording == "replay" and not os.environ.get("EVAL_LLM_MODEL"):
+            llm = llm.model_copy(update={"model": _recorded_model(recordings) or llm.model})
+    return llm.with_prompt_config(prompt_config)
+
+
+def _recorded_model(path: Path) -> str | None:
+    """The model the recordings were made with (replay needs no EVAL_LLM_MODEL)."""
+    from eval_pipeline.llm.recording import Recordings
+
+    if not path.exists():
+        return None
+    models = {e.request.get("model") for e in Recordings.open(path).entries.values()
+              if isinstance(e.request, dict)}  # fmt: skip
+    models.discard(None)
+    return next(iter(models)) if len(models) == 1 else None
+
+

@@ -1,0 +1,102 @@
+"""Langfuse when it is configured, else the local, file-backed equivalents: decided here.
+
+The CLI builds ``Services`` from the environment, the Dagster resources from their
+``EnvVar``-backed config; both get the same prompt registry, trace source, tracing and
+score write-back for the same settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
+from eval_pipeline.integrations.langfuse_tracing import TracedAgent
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
+from eval_pipeline.integrations.trace_sources import (
+    LangfuseTraceSource,
+    LocalTraceSource,
+    TraceSource,
+)
+
+PAGE_TIMEOUT_S = 30  # one page of 1,000 observations
+
+
+@dataclass(frozen=True)
+class Services:
+    langfuse: LangfuseSettings | None
+    prompts_dir: Path
+
+    @classmethod
+    def from_env(cls, prompts_dir: Path) -> Services:
+        return cls(LangfuseSettings.from_env(), Path(prompts_dir))
+
+    @property
+    def description(self) -> str:
+        if self.langfuse is None:
+            return "not configured (local files)"
+        return f"langfuse ({self.langfuse.base_url})"
+
+    def client(self) -> Any:
+        """The SDK client, or None without Langfuse. (The SDK shares its HTTP clients and
+        exporters per public key in a process, so a new client object costs little.)"""
+        return self.langfuse.client() if self.langfuse is not None else None
+
+    def registry(self) -> PromptRegistry:
+        if self.langfuse is None:
+            return LocalPromptRegistry(self.prompts_dir)
+        return LangfusePromptRegistry(self.client(), base_url=self.langfuse.base_url,
+                                      timeout_s=self.langfuse.timeout_s)  # fmt: skip
+
+    def prompt(self, suite: Suite, *, version: int | None = None,
+               label: str | None = "production") -> PromptVersion | None:  # fmt: skip
+        """The prompt version a run evaluates: ``version``, else the one ``label`` points to;
+        None for a suite that declares no prompt."""
+        if suite.prompt_name is None:
+            if version:
+                raise PromptError(f"suite {suite.name} declares no prompt: drop --prompt-version")
+            return None
+        registry = self.registry()
+        if version is not None:
+            return registry.get(suite.prompt_name, version)
+        return registry.get_by_label(suite.prompt_name, label or "production")
+
+    def trace_source(self) -> TraceSource:
+        if self.langfuse is None:
+            return LocalTraceSource()
+        return LangfuseTraceSource(self.client(), base_url=self.langfuse.base_url,
+                                   timeout_s=PAGE_TIMEOUT_S)  # fmt: skip
+
+    def traced(self, agent: Agent, *, run_id: str, suite: str, version: str,
+               metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
+        """One Langfuse trace per evaluated item; the agent itself without Langfuse."""
+        if self.langfuse is None:
+            return agent
+        return TracedAgent(
+            agent, self.client(), public_key=self.langfuse.public_key, run_id=run_id,
+            trace_name=f"eval-{suite}",
+            tags=["eval-pipeline", f"suite:{suite}", f"prompt:{version}"],
+            metadata={"suite": suite, "prompt_version": version, "run_id": run_id,
+                      **(metadata or {})},
+        )  # fmt: skip
+
+    def flush(self) -> None:
+        if self.langfuse is not None:
+            self.client().flush()
+
+    def write_back(
+        self, store: ResultsStore, payloads: dict[str, dict[str, Any]]
+    ) -> langfuse_scores.WritebackReport | None:
+        """Scores onto their traces (never raises; undelivered ones wait in the outbox)."""
+        if self.langfuse is None:
+            return None
+        return langfuse_scores.write_back(self.client(), store, payloads)
+

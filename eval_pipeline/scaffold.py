@@ -1,0 +1,167 @@
+"""`eval-pipeline init`: declare a suite for a team's own agent, with files to start from.
+
+Writes (never overwrites): the suite's entry in eval-pipeline.yaml (the file is created when
+there is none), ``<dataset>/cases.yaml`` with three example cases and
+``<dataset>/thresholds.yaml``. The agent is imported first: a path that does not import, or
+names something that is not an agent, writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from eval_pipeline import settings
+from eval_pipeline.agents.project.loader import _importable, import_target, kind_of
+from eval_pipeline.agents.project.schema import IMPORT_PATH, SUITE_NAME
+
+HEADER = """\
+# eval-pipeline project: the suites of your agents (README › "Evaluate your own agent").
+# Paths are relative to this file.
+prompts: prompts
+
+suites:
+"""
+
+SUITE_ENTRY = """\
+  {name}:
+    agent: {agent}{prompt}
+    dataset: {dataset}
+    evaluators:            # built-in names, with parameters, or package.module:function
+      - groundedness       # answered from a tool, not from memory (metadata.criteria)
+      - correctness        # called every tool in expected_output.expected_tools
+      - completeness       # the answer names every expected_output.expected_fields
+      - overall            # 0.4 groundedness + 0.4 correctness + 0.2 completeness
+    thresholds: {dataset}/thresholds.yaml
+"""
+
+CASES = """\
+# Golden cases of the {name} suite: replace these three with real requests your agent gets
+# (ten or more), each with what a right answer does. Case format: README › "Golden cases".
+- id: {name}-example-01
+  input: {{message: "A request that needs one of your tools"}}
+  expected_output:
+    expected_tools: []        # the tools it must call, e.g. {tool_hint}
+    expected_fields: []       # words the answer must contain, e.g. [price]
+  metadata: {{category: example, difficulty: easy, tier: smoke}}
+- id: {name}-example-02
+  input: {{message: "Another request, phrased the way your users phrase it"}}
+  expected_output: {{expected_tools: [], expected_fields: []}}
+  metadata: {{category: example, difficulty: medium, tier: smoke}}
+- id: {name}-example-03
+  input: {{message: "Hello!"}}
+  expected_output: {{expected_tools: [], expected_fields: []}}
+  metadata:
+    category: chit_chat
+    difficulty: easy
+    tier: full
+    criteria: {{grounded: false}}   # small talk needs no tool
+"""
+
+THRESHOLDS = """\
+# Gates of the {name} suite (README › "Regression gate").
+primary_metric: overall
+min_mean:
+  overall: 0.70          # blocking: the run fails below this mean
+regression:
+  baseline_label: production
+  margin: 0.02           # a drop smaller than this is not a regression
+  pass_threshold: 0.7    # a case passes at overall >= 0.7
+"""
+
+
+class ScaffoldError(ValueError):
+    """init cannot write the suite; nothing was written."""
+
+
+@dataclass
+class Scaffolded:
+    agent_kind: str
+    cases_file: Path
+    written: list[Path] = field(default_factory=list)
+
+
+def scaffold_suite(
+    agent: str, name: str, *, dataset_dir: str | None = None, prompt: str | None = None
+) -> Scaffolded:
+    if not SUITE_NAME.match(name):
+        raise ScaffoldError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
+    project = settings.project_file() or Path.cwd() / settings.PROJECT_FILE
+    kind, target, declared = _agent(agent, project)
+    existing = _suites(project)
+    if name in existing:
+        raise ScaffoldError(f"{project}: suite {name!r} is already declared")
+    dataset = dataset_dir or f"evals/{name}"
+    folder = project.parent / dataset
+    cases, thresholds = folder / "cases.yaml", folder / "thresholds.yaml"
+    for path in (cases, thresholds):
+        if path.exists():
+            raise ScaffoldError(f"{path} already exists: choose another --dataset")
+    entry = SUITE_ENTRY.format(
+        name=name, agent=declared, dataset=dataset,
+        prompt=f"\n    prompt: {prompt}" if prompt else "",
+    )  # fmt: skip
+    text = (project.read_text(encoding="utf-8") if project.exists() else HEADER).rstrip("\n")
+    updated = text + "\n" + entry
+    if name not in _suites_of(updated, project):
+        raise ScaffoldError(
+            f"{project}: could not add the suite at the end of the file (is 'suites:' the last "
+            f"section?); add this entry under suites: yourself:\n{entry}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
+    thresholds.write_text(THRESHOLDS.format(name=name), encoding="utf-8")
+    project.write_text(updated, encoding="utf-8")
+    return Scaffolded(kind, cases, [project, cases, thresholds])
+
+
+def _agent(agent: str, project: Path) -> tuple[str, object, str]:
+    """(kind, the imported object, what `agent:` says) for --agent; nothing is written
+    when it does not import or is not an agent."""
+    if agent.startswith(("http://", "https://")):
+        return (
+            "http",
+            None,
+            f"{{http: {agent}}}\n    # version: 1.0.0   # set it, and unchanged items are reused",
+        )
+    if not IMPORT_PATH.match(agent):
+        raise ScaffoldError(f"--agent {agent!r}: write package.module:attribute or an http URL")
+    _importable(project.parent)
+    try:
+        target = import_target(agent)
+    except ImportError as exc:
+        raise ScaffoldError(f"--agent: {exc}") from exc
+    kind = kind_of(target)
+    if kind is None:
+        raise ScaffoldError(
+            f"--agent {agent} is a {type(target).__name__}: expected a compiled LangGraph "
+            "graph, a factory(ctx) returning one, or fn(input, ctx) -> dict"
+        )
+    return kind, target, agent
+
+
+def _suites(project: Path) -> dict:
+    if not project.exists():
+        return {}
+    return _suites_of(project.read_text(encoding="utf-8"), project)
+
+
+def _suites_of(text: str, project: Path) -> dict:
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ScaffoldError(f"{project}: malformed YAML: {exc}") from exc
+    suites = data.get("suites") if isinstance(data, dict) else None
+    return suites if isinstance(suites, dict) else {}
+
+
+def _tool_hint(target: object) -> str:
+    """The tool names of a compiled graph's tool nodes, as a hint for the example case."""
+    nodes = getattr(target, "nodes", None) or {}
+    names = []
+    for node in nodes.values():
+        bound = getattr(node, "bound", None)
+        names += sorted(getattr(bound, "tools_by_name", None) or {})
+    return f"[{', '.join(names[:2])}]" if names else "[search_orders]"
