@@ -22,22 +22,24 @@ from dagster import SensorResult, build_sensor_context, instance_for_test
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.defs.automation.sensors import prompt_label_sensor  # noqa: E402
+from eval_pipeline.defs import build_definitions  # noqa: E402
 from eval_pipeline.defs.resources import (  # noqa: E402
     LangfuseResource,
-    PromptRegistryResource,
+    LLMResource,
     ResultsStoreResource,
+    ServicesResource,
     SuitesResource,
 )
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer  # noqa: E402
 
 PROMPT = "drive-thru/orchestrator"
+PROJECT = ROOT / "eval-pipeline.yaml"
 
 
-def tick(instance, resources, cursor):
+def tick(sensor, instance, resources, cursor):
     with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as ctx:
         start = time.perf_counter()
-        result = prompt_label_sensor(ctx)
+        result = sensor(ctx)
         elapsed = time.perf_counter() - start
     if isinstance(result, SensorResult):
         for request in result.dynamic_partitions_requests:
@@ -59,25 +61,31 @@ def main() -> None:
         server.seed_prompt(PROMPT, "v2 {{menu}}", labels=["staging"])
         langfuse = LangfuseResource(public_key=server.public_key, secret_key=server.secret_key,
                                     base_url=server.base_url)  # fmt: skip
+        suites = SuitesResource(project=str(PROJECT))
         resources = {
             "results_store": ResultsStoreResource(url=f"sqlite:///{tmp}/results.sqlite"),
-            "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
-            "prompt_registry": PromptRegistryResource(prompts_dir=tmp, langfuse=langfuse),
+            "suites": suites,
+            "services": ServicesResource(suites=suites, langfuse=langfuse),
+            "langfuse": langfuse,
+            "llm": LLMResource(),
         }
+        sensor = build_definitions(PROJECT, resources=resources).resolve_sensor_def(
+            "prompt_label_sensor"
+        )
         with instance_for_test(temp_dir=tmp) as instance:
-            first, first_s = tick(instance, resources, None)
+            first, first_s = tick(sensor, instance, resources, None)
             cursor = first.cursor
             before = sum(server.requests.values())
             steady = []
             for _ in range(args.ticks):
-                result, elapsed = tick(instance, resources, cursor)
+                result, elapsed = tick(sensor, instance, resources, cursor)
                 assert not result.run_requests
                 steady.append(elapsed)
             calls = (sum(server.requests.values()) - before) / args.ticks
             v3 = server.seed_prompt(PROMPT, "v3 {{menu}}")
             moved_at = time.perf_counter()
             server.client().update_prompt(name=PROMPT, version=v3, new_labels=["staging"])
-            result, move_s = tick(instance, resources, cursor)
+            result, move_s = tick(sensor, instance, resources, cursor)
             to_request = time.perf_counter() - moved_at
             assert len(result.run_requests) == 1
     print(f"{args.prompts + 1} prompts, 2 watched labels, {calls:.0f} HTTP requests per tick\n")

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,11 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from eval_pipeline.agents.registry import get_suite  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core import evaluation  # noqa: E402
-from eval_pipeline.core.cases import select_tier  # noqa: E402
-from eval_pipeline.core.results_store import ResultsStore  # noqa: E402
-from eval_pipeline.core.runner import RunnerConfig  # noqa: E402
+from eval_pipeline.core.evaluation import RunRequest  # noqa: E402
+from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
 
@@ -67,22 +67,18 @@ def main() -> None:
                                       model="offline")  # fmt: skip
         rows = []
 
+        project = load_project(ROOT / "eval-pipeline.yaml")
+
         def evaluate(name: str, version: int, cache: str = "reuse") -> None:
-            suite = get_suite(args.suite, datasets)
+            suite = replace(project.suite(args.suite), dataset_dir=datasets / args.suite)
             prompt = registry.get(suite.prompt_name, version)
             llm = settings.with_prompt_config(prompt.config)
-            all_cases = suite.load_cases()
-            cases = select_tier(all_cases, "full")
             calls, start = server.calls(), time.perf_counter()
-            run = evaluation.start_run(
-                store, suite, prompt, all_cases, tier="full", repeats=args.repeats,
-                model_params=llm.public_params(),
-            )  # fmt: skip
-            config = RunnerConfig(concurrency=args.concurrency, repeats=args.repeats)
-            outputs = evaluation.produce_outputs(store, run, suite.make_agent(prompt, llm), cases,
-                                                 config, cache=cache)  # fmt: skip
-            evaluation.produce_scores(store, run.run_id, suite, cases)
-            evaluation.produce_summary(store, run.run_id, suite, cases)
+            request = RunRequest(tier="full", repeats=args.repeats,
+                                 concurrency=args.concurrency, cache=cache)  # fmt: skip
+            plan = evaluation.plan(suite, prompt, llm.public_params(), request)
+            result = evaluation.evaluate(store, plan, suite.make_agent(prompt, llm))
+            outputs = result.outputs
             rows.append((name, cache, len(outputs), sum(1 for o in outputs if o.source_run_id),
                          server.calls() - calls, time.perf_counter() - start))  # fmt: skip
 

@@ -28,15 +28,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.agents.registry import get_suite  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core import evaluation  # noqa: E402
 from eval_pipeline.core.cases import GoldenCase  # noqa: E402
-from eval_pipeline.core.records import ItemOutput, RunRecord  # noqa: E402
-from eval_pipeline.core.results_store import ResultsStore  # noqa: E402
+from eval_pipeline.core.store.records import ItemOutput, RunRecord  # noqa: E402
+from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
+
+
+def drive_thru():
+    return load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
 
 
 def synthetic(items: int) -> tuple[list[GoldenCase], list[ItemOutput]]:
-    base = get_suite("drive_thru").load_cases()
+    base = drive_thru().load_cases()
     cases, outputs = [], []
     for n in range(items):
         case = base[n % len(base)]
@@ -46,9 +50,9 @@ def synthetic(items: int) -> tuple[list[GoldenCase], list[ItemOutput]]:
             expected = expected[:-1]
         order = [{"item_id": i["item_id"], "name": i["name"], "quantity": i.get("quantity", 1),
                   "size": "regular", "modifiers": []} for i in expected]  # fmt: skip
-        output = {"order_items": order, "tool_calls": ["lookup_menu_item", "add_item_to_order"]
-                  * len(order) or [], "response": "Anything else?",
-                  "item_count": sum(i["quantity"] for i in order)}  # fmt: skip
+        output = {"current_order": {"items": order, "finalized": False},
+                  "tools_called": ["lookup_menu_item", "add_item_to_order"] * len(order),
+                  "response": "Anything else?"}  # fmt: skip
         error = "RateLimitError: 429" if n % 50 == 49 else None
         outputs.append(ItemOutput(f"{case.id}-{n}", 0, None if error else output, error=error,
                                   latency_ms=200.0 + n % 300, input_tokens=900,
@@ -57,7 +61,7 @@ def synthetic(items: int) -> tuple[list[GoldenCase], list[ItemOutput]]:
 
 
 def measure(url: str, items: int) -> dict[str, float]:
-    suite = get_suite("drive_thru")
+    suite = drive_thru()
     cases, outputs = synthetic(items)
     store = ResultsStore(url)
     run = RunRecord(run_id=f"scale-{items}-{time.time_ns()}", suite=suite.name,
@@ -68,18 +72,18 @@ def measure(url: str, items: int) -> dict[str, float]:
     store.write_outputs(run.run_id, outputs)
     written = time.perf_counter()
     del outputs
-    scores = evaluation.produce_scores(store, run.run_id, suite, cases)
+    scores = evaluation.score(store, run.run_id, suite, cases)
     scored = time.perf_counter()
-    summary = evaluation.produce_summary(store, run.run_id, suite, cases)
+    summary = evaluation.summarise(store, run.run_id, suite, cases)
     summarised = time.perf_counter()
-    assert len(scores) == 3 * items and summary["n_items"] == items
+    assert len(scores) == 3 * items and summary.n_items == items
     return {
         "write_outputs_s": written - start,
         "score_s": scored - written,
         "summarise_s": summarised - scored,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "summary_json_kib": len(json.dumps(summary, default=str)) / 1024,
-        "order_correctness": summary["metrics"]["order_correctness"],
+        "summary_json_kib": len(json.dumps(summary.to_dict(), default=str)) / 1024,
+        "order_correctness": summary.metrics["order_correctness"],
     }
 
 

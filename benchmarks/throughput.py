@@ -41,8 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.agents.registry import get_suite  # noqa: E402
-from eval_pipeline.core.runner import RunnerConfig, run_agent, run_sync  # noqa: E402
+from eval_pipeline.agents.drive_thru.menu import load_menu  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent, run_sync  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
 
@@ -70,7 +71,7 @@ class ModelServer:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
-        cmd = [sys.executable, "-m", "eval_pipeline.llm.openai_server", "--port",
+        cmd = [sys.executable, "-m", "eval_pipeline_tests.model_server", "--port",
                str(self.port), "--latency-ms", str(latency_ms)]  # fmt: skip
         if rate_limit:
             cmd += ["--rate-limit", str(rate_limit)]
@@ -178,7 +179,7 @@ def run_benchmark(
     plot: Path | None = None,
     out=print,
 ) -> list[Row]:
-    suite = get_suite("drive_thru")
+    suite = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
     cases = suite.load_cases()
     repeats = math.ceil(items / len(cases))
     jobs = [(c, r) for r in range(repeats) for c in cases]
@@ -186,8 +187,10 @@ def run_benchmark(
     server = ModelServer(latency_ms, rate_limit)
     rows: list[Row] = []
     try:
+        # Under --rate-limit most calls meet a 429 first: the client (the one layer that
+        # retries model calls) waits out Retry-After as often as it takes.
         settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
-                                      model="offline", max_retries=6)  # fmt: skip
+                                      model="offline", max_retries=20)  # fmt: skip
         settings = settings.with_prompt_config(prompt.config)
 
         def make_agent():
@@ -205,8 +208,8 @@ def run_benchmark(
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
         if not rate_limit:
-            layers = cpu_by_layer(server, make_agent().system_prompt, 20 * max(concurrency),
-                                  max(concurrency))  # fmt: skip
+            system_prompt = prompt.compile(menu=load_menu().describe())
+            layers = cpu_by_layer(server, system_prompt, 20 * max(concurrency), max(concurrency))
         if profile:
             out(profile_ours(make_agent(), jobs, max(concurrency)))
     finally:

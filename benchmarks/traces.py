@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.core.sampling import SamplingConfig, sample  # noqa: E402
+from eval_pipeline.agents.project import load_project  # noqa: E402
+from eval_pipeline.core.traces.sampling import SamplingConfig, sample  # noqa: E402
 from eval_pipeline.integrations.trace_sources import LangfuseTraceSource  # noqa: E402
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer  # noqa: E402
 
@@ -36,20 +37,12 @@ def rss_mib() -> float:
 
 def synthetic(total: int):
     start = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
+    line = {"item_id": "hash-brown", "name": "Hash Brown", "quantity": 2, "modifiers": []}
     output = json.dumps(
         {
-            "order_items": [
-                {
-                    "item_id": "hash-brown",
-                    "name": "Hash Brown",
-                    "quantity": 2,
-                    "size": "regular",
-                    "modifiers": [],
-                }
-            ],
-            "tool_calls": ["lookup_menu_item", "add_item_to_order"],
+            "current_order": {"items": [line], "finalized": False},
+            "tools_called": ["lookup_menu_item", "add_item_to_order"],
             "response": "Two hash browns. Anything else?",
-            "item_count": 2,
         }
     )
 
@@ -84,6 +77,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=200)
     args = parser.parse_args()
     readings: list[tuple[int, float]] = []
+    drive_thru = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
     with LangfuseTestServer() as server:
         server.set_observation_source(synthetic(args.traces))
         source = LangfuseTraceSource(server.client(), base_url=server.base_url)
@@ -97,7 +91,7 @@ def main() -> None:
         before = rss_mib()
         started = time.perf_counter()
         kept = sample(
-            watched(source.traces("drive_thru", "drive-thru-agent", DAY)),
+            watched(source.traces(drive_thru, DAY)),
             SamplingConfig(cap=args.cap, stratify_by="metadata.category"),
         )
         elapsed = time.perf_counter() - started

@@ -1,55 +1,106 @@
-"""Shared test set-up: Dagster resources on temporary storage, sensor ticks, the eval job."""
+"""Shared test set-up: the repository's project, Dagster resources on temporary storage,
+sensor ticks, the eval job."""
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from dagster import Definitions, SensorResult, build_sensor_context
+from dagster import SensorResult, build_sensor_context
 
-from eval_pipeline.defs.automation.sensors import prompt_label_sensor
-from eval_pipeline.defs.evaluation.definitions import defs as evaluation_defs
+from eval_pipeline.agents.project import Project, load_project
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.resources import (
     LangfuseResource,
     LLMResource,
-    PromptRegistryResource,
     ResultsStoreResource,
+    ServicesResource,
     SuitesResource,
 )
+from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline.llm.settings import LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ROOT / "eval-pipeline.yaml"
+SUITE_NAMES = ("drive_thru", "product_discovery", "order_management", "research")
 
 
-def production_prompt(suite: Any) -> Any:
-    """The shipped prompt version a suite's `production` label points at."""
-    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+@cache
+def repo_project() -> Project:
+    return load_project(PROJECT)
 
-    return LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+
+def suite(name: str) -> Suite:
+    """A suite of this repository's project file."""
+    return repo_project().suite(name)
+
+
+def suite_at(name: str, datasets: Path) -> Suite:
+    """A suite of this repository with its dataset directory at ``datasets / name``."""
+    return dataclasses.replace(suite(name), dataset_dir=datasets / name)
+
+
+def prompt(suite_: Suite, version: int | None = None) -> PromptVersion:
+    """A shipped prompt version of the suite (default: the one labelled production)."""
+    registry = LocalPromptRegistry(ROOT / "prompts")
+    assert suite_.prompt_name is not None
+    if version is None:
+        return registry.get_by_label(suite_.prompt_name, "production")
+    return registry.get(suite_.prompt_name, version)
+
+
+def production_prompt(suite_: Suite) -> PromptVersion:
+    return prompt(suite_)
+
+
+def agent(name: str, version: int | None = None, settings: LLMSettings | None = None) -> Any:
+    """The suite's agent for one run, on the offline model unless ``settings`` say otherwise."""
+    chosen = suite(name)
+    version_ = prompt(chosen, version)
+    llm = (settings or LLMSettings.create()).with_prompt_config(version_.config)
+    return chosen.make_agent(version_, llm)
+
+
+def copy_project(tmp_path: Path) -> Path:
+    """This repository's project file, datasets and prompts, copied: tests edit the copy."""
+    folder = tmp_path / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PROJECT, folder / PROJECT.name)
+    for part in ("datasets", "prompts"):
+        shutil.copytree(ROOT / part, folder / part)
+    return folder / PROJECT.name
 
 
 def eval_resources(
-    tmp_path: Path,
-    *,
-    datasets_dir: Path = ROOT / "datasets",
-    prompts_dir: Path = ROOT / "prompts",
-    langfuse: LangfuseResource | None = None,
+    tmp_path: Path, *, project: Path = PROJECT, langfuse: LangfuseResource | None = None
 ) -> dict[str, Any]:
     """The evaluation resources with the results store in ``tmp_path``."""
     langfuse = langfuse or LangfuseResource()
+    suites = SuitesResource(project=str(project))
     return {
         "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'results.sqlite'}"),
-        "suites": SuitesResource(datasets_dir=str(datasets_dir)),
-        "prompt_registry": PromptRegistryResource(prompts_dir=str(prompts_dir), langfuse=langfuse),
+        "suites": suites,
+        "services": ServicesResource(suites=suites, langfuse=langfuse),
         "llm": LLMResource(),
         "langfuse": langfuse,
     }
 
 
-def sensor_tick(instance, resources, cursor=None):
+def definitions(resources: dict[str, Any], project: Path = PROJECT):
+    return build_definitions(project, resources=resources)
+
+
+def sensor_tick(instance, resources, cursor=None, project: Path = PROJECT):
     """One prompt_label_sensor tick: (result, the context's cursor afterwards). Applies the
     dynamic-partition requests, which build_sensor_context does not do."""
+    sensor = definitions(resources, project).resolve_sensor_def("prompt_label_sensor")
     with build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
-        result = prompt_label_sensor(context)
+        result = sensor(context)
         kept = context.cursor
     if isinstance(result, SensorResult):
         for request in result.dynamic_partitions_requests:
@@ -57,22 +108,23 @@ def sensor_tick(instance, resources, cursor=None):
     return result, kept
 
 
-def eval_job(resources: dict[str, Any]):
+def eval_job(resources: dict[str, Any], project: Path = PROJECT):
     """eval_job bound to these resources, as the daemon would launch it."""
-    return Definitions.merge(evaluation_defs, Definitions(resources=resources)).resolve_job_def(
-        "eval_job"
-    )
+    return definitions(resources, project).resolve_job_def("eval_job")
 
 
 CONFIG_ENV = ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_RESULTS_URL",
               "EVAL_LLM_TEMPERATURE", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY",
-              "LANGFUSE_BASE_URL", "EVAL_LLM_MODEL", "EVAL_LLM_CHECK_MODEL")  # fmt: skip
+              "LANGFUSE_BASE_URL", "EVAL_LLM_MODEL", "EVAL_LLM_CHECK_MODEL", "EVAL_PROJECT",
+              "EVAL_PROMPTS_DIR")  # fmt: skip
 
 
-def clean_cli_env(monkeypatch, home: Path) -> Path:
-    """The CLI on embedded defaults with its EVAL_HOME (and DAGSTER_HOME) under ``home``."""
+def clean_cli_env(monkeypatch, home: Path, project: Path = PROJECT) -> Path:
+    """The CLI on embedded defaults with its EVAL_HOME (and DAGSTER_HOME) under ``home``,
+    on ``project`` (default: this repository's)."""
     for var in CONFIG_ENV:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("EVAL_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
     return home

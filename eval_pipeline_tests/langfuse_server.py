@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from eval_pipeline.llm.openai_server import BackgroundServer
+from eval_pipeline_tests.model_server import BackgroundServer
 
 PROJECT_ID = "project-eval-pipeline-tests"
 ObservationSource = Callable[[int, int], tuple[list[dict[str, Any]], int | None]]

@@ -1,42 +1,34 @@
-"""The drive-thru agent on the offline model, in-process and over real HTTP via ChatOpenAI."""
-
-import asyncio
-from pathlib import Path
+"""The drive-thru agent through the graph adapter, on the offline model in-process and over
+real HTTP via ChatOpenAI."""
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from eval_pipeline.agents.drive_thru.agent import DriveThruAgent
 from eval_pipeline.agents.drive_thru.tools import TOOLS
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.cases import select_tier
-from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.evaluators import order_correctness, tool_call_accuracy
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline.llm.factory import create_chat_model
+from eval_pipeline.evaluators.drive_thru import order_lines
 from eval_pipeline.llm.offline import OfflineChatModel
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import production_prompt
-
-ROOT = Path(__file__).resolve().parents[1]
-PROMPT_NAME = "drive-thru/orchestrator"
+from eval_pipeline_tests.helpers import agent, prompt, suite
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 
 @pytest.fixture(scope="module")
 def cases():
-    return get_suite("drive_thru", ROOT / "datasets").load_cases()
+    return suite("drive_thru").load_cases()
 
 
-def prompt(version: int):
-    return LocalPromptRegistry(ROOT / "prompts").get(PROMPT_NAME, version)
+def drive_thru(version: int = 1, settings: LLMSettings | None = None):
+    return agent("drive_thru", version, settings)
 
 
-def run_all(agent, cases, repeat=0):
-    async def go():
-        return [await agent.run(c, repeat=repeat) for c in cases]
-
-    return asyncio.run(go())
+def run_all(agent_, cases, repeat=0):
+    """One output per case, for the given repeat (its seed)."""
+    outputs = run_agent_sync(agent_, list(cases), RunnerConfig(repeats=repeat + 1))
+    return [o for o in outputs if o.repeat == repeat]
 
 
 def mean(evaluator, cases, results):
@@ -49,7 +41,7 @@ def mean(evaluator, cases, results):
 
 def test_offline_model_calls_tools_through_bind_tools():
     llm = OfflineChatModel().bind_tools(TOOLS)
-    system = prompt(1).compile(menu="- Hash Brown [hash-brown] $1.99")
+    system = prompt(suite("drive_thru"), 1).compile(menu="- Hash Brown [hash-brown] $1.99")
     reply = llm.invoke([SystemMessage(system), HumanMessage("Two hash browns please")])
     assert reply.tool_calls == [
         {"name": "lookup_menu_item", "args": {"query": "hash browns"}, "id": "call_0_lookup",
@@ -60,30 +52,30 @@ def test_offline_model_calls_tools_through_bind_tools():
     assert not greeting.tool_calls and greeting.content
 
 
-def test_outputs_follow_the_contract_and_items_do_not_share_state(cases):
-    agent = DriveThruAgent(OfflineChatModel(), prompt(1), model_name="offline")
-    first, second = run_all(agent, [cases[0], cases[0]])
-    assert first.output == second.output  # a fresh graph per item: nothing carried over
+def test_outputs_follow_the_generic_contract_and_items_do_not_share_state(cases):
+    first, second = run_all(drive_thru(), [cases[0], cases[0]])
+    assert first.output == second.output  # a fresh thread per item: nothing carried over
     out = first.output
-    assert set(out) == {"order_items", "tool_calls", "response", "item_count"}
-    assert out["order_items"][0].keys() == {"item_id", "name", "quantity", "size", "modifiers"}
-    assert out["item_count"] == sum(i["quantity"] for i in out["order_items"])
+    assert set(out) == {"messages", "tool_calls", "tools_called", "response", "current_order"}
+    assert order_lines(out)[0].keys() >= {"item_id", "name", "quantity", "size", "modifiers"}
+    assert [c["name"] for c in out["tool_calls"]] == out["tools_called"]
+    assert all(c["id"] and isinstance(c["args"], dict) for c in out["tool_calls"])
+    assert out["messages"][0] == {"role": "user", "content": cases[0].input["customer_utterance"]}
+    assert first.input_tokens > 0 and first.output_tokens > 0  # counted per model call
 
 
 def test_worse_prompt_scores_worse(cases):
-    good = run_all(DriveThruAgent(OfflineChatModel(), prompt(1), model_name="offline"), cases)
-    bad = run_all(DriveThruAgent(OfflineChatModel(), prompt(2), model_name="offline"), cases)
+    good, bad = run_all(drive_thru(1), cases), run_all(drive_thru(2), cases)
     assert mean(order_correctness, cases, good) >= 0.95
     assert mean(order_correctness, cases, bad) < 0.95
     assert mean(tool_call_accuracy, cases, bad) < 0.6
 
 
 def test_temperature_makes_seeded_mistakes(cases):
-    def agent():
-        return DriveThruAgent(OfflineChatModel(temperature=1.0), prompt(1), model_name="offline")
-
-    a, b = run_all(agent(), cases), run_all(agent(), cases)
-    other_repeat = run_all(agent(), cases, repeat=1)
+    hot = LLMSettings.create(temperature=1.0)  # set explicitly: wins over the prompt's 0.0
+    assert hot.with_prompt_config({"temperature": 0.0}).notes  # and says so
+    a, b = run_all(drive_thru(1, hot), cases), run_all(drive_thru(1, hot), cases)
+    other_repeat = run_all(drive_thru(1, hot), cases, repeat=1)
     assert [r.output for r in a] == [r.output for r in b]  # same seed → same answers
     assert [r.output for r in a] != [r.output for r in other_repeat]
     assert mean(order_correctness, cases, a) < 1.0
@@ -91,20 +83,19 @@ def test_temperature_makes_seeded_mistakes(cases):
 
 def test_chat_openai_over_http_gives_the_same_orders(cases):
     smoke = select_tier(cases, "smoke")
-    offline = run_all(DriveThruAgent(OfflineChatModel(), prompt(1), model_name="offline"), smoke)
+    offline = run_all(drive_thru(), smoke)
     with LocalOpenAIServer() as server:
         settings = LLMSettings.create(
             base_url=server.base_url, api_key="sk-test-not-secret", model="gpt-4o-mini"
         )
-        llm = create_chat_model(settings)
-        assert type(llm).__name__ == "ChatOpenAI"
-        over_http = run_all(DriveThruAgent(llm, prompt(1), model_name=settings.model), smoke)
+        over_http = run_all(drive_thru(1, settings), smoke)
         assert server.requests >= len(smoke)
-    assert [r.output["order_items"] for r in over_http] == [
-        r.output["order_items"] for r in offline
+    assert [order_lines(r.output) for r in over_http] == [order_lines(r.output) for r in offline]
+    assert [r.output["tools_called"] for r in over_http] == [
+        r.output["tools_called"] for r in offline
     ]
-    assert [r.output["tool_calls"] for r in over_http] == [r.output["tool_calls"] for r in offline]
     assert all(r.input_tokens > 0 for r in over_http)
+    assert all(r.usage.keys() == {"gpt-4o-mini"} for r in over_http)
 
 
 def test_runs_one_after_another_in_one_process_share_no_dead_connection(cases):
@@ -112,24 +103,22 @@ def test_runs_one_after_another_in_one_process_share_no_dead_connection(cases):
     a connection pool bound to an earlier run's (closed) loop."""
     smoke = select_tier(cases, "smoke")[:3]
     with LocalOpenAIServer() as server:
-        settings = LLMSettings.create(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        settings = LLMSettings.create(base_url=server.base_url, api_key="sk-test", model="m")
         for _ in range(2):  # e.g. the demo's suites, or two partitions in one Dagster process
-            agent = DriveThruAgent(create_chat_model(settings), prompt(1), model_name="m")
-            outputs = run_agent_sync(agent, smoke, RunnerConfig(max_attempts=1))
+            outputs = run_agent_sync(drive_thru(1, settings), smoke, RunnerConfig(max_attempts=1))
             assert [o.error for o in outputs] == [None] * 3
 
 
 def test_refused_blind_add_is_looked_up_and_retried(cases):
     """Without the lookup-first rule the model adds from the menu text; when the tool
     refuses (an unknown modifier name), it looks the item up and adds it properly."""
-    from eval_pipeline.core.prompts import PromptVersion
-
     text = "Take breakfast orders. Pass modifiers to add_item_to_order.\n\nMenu:\n{{menu}}"
     no_lookup_rule = PromptVersion(name="t", version=1, type="text", prompt=text)
     case = next(c for c in cases if c.id == "dt-modifiers-02")  # "Egg McMuffin, no cheese"
-    (result,) = run_all(DriveThruAgent(OfflineChatModel(), no_lookup_rule, model_name="x"), [case])
-    assert result.output["tool_calls"] == ["add_item_to_order", "lookup_menu_item",
-                                           "add_item_to_order"]  # fmt: skip
+    made = suite("drive_thru").make_agent(no_lookup_rule, LLMSettings.create())
+    (result,) = run_all(made, [case])
+    assert result.output["tools_called"] == ["add_item_to_order", "lookup_menu_item",
+                                             "add_item_to_order"]  # fmt: skip
     assert order_correctness(output=result.output, expected_output=case.expected_output).value == 1
     assert (
         tool_call_accuracy(output=result.output, expected_output=case.expected_output).value == 0.5
@@ -158,11 +147,37 @@ def test_agent_tools_run_on_the_event_loop(monkeypatch):
     monkeypatch.setattr(StructuredTool, "_run", sync_path)
     monkeypatch.setattr(StructuredTool, "_arun", async_path)
     for name in ("drive_thru", "order_management", "product_discovery", "research"):
-        suite = get_suite(name, ROOT / "datasets")
-        prompt = production_prompt(suite)
-        cases = select_tier(suite.load_cases(), "smoke")[:3]
+        cases = select_tier(suite(name).load_cases(), "smoke")[:3]
         paths.clear()
-        outputs = run_agent_sync(suite.make_agent(prompt, LLMSettings.create()), cases,
-                                 RunnerConfig(concurrency=3))  # fmt: skip
+        outputs = run_agent_sync(agent(name), cases, RunnerConfig(concurrency=3))
         assert all(o.error is None for o in outputs), name
         assert "loop" in paths and "thread" not in paths, name
+
+
+# Means of the shipped suites on the full tier, as before the project file existed (and as
+# the README states): the same agents through the same door as a team's own.
+SHIPPED_SCORES = {
+    ("drive_thru", 2): {"order_correctness": 0.894, "tool_call_accuracy": 0.491,
+                        "no_hallucinated_items": 1.0},
+    ("product_discovery", 2): {"groundedness": 0.591, "correctness": 0.591,
+                               "completeness": 0.592, "overall": 0.591},
+    ("order_management", 2): {"groundedness": 0.762, "correctness": 0.643,
+                              "completeness": 0.762, "overall": 0.714},
+    ("research", 2): {"answer_correct": 0.562, "trajectory_strict_match": 0.375,
+                      "stepwise_score": 0.75, "survived_until": 0.5},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["drive_thru", "product_discovery", "order_management",
+                                  "research"])  # fmt: skip
+def test_shipped_suites_score_as_before(name):
+    from eval_pipeline.core.scoring.apply import score_items, values_by_evaluator
+
+    chosen = suite(name)
+    cases = chosen.load_cases()
+    for version in (1, 2):
+        outputs = run_agent_sync(agent(name, version), cases, RunnerConfig())
+        values = values_by_evaluator(score_items(cases, outputs, chosen.evaluators))
+        means = {k: round(sum(v) / len(v), 3) for k, v in values.items()}
+        expected = SHIPPED_SCORES[name, 2] if version == 2 else dict.fromkeys(means, 1.0)
+        assert means == expected, (name, version)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,18 +13,22 @@ from dagster import (
     instance_for_test,
 )
 
-from eval_pipeline.agents.registry import SUITE_NAMES
 from eval_pipeline.core.label_moves import (
     SensorCursor,
     WatchedPrompt,
     current_state,
     plan_requests,
 )
-from eval_pipeline.defs.automation.schedules import nightly_full_eval
-from eval_pipeline.defs.automation.sensors import prompt_label_sensor
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
+from eval_pipeline_tests.helpers import (
+    SUITE_NAMES,
+    copy_project,
+    definitions,
+    eval_job,
+    eval_resources,
+    sensor_tick,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "drive-thru/orchestrator"
@@ -84,20 +87,20 @@ def test_current_state_projects_the_registry_snapshot_on_suites():
 
 @pytest.fixture
 def env(tmp_path):
-    shutil.copytree(ROOT / "prompts", tmp_path / "prompts")
-    resources = eval_resources(tmp_path, prompts_dir=tmp_path / "prompts")
+    project = copy_project(tmp_path)
+    resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        yield instance, resources, LocalPromptRegistry(tmp_path / "prompts")
+        yield instance, resources, LocalPromptRegistry(project.parent / "prompts"), project
 
 
-def tick(instance, resources, cursor=None):
-    return sensor_tick(instance, resources, cursor)[0]
+def tick(instance, resources, cursor=None, project=None):
+    return sensor_tick(instance, resources, cursor, project=project)[0]
 
 
 def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
-    instance, resources, registry = env
-    first = tick(instance, resources)
+    instance, resources, registry, project = env
+    first = tick(instance, resources, project=project)
     # every suite's production (full) and staging (smoke) version was never evaluated
     expected = [
         (suite, v, tier) for suite in SUITE_NAMES for v, tier in (("v1", "full"), ("v2", "smoke"))
@@ -109,12 +112,12 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     assert sorted(got) == sorted(expected)
     assert set(instance.get_dynamic_partitions(prompt_version_partitions.name)) == {"v1", "v2"}
 
-    quiet = tick(instance, resources, first.cursor)
+    quiet = tick(instance, resources, first.cursor, project)
     assert quiet.run_requests == [] and "no watched label moved" in quiet.skip_reason.skip_message
 
     new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
     registry.set_label(PROMPT, new.version, "staging")
-    moved = tick(instance, resources, quiet.cursor)
+    moved = tick(instance, resources, quiet.cursor, project)
     assert len(moved.run_requests) == 1
     request = moved.run_requests[0]
     assert request.partition_key.keys_by_dimension == {
@@ -126,10 +129,10 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     assert request.tags["eval/to_version"] == f"v{new.version}"
     assert request.tags["eval/tier"] == "smoke"
     assert f"v{new.version}" in instance.get_dynamic_partitions(prompt_version_partitions.name)
-    assert tick(instance, resources, moved.cursor).run_requests == []
+    assert tick(instance, resources, moved.cursor, project).run_requests == []
 
     # The requested run, as the daemon would launch it (golden_dataset never materialized).
-    job = eval_job(resources)
+    job = eval_job(resources, project)
     result = job.execute_in_process(
         partition_key=request.partition_key,
         run_config=request.run_config,
@@ -142,10 +145,10 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     assert [(r.status, r.tier, r.prompt_hash) for r in runs] == [
         ("complete", "smoke", new.content_hash)
     ]
-    assert store.read_summary(runs[0].run_id)["n_cases"] == 11
+    assert store.read_summary(runs[0].run_id).n_cases == 11
 
     # A sensor starting from scratch (no cursor) skips what the store shows as evaluated.
-    fresh = tick(instance, resources)
+    fresh = tick(instance, resources, project=project)
     assert [
         (r.tags["eval/suite"], r.tags["eval/to_version"], r.tags["eval/tier"])
         for r in fresh.run_requests
@@ -154,20 +157,22 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
 
 
 def test_registry_outage_skips_with_the_cause_and_keeps_the_cursor(env):
-    instance, resources, registry = env
-    first = tick(instance, resources)
+    instance, resources, registry, project = env
+    first = tick(instance, resources, project=project)
     registry.labels_file.write_text("drive-thru/orchestrator: [not, a, mapping]\n")
+    sensor = definitions(resources, project).resolve_sensor_def("prompt_label_sensor")
     with build_sensor_context(
         instance=instance, cursor=first.cursor, resources=resources
     ) as context:
-        result = prompt_label_sensor(context)
+        result = sensor(context)
         assert isinstance(result, SkipReason)
         assert "unavailable" in result.skip_message and "labels.yaml" in result.skip_message
         assert context.cursor == first.cursor
 
 
 def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
-    instance, resources, _ = env
+    instance, resources, _, project = env
+    nightly_full_eval = definitions(resources, project).resolve_schedule_def("nightly_full_eval")
     with build_schedule_context(
         instance=instance,
         scheduled_execution_time=datetime(2026, 11, 22, 2, 0, tzinfo=UTC),

@@ -1,14 +1,20 @@
 """Golden dataset loading: the shipped dataset is valid; bad files fail with file, case, field."""
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.cases import DatasetError, dataset_version, select_tier
+from eval_pipeline_tests.helpers import suite
 
 REPO_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
+
+
+def drive_thru_at(datasets: Path):
+    """The drive_thru suite with its dataset at ``datasets/drive_thru``."""
+    return replace(suite("drive_thru"), dataset_dir=datasets / "drive_thru")
 
 
 @pytest.fixture
@@ -24,10 +30,10 @@ def write_cases(datasets: Path, text: str) -> Path:
 
 
 def test_shipped_dataset_meets_the_coverage_rules():
-    suite = get_suite("drive_thru", REPO_DATASETS)
-    cases = suite.load_cases()
+    drive_thru = suite("drive_thru")
+    cases = drive_thru.load_cases()
     assert len(cases) >= 40
-    assert {c.category for c in cases} == set(suite.categories)
+    assert {c.category for c in cases} == set(drive_thru.categories)
     empty = [c for c in cases if not c.expected_output["expected_items"]]
     assert len(empty) >= len(cases) / 4
     assert len(select_tier(cases, "smoke")) >= 10
@@ -35,7 +41,7 @@ def test_shipped_dataset_meets_the_coverage_rules():
 
 
 def test_dataset_version_is_content_based(datasets):
-    suite = get_suite("drive_thru", datasets)
+    suite = drive_thru_at(datasets)
     before = dataset_version(suite.load_cases())
     path = datasets / "drive_thru" / "cases.yaml"
     path.write_text(path.read_text().replace("# Drive-thru", "# reformatted\n# Drive-thru"))
@@ -55,7 +61,7 @@ CASE = """  - id: {id}
 def problems_for(datasets: Path, text: str) -> str:
     path = write_cases(datasets, text)
     with pytest.raises(DatasetError) as info:
-        get_suite("drive_thru", datasets).load_cases()
+        drive_thru_at(datasets).load_cases()
     message = str(info.value)
     assert str(path) in message
     return message
@@ -104,14 +110,14 @@ def test_jsonl_errors_name_the_line(datasets):
     (datasets / "drive_thru" / "cases.yaml").unlink()
     (datasets / "drive_thru" / "cases.jsonl").write_text('{"id": "ok"}\n{not json\n')
     with pytest.raises(DatasetError) as info:
-        get_suite("drive_thru", datasets).load_cases()
+        drive_thru_at(datasets).load_cases()
     assert "cases.jsonl:2: malformed JSON" in str(info.value)
     assert "cases.jsonl:1 case 'ok'" in str(info.value)
 
 
 def test_empty_dataset_and_empty_tier(datasets):
     problems_for(datasets, "cases: []\n")
-    suite = get_suite("drive_thru", REPO_DATASETS)
-    full_only = [c for c in suite.load_cases() if c.tier == "full"]
+    drive_thru = suite("drive_thru")
+    full_only = [c for c in drive_thru.load_cases() if c.tier == "full"]
     with pytest.raises(DatasetError, match="no cases match tier 'smoke'"):
         select_tier(full_only, "smoke")

@@ -1,18 +1,14 @@
 """The CLI: exit codes 0/1/2 and the demo's summary matching the results store."""
 
-import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
-from eval_pipeline_tests.helpers import clean_cli_env
-
-ROOT = Path(__file__).resolve().parents[1]
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 
 @pytest.fixture
@@ -60,9 +56,9 @@ def test_configuration_errors_exit_2(home, args, message):
 
 
 def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
-    (tmp_path / "datasets" / "drive_thru" / "cases.yaml").write_text("cases: [1]\n")
-    monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
+    project = copy_project(tmp_path)
+    (project.parent / "datasets" / "drive_thru" / "cases.yaml").write_text("cases: [1]\n")
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
     result = invoke("run", "--suite", "drive_thru")
     assert result.exit_code == 2 and "a case must be a mapping" in result.output
     assert not (home / "results.sqlite").exists()
@@ -74,17 +70,17 @@ def test_demo_summary_matches_the_store(home):
     store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru")
     summary = store.read_summary(run.run_id)
-    assert run.status == "complete" and summary["n_cases"] == 47
-    assert f"Cases: {summary['n_cases']}" in result.output
-    assert f"{summary['metrics']['order_correctness']:.1%}" in result.output
+    assert run.status == "complete" and summary.n_cases == 47
+    assert f"Cases: {summary.n_cases}" in result.output
+    assert f"{summary.metrics['order_correctness']:.1%}" in result.output
     assert (home / "dagster").is_dir()
 
 
 def test_demo_with_a_broken_dataset_says_what_to_fix(home, tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
-    cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
+    project = copy_project(tmp_path)
+    cases = project.parent / "datasets" / "drive_thru" / "cases.yaml"
     cases.write_text(cases.read_text().replace("tier: smoke", "tier: smok", 1))
-    monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
     result = invoke("demo")
     assert result.exit_code == 2
     assert "dt-simple-01" in result.output and "metadata.tier" in result.output
@@ -100,16 +96,15 @@ def test_a_model_the_endpoint_does_not_serve_exits_2_before_any_run(
 ):
     """A prompt whose config names a model the endpoint does not list, or an unknown
     EVAL_LLM_MODEL: refused with the source and the listed models, nothing written."""
-    prompts = tmp_path / "prompts"
-    shutil.copytree(ROOT / "prompts", prompts)
-    v1 = prompts / "drive-thru" / "orchestrator" / "v1.yaml"
+    project = copy_project(tmp_path)
+    v1 = project.parent / "prompts" / "drive-thru" / "orchestrator" / "v1.yaml"
     if config_model:
         data = yaml.safe_load(v1.read_text())
         data["config"] = {**(data.get("config") or {}), "model": config_model}
         v1.write_text(yaml.safe_dump(data))
     else:
         monkeypatch.setenv("EVAL_LLM_MODEL", "gpt-5-typo")
-    monkeypatch.setenv("EVAL_PROMPTS_DIR", str(prompts))
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
     with LocalOpenAIServer() as server:
         monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("EVAL_LLM_API_KEY", "sk-test")

@@ -14,9 +14,9 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 from sqlalchemy import func, select
 
-from eval_pipeline.core.results_store import ResultsStore, item_memo
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline.core.store.results_store import ResultsStore, item_memo
 from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ITEMS = 47  # drive_thru, full tier
 
@@ -97,7 +97,7 @@ def test_killed_run_is_recovered_without_redoing_finished_items(deployment, reco
     assert len(outputs) == ITEMS == len({o.item_id for o in outputs})
     assert sum(1 for o in outputs if o.source_run_id == crashed.run_id) >= done_before
     assert len(store.read_scores(run.run_id)) == 3 * ITEMS
-    assert store.read_summary(run.run_id)["n_items"] == ITEMS
+    assert store.read_summary(run.run_id).n_items == ITEMS
     if reexecute:  # same root run → same evaluation run
         assert run.run_id == crashed.run_id and len(runs) == 1
     else:  # a new evaluation run; the dead one is marked, not left 'running'

@@ -1,7 +1,6 @@
 """The asset graph on a real (temporary) Dagster instance: checks, gating, bad input."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,22 +8,25 @@ from pathlib import Path
 import pytest
 from dagster import Definitions, EnvVar, MultiPartitionKey, instance_for_test, materialize
 
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.defs.evaluation.assets import golden_dataset
-from eval_pipeline.defs.evaluation.definitions import EVAL_ASSETS
-from eval_pipeline.defs.resources import (
-    LLMResource,
-)
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
-from eval_pipeline_tests.helpers import eval_resources
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.resources import LLMResource
+from eval_pipeline_tests.helpers import SUITE_NAMES, copy_project, eval_resources
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
+ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES))
+golden_dataset = ASSETS.golden_dataset
 
 
 @pytest.fixture
 def env(tmp_path):
-    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
-    resources = eval_resources(tmp_path, datasets_dir=tmp_path / "datasets")
+    """A Dagster instance and resources on a copy of the project: ``tmp_path / "datasets"``
+    is the copy's datasets folder."""
+    project = copy_project(tmp_path)
+    (tmp_path / "datasets").symlink_to(project.parent / "datasets")
+    resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])
@@ -35,8 +37,8 @@ def evaluate(instance, resources, version, tier="smoke", suite="drive_thru"):
     materialize([golden_dataset], partition_key=suite, instance=instance,
                 resources=resources)  # fmt: skip
     return materialize(
-        [golden_dataset, *EVAL_ASSETS],
-        selection=EVAL_ASSETS,
+        [golden_dataset, *ASSETS.evaluation],
+        selection=ASSETS.evaluation,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         instance=instance,
         resources=resources,
@@ -53,7 +55,7 @@ def test_definitions_load():
     from eval_pipeline.definitions import defs
 
     Definitions.validate_loadable(defs)
-    assert {j.name for j in defs.jobs} >= {"eval_job", "golden_dataset_job"}
+    assert {j.name for j in defs.jobs} >= {"eval_job", "golden_dataset_job", "traces_job"}
 
 
 def test_graph_materializes_and_checks_pass(env):
@@ -70,9 +72,9 @@ def test_graph_materializes_and_checks_pass(env):
     assert run.status == "complete" and run.tier == "smoke" and run.model == "offline"
     assert run.dagster_run_id == result.run_id
     summary = store.read_summary(run.run_id)
-    assert summary["n_cases"] == 11
+    assert summary.n_cases == 11
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
-    assert meta["mean_order_correctness"].value == summary["metrics"]["order_correctness"]
+    assert meta["mean_order_correctness"].value == summary.metrics["order_correctness"]
     assert "| simple |" in meta["by_category"].value
 
 
@@ -162,7 +164,7 @@ def test_failing_items_are_kept_and_the_key_never_leaks(env, monkeypatch):
     scores = store.read_scores(run.run_id)
     assert len(scores) == 47 * 3
     assert all(s.value == 0.0 for s in scores if s.item_id in {o.item_id for o in failed})
-    assert store.read_summary(run.run_id)["n_errors"] == len(failed)
+    assert store.read_summary(run.run_id).n_errors == len(failed)
     # the planted key appears nowhere: event log (metadata, logs), run records, store file
     events = instance.all_logs(result.run_id)
     assert PLANTED_KEY not in "".join(repr(e) for e in events)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 from eval_pipeline_tests.pg import dagster_pg_env, fresh_database
 
 BIN = Path(sys.executable).parent

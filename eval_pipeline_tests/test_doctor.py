@@ -3,15 +3,13 @@ dependency is named with a fix, without printing secrets."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
-from eval_pipeline_tests.helpers import ROOT, clean_cli_env
+from eval_pipeline_tests.helpers import ROOT, clean_cli_env, copy_project
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 from eval_pipeline_tests.pg import dagster_pg_env, fresh_database
 
 PLANTED = "sk-planted-doctor-3b9e1f"
@@ -37,7 +35,7 @@ def row(output: str, check: str) -> str:
 def test_embedded_defaults_are_healthy(home):
     code, out = doctor()
     assert code == 0, out
-    for check in ("configuration", "datasets", "prompts", "model endpoint", "langfuse",
+    for check in ("configuration", "suites", "prompts", "model endpoint", "langfuse",
                   "results store", "dagster instance"):  # fmt: skip
         assert "ok" in row(out, check), check
     assert "drive_thru 47" in out and "offline model" in out
@@ -69,12 +67,12 @@ def test_unreachable_endpoint_and_store_are_named_with_fixes(home, monkeypatch):
 
 
 def test_a_broken_dataset_names_the_file(home, monkeypatch, tmp_path):
-    datasets = tmp_path / "datasets"
-    shutil.copytree(ROOT / "datasets", datasets, ignore=shutil.ignore_patterns("traces"))
-    (datasets / "order_management" / "cases.yaml").write_text("cases: [ {id: broken\n")
-    monkeypatch.setenv("EVAL_DATASETS_DIR", str(datasets))
+    project = copy_project(tmp_path)
+    cases = project.parent / "datasets" / "order_management" / "cases.yaml"
+    cases.write_text("cases: [ {id: broken\n")
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
     code, out = doctor()
-    assert code == 1 and "FAIL" in row(out, "datasets")
+    assert code == 1 and "FAIL" in row(out, "suites")
     assert "order_management" in out
 
 
@@ -120,8 +118,8 @@ def test_an_endpoint_without_a_model_listing_is_not_refused():
     from starlette.applications import Starlette
 
     from eval_pipeline.llm.endpoint import available_models, require_model
-    from eval_pipeline.llm.openai_server import BackgroundServer
     from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline_tests.model_server import BackgroundServer
 
     server = BackgroundServer(Starlette())  # no routes: every path answers 404
     server.start()

@@ -21,7 +21,7 @@ def line(item_id, quantity=1, size=None, modifiers=()):
 
 def oc(expected, actual):
     return order_correctness(
-        output={"order_items": actual}, expected_output={"expected_items": expected}
+        output={"current_order": {"items": actual}}, expected_output={"expected_items": expected}
     )
 
 
@@ -75,7 +75,7 @@ def test_lines_with_the_same_id_are_merged():
 
 def tca(calls, expected_items):
     return tool_call_accuracy(
-        output={"tool_calls": calls}, expected_output={"expected_items": expected_items}
+        output={"tools_called": calls}, expected_output={"expected_items": expected_items}
     ).value
 
 
@@ -102,9 +102,9 @@ def test_tool_call_accuracy_when_nothing_expected():
 
 def test_no_hallucinated_items():
     evaluator = no_hallucinated_items({"a", "b"})
-    assert evaluator(output={"order_items": []}).value == 1.0
-    assert evaluator(output={"order_items": [line("a"), line("b")]}).value == 1.0
-    bad = evaluator(output={"order_items": [line("a"), line("zz")]})
+    assert evaluator(output={"current_order": {"items": []}}).value == 1.0
+    assert evaluator(output={"current_order": {"items": [line("a"), line("b")]}}).value == 1.0
+    bad = evaluator(output={"current_order": {"items": [line("a"), line("zz")]}})
     assert bad.value == 0.0 and "zz" in bad.comment
 
 

@@ -4,16 +4,18 @@ every item exactly once, transient faults retried, permanent ones recorded as er
 from __future__ import annotations
 
 import random
-import shutil
 
 import pytest
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.defs.evaluation.assets import agent_run_outputs, eval_summary, item_scores
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+from eval_pipeline.defs.partitions import build_partitions
 from eval_pipeline.defs.resources import LLMResource
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
-from eval_pipeline_tests.helpers import ROOT, eval_resources
+from eval_pipeline_tests.helpers import SUITE_NAMES, copy_project, eval_resources
+from eval_pipeline_tests.model_server import LocalOpenAIServer
+
+ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES)).evaluation
 
 
 class FaultPlan:
@@ -37,26 +39,27 @@ class FaultPlan:
 
 @pytest.fixture
 def env(tmp_path):
-    shutil.copytree(
-        ROOT / "datasets", tmp_path / "datasets", ignore=shutil.ignore_patterns("traces")
-    )
-    (tmp_path / "datasets" / "drive_thru" / "thresholds.yaml").write_text(
+    project = copy_project(tmp_path)
+    (project.parent / "datasets" / "drive_thru" / "thresholds.yaml").write_text(
         "primary_metric: order_correctness\n"  # no floors: this test is about faults
     )
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         instance.add_dynamic_partitions("prompt_version", ["v1"])
-        yield instance, tmp_path
+        yield instance, tmp_path, project
 
 
 def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
-    instance, tmp_path = env
+    instance, tmp_path, project = env
     with LocalOpenAIServer(fault=FaultPlan()) as server:
-        resources = eval_resources(tmp_path, datasets_dir=tmp_path / "datasets")
-        resources["llm"] = LLMResource(base_url=server.base_url, api_key="sk-test",
-                                       model="gpt-4o-mini", timeout_s=1.0)  # fmt: skip
+        resources = eval_resources(tmp_path, project=project)
+        # 29% of requests fail: nine tries per model call make a lost call (0.29^9) unlikely
+        resources["llm"] = LLMResource(
+            base_url=server.base_url, api_key="sk-test", model="gpt-4o-mini", timeout_s=1.0,
+            max_retries=8,
+        )
         result = materialize(
-            [agent_run_outputs, item_scores, eval_summary],
+            ASSETS,
             partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": {
@@ -81,7 +84,7 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
     assert len(scores) == 47 * 3 == len({(s.item_id, s.evaluator) for s in scores})
     assert all(s.value == 0.0 for s in scores if s.item_id in failed)
     summary = store.read_summary(run.run_id)
-    assert (summary["n_items"], summary["n_errors"]) == (47, len(failed))
+    assert (summary.n_items, summary.n_errors) == (47, len(failed))
 
     meta = result.asset_materializations_for_node("agent_run_outputs")[0].metadata
     assert meta["provider_status_429"].value > 0 and meta["provider_status_500"].value > 0

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, load_cases
-from eval_pipeline.core.summary import MD_SPECIAL, md_escape
-from eval_pipeline.core.traces import (
+from eval_pipeline.core.scoring.summary import MD_SPECIAL, md_escape
+from eval_pipeline.core.traces.records import (
     MAX_FIELD_CHARS,
     TraceError,
     parse_observation,

@@ -6,15 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from eval_pipeline.core.gate import (
+from eval_pipeline.core.scoring.gate import (
     NotComparable,
     compare_runs,
     find_baseline,
     gate_against_baseline,
 )
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.thresholds import Thresholds
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
 
 THRESHOLDS = Thresholds.model_validate(
     {
@@ -121,7 +122,7 @@ def test_baseline_is_the_latest_full_run_or_the_previous_one_of_the_same_version
     ):
         store.create_run(run)
         store.write_outputs(run.run_id, data({})[0])
-        store.complete_run(run.run_id, {})
+        store.complete_run(run.run_id, Summary(0, 0, 0, 0, metrics={}))
     candidate = record("cand", version="v2", minutes=30)
     assert find_baseline(store, candidate, "v1").run_id == "new"
     nightly = record("nightly", version="v1", minutes=15)

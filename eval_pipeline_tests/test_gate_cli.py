@@ -4,25 +4,20 @@ dataset; the JSON, JUnit and Markdown files; repeats and flaky items."""
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env
-
-ROOT = Path(__file__).resolve().parents[1]
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    clean_cli_env(monkeypatch, tmp_path / "home")
-    shutil.copytree(ROOT / "datasets", tmp_path / "datasets")
-    monkeypatch.setenv("EVAL_DATASETS_DIR", str(tmp_path / "datasets"))
+    """The CLI on a copy of the project: ``home / "project"`` holds its datasets and prompts."""
+    clean_cli_env(monkeypatch, tmp_path / "home", copy_project(tmp_path))
     return tmp_path
 
 
@@ -79,7 +74,7 @@ def test_a_version_against_itself_passes(home):
 
 def test_changed_dataset_is_not_comparable_and_nothing_runs(home):
     assert run("--prompt-version", "1").exit_code == 0
-    cases = home / "datasets" / "drive_thru" / "cases.yaml"
+    cases = home / "project" / "datasets" / "drive_thru" / "cases.yaml"
     cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
     result = run("--prompt-version", "2", "--baseline", "production")
     assert result.exit_code == 2
@@ -97,11 +92,8 @@ def test_missing_baseline_and_threshold(home):
 
 
 def test_repeats_with_temperature_report_flaky_items_deterministically(home, monkeypatch):
-    prompts = home / "prompts"
-    shutil.copytree(ROOT / "prompts", prompts)
-    v1 = prompts / "drive-thru" / "orchestrator" / "v1.yaml"
+    v1 = home / "project" / "prompts" / "drive-thru" / "orchestrator" / "v1.yaml"
     v1.write_text(v1.read_text().replace("temperature: 0.0", "temperature: 1.0"))
-    monkeypatch.setenv("EVAL_PROMPTS_DIR", str(prompts))
     summaries = []
     for _ in range(2):
         out = home / f"r{len(summaries)}.json"

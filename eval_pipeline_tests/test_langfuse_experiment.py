@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 from langfuse import Langfuse
 
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.cases import select_tier
-from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.core.scoring import score_items
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.scoring.apply import score_items
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_run_experiment_gives_the_same_values_as_our_runner(monkeypatch):
     for var in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    suite = get_suite("drive_thru", ROOT / "datasets")
+    suite = project_suite("drive_thru")
     cases = select_tier(suite.load_cases(), "smoke")
     prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, 2)  # imperfect on purpose
     agent = suite.make_agent(prompt, LLMSettings())

@@ -14,9 +14,8 @@ from dagster import (
     instance_for_test,
 )
 
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core.prompts import PromptError
-from eval_pipeline.core.results_store import ResultsStore
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.resources import (
     LangfuseResource,
 )
@@ -25,6 +24,7 @@ from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
+from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +57,7 @@ def env(tmp_path, server):
         secret_key=EnvVar("TEST_LANGFUSE_SECRET"),
         base_url=server.base_url,
     )
-    resources = eval_resources(tmp_path, prompts_dir=tmp_path / "no-local-prompts",
-                               langfuse=langfuse)  # fmt: skip
+    resources = eval_resources(tmp_path, langfuse=langfuse)  # prompts come from Langfuse
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         yield instance, resources, tmp_path
@@ -138,7 +137,7 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     assert result.success
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru", prompt_version=f"v{v3}")
-    assert run.status == "complete" and store.read_summary(run.run_id)["n_cases"] == 11
+    assert run.status == "complete" and store.read_summary(run.run_id).n_cases == 11
     assert run.prompt_config == {"temperature": 0.4}  # the prompt's config reached the model
     assert run.model_params["temperature"] == 0.4
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
@@ -198,7 +197,7 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
 
 def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path):
     client = server.client()
-    suite = get_suite("drive_thru", ROOT / "datasets")
+    suite = project_suite("drive_thru")
     cases = suite.load_cases()
     first = sync_dataset(client, "drive_thru", cases)
     assert first.counts() == {"created": 47, "updated": 0, "unchanged": 0, "archived": 0}
@@ -219,24 +218,24 @@ def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path)
 def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server, tmp_path):
     from datetime import date
 
-    from eval_pipeline.core.traces import score_traces
+    from eval_pipeline.core.traces.records import score_traces
     from eval_pipeline.integrations.langfuse_scores import trace_score_payloads, write_back
     from eval_pipeline.integrations.trace_sources import LangfuseTraceSource, LocalTraceSource
 
     day = date(2026, 11, 20)
-    local = LocalTraceSource(ROOT / "datasets")
+    local = LocalTraceSource()
+    suite = project_suite("drive_thru")
     lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
     observations = [json.loads(line) for line in lines.splitlines()]
     filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in enumerate(observations * 10)]
     server.add_observations(observations + filler)  # 1,320 roots: two pages of 1,000
     client = server.client()
-    remote = list(LangfuseTraceSource(client).traces("drive_thru", "drive-thru-agent", day))
+    remote = list(LangfuseTraceSource(client).traces(suite, day))
     assert len(remote) == 1320
     assert server.requests[("GET", "/api/public/v2/observations")] == 2
-    expected = list(local.traces("drive_thru", "drive-thru-agent", day))
+    expected = list(local.traces(suite, day))
     by_id = {r.trace_id: r for r in remote}
     assert all(by_id[r.trace_id].output == r.output for r in expected)
-    suite = get_suite("drive_thru", ROOT / "datasets")
     scores = score_traces(expected, suite.trace_evaluators)
     store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
     report = write_back(client, store, trace_score_payloads(scores))

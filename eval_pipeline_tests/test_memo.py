@@ -9,15 +9,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.cases import select_tier
-from eval_pipeline.core.memo import MemoScope, check_policy, source_fingerprint
-from eval_pipeline.core.results_store import ResultsStore
-from eval_pipeline.core.runner import RunnerConfig
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline.core.evaluation import RunRequest
+from eval_pipeline.core.running.memo import MemoScope, check_policy, source_fingerprint
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.helpers import ROOT, prompt, suite
+
+
+def at(name: str, datasets: Path):
+    """A suite of the project with its dataset copied under ``datasets``."""
+    return dataclasses.replace(suite(name), dataset_dir=datasets / name)
 
 
 class Crash(BaseException):
@@ -51,21 +53,21 @@ def store(tmp_path):
         yield s
 
 
-def evaluate(store, datasets, *, cache="reuse", version=1, settings=None, suite=None,
-             repeats=1, crash_after=None, run_id=None, tier="smoke"):  # fmt: skip
-    """One run of drive_thru through the real agent; returns (run, outputs, agent calls)."""
-    suite = suite or get_suite("drive_thru", datasets)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, version)
-    settings = (settings or LLMSettings()).with_prompt_config(prompt.config)
-    all_cases = suite.load_cases()
-    run = evaluation.start_run(store, suite, prompt, all_cases, tier=tier, repeats=repeats,
-                               model_params=settings.public_params(), run_id=run_id)  # fmt: skip
-    agent = CountingAgent(suite.make_agent(prompt, settings), crash_after)
-    outputs = evaluation.produce_outputs(
-        store, run, agent, select_tier(all_cases, tier),
-        RunnerConfig(concurrency=1, repeats=repeats), cache=cache,
-    )  # fmt: skip
-    return run, outputs, agent.calls
+def evaluate(store, datasets, *, cache="reuse", version=1, settings=None, chosen=None,
+             repeats=1, crash_after=None, run_id=None, tier="smoke",
+             max_attempts=None):  # fmt: skip
+    """One run through the real agent (default: drive_thru); returns (run, outputs, agent
+    calls)."""
+    chosen = chosen or at("drive_thru", datasets)
+    version_ = prompt(chosen, version)
+    settings = (settings or LLMSettings()).with_prompt_config(version_.config)
+    request = RunRequest(tier=tier, repeats=repeats, concurrency=1, cache=cache)
+    plan = evaluation.plan(chosen, version_, settings.public_params(), request, run_id=run_id)
+    if max_attempts is not None:
+        plan.runner = dataclasses.replace(plan.runner, max_attempts=max_attempts)
+    store.create_run(plan.run)
+    agent = CountingAgent(chosen.make_agent(version_, settings), crash_after)
+    return plan.run, evaluation.produce(store, plan, agent), agent.calls
 
 
 def test_unchanged_suite_reruns_with_zero_calls_and_identical_outputs(store, datasets):
@@ -103,7 +105,7 @@ def test_any_key_part_changed_is_a_miss(store, datasets, change):
     elif change == "model params":
         options["settings"] = LLMSettings(seed=7)
     elif change == "agent version":
-        options["suite"] = dataclasses.replace(get_suite("drive_thru", datasets), agent_version="2")
+        options["chosen"] = dataclasses.replace(at("drive_thru", datasets), agent_version="2")
     elif change == "agent data file":
         (datasets / "drive_thru" / "notes.txt").write_text("a file the agent could read")
     elif change == "added repeat":
@@ -117,7 +119,7 @@ def test_any_key_part_changed_is_a_miss(store, datasets, change):
 
 def test_timeouts_and_retry_counts_are_not_part_of_the_key(store, datasets):
     evaluate(store, datasets)
-    _, _, calls = evaluate(store, datasets, settings=LLMSettings(timeout_s=5, max_retries=0))
+    _, _, calls = evaluate(store, datasets, settings=LLMSettings(timeout_s=5), max_attempts=1)
     assert calls == []
 
 
@@ -125,22 +127,13 @@ def test_prompt_change_reruns_only_that_suite(store, datasets):
     for name in ("order_management", "product_discovery"):  # orders refer to the catalogue
         shutil.copytree(ROOT / "datasets" / name, datasets / name)
     evaluate(store, datasets)
-    other = get_suite("order_management", datasets)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get(other.prompt_name, 1)
-    settings = LLMSettings()
-    cases = other.load_cases()
-    run = evaluation.start_run(store, other, prompt, cases, tier="smoke", repeats=1,
-                               model_params=settings.public_params())  # fmt: skip
-    agent = CountingAgent(other.make_agent(prompt, settings))
-    evaluation.produce_outputs(store, run, agent, select_tier(cases, "smoke"), RunnerConfig())
-    assert len(agent.calls) == 5
+    other = at("order_management", datasets)
+    _, _, calls = evaluate(store, datasets, chosen=other)
+    assert len(calls) == 5
     _, _, calls = evaluate(store, datasets, version=2)  # drive_thru's prompt moved
     assert len(calls) == 11
-    run2 = evaluation.start_run(store, other, prompt, cases, tier="smoke", repeats=1,
-                                model_params=settings.public_params())  # fmt: skip
-    again = CountingAgent(other.make_agent(prompt, settings))
-    evaluation.produce_outputs(store, run2, again, select_tier(cases, "smoke"), RunnerConfig())
-    assert again.calls == []
+    _, _, again = evaluate(store, datasets, chosen=other)
+    assert again == []
 
 
 def test_refresh_ignores_hits_but_rewrites_the_memo(store, datasets):
@@ -179,22 +172,20 @@ def test_errors_are_never_memoized(store, datasets):
             self.calls.append((case.id, repeat))
             raise ValueError("model said no")
 
-    suite = get_suite("drive_thru", datasets)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, 1)
-    cases = suite.load_cases()
-    run = evaluation.start_run(store, suite, prompt, cases, tier="smoke", repeats=1,
-                               model_params=LLMSettings().public_params())  # fmt: skip
-    agent = Failing(None)
-    outputs = evaluation.produce_outputs(store, run, agent, select_tier(cases, "smoke"),
-                                         RunnerConfig(max_attempts=1))  # fmt: skip
+    drive_thru = at("drive_thru", datasets)
+    version_ = prompt(drive_thru, 1)
+    plan = evaluation.plan(drive_thru, version_, LLMSettings().public_params(),
+                           RunRequest(tier="smoke"))  # fmt: skip
+    plan.runner = dataclasses.replace(plan.runner, max_attempts=1)
+    store.create_run(plan.run)
+    outputs = evaluation.produce(store, plan, Failing(None))
     assert all(o.error for o in outputs)
     _, _, calls = evaluate(store, datasets)
     assert len(calls) == 11
 
 
 def test_memo_key_ignores_nothing_else(datasets):
-    suite = get_suite("drive_thru", datasets)
-    case = suite.load_cases()[0]
+    case = at("drive_thru", datasets).load_cases()[0]
     from eval_pipeline_tests.test_results_store import run_record
 
     base = run_record(agent_version="1+abc", model_params={"model": "m", "timeout_s": 5})

@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 LATENCY_S = 0.3
 WORK_S = 0.15  # the model's own work per request, done on the server's event loop

@@ -9,12 +9,12 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from eval_pipeline.agents.order_management.orders import load_orders, order_tools
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import select_tier
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_tools_and_the_return_rule():
     orders = load_orders(ROOT / "datasets" / "order_management" / "orders.csv")
     assert len(orders) == 150
-    tools = {t.name: t for t in order_tools(orders, {})}
+    tools = {t.name: t for t in order_tools(orders)}
     delivered = next(o for o in orders.values() if o["status"] == "delivered")
     shipped = next(o for o in orders.values() if o["status"] == "shipped")
     ok = json.loads(
@@ -32,6 +32,8 @@ def test_tools_and_the_return_rule():
         tools["request_return"].invoke({"order_id": shipped["order_id"], "reason": "changed mind"})
     )
     assert ok["accepted"] and not refused["accepted"] and "shipped" in refused["reason"]
+    status = json.loads(tools["get_order_status"].invoke({"order_id": shipped["order_id"]}))
+    assert status["product"] == shipped["product_name"] and status["product"]  # a name, not an id
     track = json.loads(tools["track_shipment"].invoke({"order_id": shipped["order_id"]}))
     assert track["tracking_number"].startswith("TRK")
     listed = json.loads(tools["list_orders"].invoke({"customer_id": "C001"}))
@@ -41,7 +43,7 @@ def test_tools_and_the_return_rule():
 
 
 def run_case(case_id: str, version: int) -> dict:
-    suite = get_suite("order_management", ROOT / "datasets")
+    suite = project_suite("order_management")
     case = next(c for c in suite.load_cases() if c.id == case_id)
     prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, version)
     agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
@@ -60,7 +62,7 @@ def test_the_production_prompt_checks_the_status_before_a_return():
 
 
 def test_dataset_and_cli(tmp_path, monkeypatch):
-    cases = get_suite("order_management", ROOT / "datasets").load_cases()
+    cases = project_suite("order_management").load_cases()
     assert len(cases) >= 20 and len(select_tier(cases, "smoke")) >= 5
     clean_cli_env(monkeypatch, tmp_path / "home")
     result = CliRunner().invoke(main, ["run", "--suite", "order_management", "--tier", "smoke"])

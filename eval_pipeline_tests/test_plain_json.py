@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from eval_pipeline.agents.registry import get_suite
-from eval_pipeline.core.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.llm.plain_json import PlainJSONCompletions, is_plain_json
 from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import production_prompt
+from eval_pipeline_tests.helpers import suite as project_suite
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 
 @pytest.mark.parametrize(
@@ -30,11 +30,11 @@ def test_is_plain_json(value, plain):
 
 def wire_log(suite_name: str, plain: bool, base_url: str) -> list[dict]:
     """Every request the suite's agent sends for its smoke cases, as seen on the wire."""
-    suite = get_suite(suite_name)
+    suite = project_suite(suite_name)
     prompt = production_prompt(suite)
     settings = LLMSettings.create(base_url=base_url, api_key="sk-wire-test", model="offline")
     agent = suite.make_agent(prompt, settings.with_prompt_config(prompt.config))
-    model = agent.llm
+    model = agent.ctx.model  # the run's model, which the factory bound its tools to
     assert isinstance(model.async_client, PlainJSONCompletions)  # what create_chat_model builds
     if not plain:
         model.async_client = model.root_async_client.chat.completions

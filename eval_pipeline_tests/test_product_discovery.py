@@ -12,12 +12,12 @@ import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.agents.product_discovery.catalog import catalog_tools, load_catalog
-from eval_pipeline.agents.registry import get_suite
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import DatasetError, select_tier
 from eval_pipeline.evaluators import trajectory_match
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import clean_cli_env, production_prompt
+from eval_pipeline_tests.helpers import clean_cli_env, production_prompt, suite_at
+from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "datasets" / "product_discovery" / "catalog.csv"
@@ -44,7 +44,7 @@ def test_catalog_and_tools():
 
 
 def test_dataset_shape_and_validation(tmp_path):
-    suite = get_suite("product_discovery", ROOT / "datasets")
+    suite = project_suite("product_discovery")
     cases = suite.load_cases()
     assert len(cases) >= 20 and len(select_tier(cases, "smoke")) >= 5
     chit_chat = [c for c in cases if c.category == "chit_chat"]
@@ -56,11 +56,11 @@ def test_dataset_shape_and_validation(tmp_path):
     broken[0]["expected_output"]["expected_tools"] = ["search_the_web"]
     path.write_text(yaml.safe_dump(broken))
     with pytest.raises(DatasetError, match=r"expected_tools.*search_the_web"):
-        get_suite("product_discovery", datasets).load_cases()
+        suite_at("product_discovery", datasets).load_cases()
 
 
 def test_agent_grounds_answers_and_returns_an_openai_trajectory():
-    suite = get_suite("product_discovery", ROOT / "datasets")
+    suite = project_suite("product_discovery")
     case = next(c for c in suite.load_cases() if c.id == "pd-details-03")
     prompt = production_prompt(suite)
     agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))

@@ -13,12 +13,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from eval_pipeline.agents.registry import get_suite
+from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, judge_answers, stepwise
 from eval_pipeline.agents.research.corpus import load_corpus, search_tool
-from eval_pipeline.agents.research.stepwise import stepwise
+from eval_pipeline.agents.tool_agent import build_tool_graph
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import select_tier
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline_tests.helpers import clean_cli_env, production_prompt
+from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "datasets" / "research" / "corpus.jsonl"
@@ -32,7 +34,7 @@ def test_bm25_search_finds_the_entity():
 
 
 def test_dataset_has_checked_reference_trajectories():
-    cases = get_suite("research", ROOT / "datasets").load_cases()
+    cases = project_suite("research").load_cases()
     assert len(cases) >= 15 and len(select_tier(cases, "smoke")) >= 5
     parallel = [
         c
@@ -90,10 +92,16 @@ class ScriptedModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
+def forced(model: BaseChatModel, spec: StepwiseSpec | None = None):
+    """Stepwise runs of the ReAct graph on ``model`` against REFERENCE."""
+    tools = [search_tool(load_corpus(CORPUS))]
+    graph = build_tool_graph(model, tools, "system")
+    return asyncio.run(stepwise(graph, spec or StepwiseSpec(node="agent"), REFERENCE, ()))
+
+
 def test_stepwise_diverging_at_step_2_of_4_survives_a_quarter():
     model = ScriptedModel()
-    tools = [search_tool(load_corpus(CORPUS))]
-    result = asyncio.run(stepwise(model, tools, "system", REFERENCE))
+    result = forced(model)
     assert [s["score"] for s in result["steps"]] == [1.0, 0.0, 1.0, 1.0]
     assert result["survived_until"] == 0.25 and result["stepwise_score"] == 0.75
     assert "Ada Voss bio" in json.dumps(result["steps"][1]["produced"])
@@ -119,27 +127,45 @@ def test_cli_research_smoke_and_a_worse_prompt(tmp_path, monkeypatch):
 
 
 def test_stepwise_final_answer_can_be_judged_by_an_llm_judge():
-    from eval_pipeline.agents.research.stepwise import judge_answers
     from eval_pipeline.evaluators import llm_judge
     from eval_pipeline.llm.offline import OfflineChatModel
 
     rubric = "Does the answer name the headquarters city Velmora?"
     judge = judge_answers(llm_judge(rubric, OfflineChatModel()))
-    tools = [search_tool(load_corpus(CORPUS))]
-    result = asyncio.run(stepwise(ScriptedModel(), tools, "system", REFERENCE, answer_judge=judge))
+    result = forced(ScriptedModel(), StepwiseSpec(node="agent", answer_judge=judge))
     last = result["steps"][-1]
     assert last["kind"] == "answer" and last["score"] == 1.0 and last["comment"].startswith("judge")
+
+
+class FailingAtStep(ScriptedModel):
+    """The model server refuses the request of one step (e.g. a 500 on its tool turns)."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        if sum(1 for m in messages if isinstance(m, AIMessage)) == 2:
+            raise RuntimeError("HTTP 500: validation error on an assistant turn")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_failing_step_is_recorded_on_the_step_and_the_item_keeps_its_answer():
+    """A teacher-forced step that errors scores 0 with its error; the other steps (and the
+    item's free run) stand: the item is not turned into an error."""
+    result = forced(FailingAtStep())
+    assert [s["score"] for s in result["steps"]] == [1.0, 0.0, 0.0, 1.0]
+    failed = result["steps"][2]
+    assert failed["error"].startswith("RuntimeError: HTTP 500") and failed["produced"] is None
+    assert failed["error_kind"] == "RuntimeError" and failed["comment"].startswith("error:")
 
 
 def test_stepwise_calls_are_counted_in_tokens():
     from eval_pipeline.llm.settings import LLMSettings
 
-    suite = get_suite("research", ROOT / "datasets")
+    suite = project_suite("research")
     case = suite.load_cases()[0]
-    prompt = production_prompt(suite)
-    agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
-    with_steps = asyncio.run(agent.run(case, repeat=0))
-    free_only = asyncio.run(agent.run(case.model_copy(update={"expected_output": None}), repeat=0))
-    stepwise_in = with_steps.output["stepwise_tokens"]["input_tokens"]
-    assert stepwise_in > 0
-    assert with_steps.input_tokens == free_only.input_tokens + stepwise_in
+    agent = suite.make_agent(production_prompt(suite), LLMSettings.create(model="offline"))
+    free = case.model_copy(update={"expected_output": None})  # no reference: no steps
+    with_steps, free_only = run_agent_sync(agent, [case, free.model_copy(update={"id": "x"})],
+                                           RunnerConfig())  # fmt: skip
+    steps = len(with_steps.output["steps"])
+    assert steps > 0 and "steps" not in free_only.output
+    assert with_steps.usage["offline"]["calls"] == free_only.usage["offline"]["calls"] + steps
+    assert with_steps.input_tokens > free_only.input_tokens

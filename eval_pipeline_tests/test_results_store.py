@@ -4,8 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from eval_pipeline.core.records import ItemOutput, ItemScore, RunRecord
-from eval_pipeline.core.results_store import ResultsStore, ResultsStoreError
+from eval_pipeline.core.scoring.summary import RunEvaluation, SliceRow, Summary
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -17,7 +18,7 @@ def store(request, tmp_path):
     with ResultsStore(url) as s:
         yield s
         if request.param == "postgres":
-            from eval_pipeline.core.results_store import metadata
+            from eval_pipeline.core.store.results_store import metadata
 
             metadata.drop_all(s.engine)
 
@@ -29,6 +30,9 @@ def run_record(run_id="r1", suite="drive_thru", version="v1", minutes_ago=0, **k
         prompt_config={"temperature": 0.0, "nested": {"list": [1, None, "x"]}},
         started_at=datetime.now(UTC) - timedelta(minutes=minutes_ago), **{"model": "offline", **kw},
     )  # fmt: skip
+
+
+EMPTY = Summary(n_cases=0, n_items=0, repeats=0, n_errors=0, metrics={})
 
 
 def outputs(n=3):
@@ -45,13 +49,16 @@ def test_round_trip(store):
     store.write_scores(
         "r1", [ItemScore("c1", 0, "oc", 0.5, "half"), ItemScore("c0", 0, "oc", None)]
     )
-    store.complete_run("r1", {"metrics": {"oc": 0.25}, "rows": [1, 2.5, None]})
+    summary = Summary(n_cases=2, n_items=2, repeats=1, n_errors=1, metrics={"oc": 0.25},
+                      by_category={"x": SliceRow(2, {"oc": 0.25, "none": None})},
+                      run_evaluations={"avg": RunEvaluation(0.5, "half")})  # fmt: skip
+    store.complete_run("r1", summary)
     run = store.get_run("r1")
     assert run.status == "complete" and run.finished_at.tzinfo is not None
     assert run.prompt_config == {"temperature": 0.0, "nested": {"list": [1, None, "x"]}}
     assert store.read_outputs("r1") == sorted(outputs(), key=lambda o: (o.item_id, o.repeat))
     assert [s.item_id for s in store.read_scores("r1")] == ["c0", "c1"]
-    assert store.read_summary("r1") == {"metrics": {"oc": 0.25}, "rows": [1, 2.5, None]}
+    assert store.read_summary("r1") == summary  # typed again after the JSON round trip
     frame = store.scores_frame("r1")
     assert list(frame.columns) == ["item_id", "repeat", "evaluator", "value", "comment"]
 
@@ -66,7 +73,7 @@ def test_writes_replace_rather_than_duplicate(store):
 def test_create_run_resets_an_existing_run(store):
     store.create_run(run_record())
     store.write_outputs("r1", outputs())
-    store.complete_run("r1", {"x": 1})
+    store.complete_run("r1", EMPTY)
     store.create_run(run_record(model="other"))
     run = store.get_run("r1")
     assert run.status == "running" and run.model == "other"
@@ -85,7 +92,7 @@ def test_failed_batch_keeps_previous_rows(store):
 def test_complete_run_is_atomic(store):
     store.create_run(run_record())
     with pytest.raises(Exception):  # noqa: B017 - a non-JSON summary fails inside the transaction
-        store.complete_run("r1", {"not json": object()})
+        store.complete_run("r1", Summary(0, 0, 0, 0, metrics={"not json": object()}))
     assert store.get_run("r1").status == "running"
     assert store.read_summary("r1") is None
 
@@ -94,7 +101,7 @@ def test_list_runs_filters_and_orders_newest_first(store):
     store.create_run(run_record("old", minutes_ago=10))
     store.create_run(run_record("new", minutes_ago=1))
     store.create_run(run_record("other", version="v2"))
-    store.complete_run("new", {})
+    store.complete_run("new", EMPTY)
     assert [r.run_id for r in store.list_runs(prompt_version="v1")] == ["new", "old"]
     assert [r.run_id for r in store.list_runs(status="complete")] == ["new"]
     assert store.list_runs(suite="nope") == []

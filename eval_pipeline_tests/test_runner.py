@@ -6,11 +6,11 @@ from typing import ClassVar
 
 import pytest
 
-from eval_pipeline.core.agent import AgentResult
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.pricing import PriceTable
-from eval_pipeline.core.runner import RunnerConfig, frozen_heap, run_agent_sync
-from eval_pipeline.core.scoring import score_items
+from eval_pipeline.core.running.agent import AgentResult, current_item
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.running.runner import RunnerConfig, frozen_heap, run_agent_sync
+from eval_pipeline.core.scoring.apply import score_items
 from eval_pipeline.evaluators import order_correctness
 
 
@@ -53,8 +53,8 @@ class FlakyAgent:
                 raise ValueError(f"agent broke on {case.id}")
             if index % 5 == 1 and self.calls[key] == 1:
                 raise RateLimited("slow down")
-            return AgentResult(output={"order_items": []}, input_tokens=1000, output_tokens=100,
-                               model="gpt-4o-mini")  # fmt: skip
+            current_item.get().usage.add("gpt-4o-mini", 1000, 100)  # as its model call would
+            return AgentResult(output={"current_order": None})
         finally:
             self.running -= 1
 
@@ -119,7 +119,7 @@ def test_provider_errors_are_retryable_by_ancestry():
     import openai
     from langchain_openai.chat_models.base import OpenAIInvalidRequestError, OpenAITimeoutError
 
-    from eval_pipeline.core.retry import is_retryable
+    from eval_pipeline.core.running.retry import is_retryable
 
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
     assert is_retryable(OpenAITimeoutError(request=request))
@@ -159,3 +159,38 @@ def test_heap_is_frozen_during_a_run_only():
         assert gc.get_freeze_count() > 1000
     finally:
         gc.unfreeze()
+
+
+def test_tokens_of_every_attempt_are_counted_and_an_errored_item_keeps_them():
+    """Each attempt's model calls were paid for: the item's tokens and cost sum them, even
+    when no attempt succeeded; a model without a price is named, not priced at $0."""
+
+    class SpendsThenTimesOut:
+        async def run(self, case, *, repeat):
+            scope = current_item.get()
+            scope.usage.add("gpt-4o-mini", 500, 20)  # one call answered...
+            scope.usage.add("my-local-model", 100, 5)
+            raise TimeoutError("the second call never came back")  # ...the next did not
+
+    config = RunnerConfig(max_attempts=3, backoff_base_s=0.001)
+    (out,) = run_agent_sync(SpendsThenTimesOut(), make_cases(1), config)
+    assert out.error and out.error_kind == "timeout" and out.attempts == 3
+    assert (out.input_tokens, out.output_tokens) == (3 * 600, 3 * 25)
+    assert out.usage["gpt-4o-mini"] == {"input_tokens": 1500, "output_tokens": 60, "calls": 3}
+    assert out.cost_usd == pytest.approx(PriceTable().cost("gpt-4o-mini", 1500, 60))
+    assert out.unpriced_models == ["my-local-model"]
+
+
+def test_a_retried_attempt_gets_a_seed_of_its_own():
+    seeds: list[int] = []
+
+    class TimesOutOnce:
+        async def run(self, case, *, repeat):
+            seeds.append(current_item.get().seed)
+            if len(seeds) == 1:
+                raise TimeoutError("first attempt timed out")
+            return AgentResult(output={})
+
+    (out,) = run_agent_sync(TimesOutOnce(), make_cases(1), RunnerConfig(backoff_base_s=0.001))
+    assert out.error is None and out.attempts == 2
+    assert len(set(seeds)) == 2  # the same seed would repeat the same work

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.llm.openai_server import LocalOpenAIServer
 from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 PLANTED = "sk-planted-cli-9d41c7e2b8"
 CLI = str(Path(sys.executable).parent / "eval-pipeline")

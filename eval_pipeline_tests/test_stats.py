@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from eval_pipeline.core.stats import compare_paired, holm, mcnemar_exact, mean_se, wilson_interval
+from eval_pipeline.core.scoring.stats import (
+    compare_paired,
+    holm,
+    mcnemar_exact,
+    mean_se,
+    wilson_interval,
+)
 
 RNG = np.random.default_rng(20261122)
 

@@ -12,14 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval_pipeline.agents.registry import get_suite
-from eval_pipeline.core.golden_candidates import (
+from eval_pipeline.core.traces.candidates import (
     candidate_id,
     select_candidates,
     write_review_file,
 )
-from eval_pipeline.core.sampling import SamplingConfig, sample
-from eval_pipeline.core.traces import (
+from eval_pipeline.core.traces.records import (
     MAX_FIELD_CHARS,
     TraceError,
     TraceRecord,
@@ -27,7 +25,16 @@ from eval_pipeline.core.traces import (
     read_trace_file,
     score_traces,
 )
+from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.evaluators import cost_within, latency_within, no_error, tool_protocol
+from eval_pipeline_tests.helpers import (
+    PROJECT,
+    SUITE_NAMES,
+    definitions,
+    eval_resources,
+    suite_at,
+)
+from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "datasets" / "drive_thru" / "traces"
@@ -41,7 +48,7 @@ def observation(n: int, **extra) -> dict:
         "name": "drive-thru-agent",
         "startTime": start.isoformat().replace("+00:00", "Z"),
         "input": json.dumps({"customer_utterance": f"order {n}"}),
-        "output": json.dumps({"order_items": [], "tool_calls": []}),
+        "output": json.dumps({"current_order": None, "tools_called": []}),
         "metadata": {"category": ["simple", "greeting", "quantity"][n % 3]},
         **extra,
     }
@@ -57,7 +64,7 @@ def test_shipped_trace_files_parse_and_score():
     parsed = [r for f in files for r in read_trace_file(f)]
     assert len(parsed) == 360 and all(r.name == "drive-thru-agent" for r in parsed)
     assert all(isinstance(r.input, dict) and "customer_utterance" in r.input for r in parsed)
-    suite = get_suite("drive_thru", ROOT / "datasets")
+    suite = project_suite("drive_thru")
     scores = score_traces(parsed, suite.trace_evaluators)
     assert len(scores) == 360 * len(suite.trace_evaluators)
     assert any(s.value == 0.0 for s in scores if s.evaluator == "no_error")
@@ -130,9 +137,9 @@ def test_sampling_a_stream_keeps_memory_bounded_by_the_cap():
 
 
 def test_reference_free_evaluators():
-    ok = {"tool_calls": ["lookup_menu_item", "add_item_to_order"]}
+    ok = {"tools_called": ["lookup_menu_item", "add_item_to_order"]}
     assert tool_protocol(output=ok).value == 1.0
-    blind = tool_protocol(output={"tool_calls": ["add_item_to_order", "lookup_menu_item"]})
+    blind = tool_protocol(output={"tools_called": ["add_item_to_order", "lookup_menu_item"]})
     assert blind.value == 0.0 and "call 1" in blind.comment
     assert no_error(output=ok, metadata={"level": "ERROR", "status_message": "boom"}).value == 0
     assert no_error(output=None, metadata={}).value == 0.0
@@ -143,7 +150,7 @@ def test_reference_free_evaluators():
 
 
 def test_candidates_worst_and_novel_with_user_corrections(tmp_path):
-    suite = get_suite("drive_thru", ROOT / "datasets")
+    suite = project_suite("drive_thru")
     traces = [r for f in sorted(TRACES.glob("*.jsonl")) for r in read_trace_file(f)]
     scores = score_traces(traces, suite.trace_evaluators)
     existing = [c.input for c in suite.load_cases()]
@@ -174,12 +181,12 @@ def test_a_reviewed_candidate_loads_as_a_golden_case(tmp_path):
     shutil.copytree(ROOT / "datasets" / "drive_thru", datasets / "drive_thru")
     extra = datasets / "drive_thru" / "cases_promoted.yaml"
     extra.write_text(yaml.safe_dump([case]))
-    loaded = get_suite("drive_thru", datasets).load_cases()
+    loaded = suite_at("drive_thru", datasets).load_cases()
     assert case["id"] in {c.id for c in loaded}
 
 
 def test_day_boundaries_are_utc():
-    from eval_pipeline.core.traces import day_window
+    from eval_pipeline.core.traces.records import day_window
 
     start, end = day_window(date(2026, 11, 20))
     assert start.tzinfo is UTC and end - start == timedelta(days=1)
@@ -188,24 +195,13 @@ def test_day_boundaries_are_utc():
 def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
     from dagster import MultiPartitionKey, instance_for_test, materialize
 
-    from eval_pipeline.defs.resources import (
-        LangfuseResource,
-        ResultsStoreResource,
-        SuitesResource,
-        TraceSourceResource,
-    )
-    from eval_pipeline.defs.traces.assets import (
-        golden_candidates,
-        production_traces,
-        trace_scores,
-    )
+    from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline.defs.traces.assets import build_trace_assets
 
-    resources = {
-        "suites": SuitesResource(datasets_dir=str(ROOT / "datasets")),
-        "trace_source": TraceSourceResource(datasets_dir=str(ROOT / "datasets")),
-        "langfuse": LangfuseResource(),
-        "results_store": ResultsStoreResource(url=f"sqlite:///{tmp_path / 'r.sqlite'}"),
-    }
+    production_traces, trace_scores, golden_candidates = build_trace_assets(
+        build_partitions(SUITE_NAMES)
+    )
+    resources = eval_resources(tmp_path)
     key = MultiPartitionKey({"day": "2026-11-20", "suite": "drive_thru"})
     config = {"ops": {"production_traces": {"config": {"cap": 60}},
                       "golden_candidates": {"config": {"review_dir": str(tmp_path)}}}}  # fmt: skip
@@ -246,10 +242,16 @@ def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
 def test_daily_schedule_requests_yesterday_for_every_suite():
     from dagster import build_schedule_context
 
-    from eval_pipeline.defs.traces.schedules import production_traces_daily
+    from eval_pipeline.defs.resources import SuitesResource
 
-    context = build_schedule_context(scheduled_execution_time=datetime(2026, 11, 22, 3, tzinfo=UTC))
-    requests = list(production_traces_daily(context))
+    resources = {"suites": SuitesResource(project=str(PROJECT))}
+    daily = definitions(eval_resources(Path("/nonexistent"))).resolve_schedule_def(
+        "production_traces_daily"
+    )
+    context = build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 22, 3, tzinfo=UTC), resources=resources
+    )
+    requests = list(daily(context))
     assert [r.run_key for r in requests] == ["traces:2026-11-21:drive_thru"]  # has traces
     assert requests[0].partition_key.keys_by_dimension == {
         "day": "2026-11-21",

@@ -1,0 +1,225 @@
+"""The project file: every mistake names the file, the suite, the field and the value, exits
+2 and writes nothing; agents are recognised by what they are."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eval_pipeline.agents.project import ProjectError, load_project
+from eval_pipeline.agents.project.loader import kind_of
+from eval_pipeline.cli import main
+from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.stranger import cases_yaml
+
+GOOD_SUITE = """\
+  weather:
+    agent: {agent}
+    dataset: evals/weather
+    evaluators: [correctness]
+"""
+
+
+def project_dir(tmp_path: Path, body: str, package: str | None = None, source: str = "") -> Path:
+    """A project folder with a dataset, ``body`` as its eval-pipeline.yaml and, optionally,
+    a package ``package`` whose agent.py holds ``source``."""
+    root = tmp_path / "repo"
+    (root / "evals" / "weather").mkdir(parents=True)
+    (root / "evals" / "weather" / "cases.yaml").write_text(cases_yaml())
+    if package:
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+        (root / package / "agent.py").write_text(textwrap.dedent(source))
+    (root / "eval-pipeline.yaml").write_text(body)
+    return root
+
+
+@pytest.fixture
+def run_in(tmp_path, monkeypatch):
+    def run(root: Path, *args: str):
+        home = clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+        result = CliRunner().invoke(main, ["run", "--suite", "weather", *args])
+        assert result.exit_code == 2, result.output
+        assert not (home / "results.sqlite").exists()  # nothing written
+        return " ".join(result.output.split())  # rich wraps long lines
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("suite", "expected"),
+    [
+        ("    repeats: 0\n", "suite 'weather': field 'repeats': Input should be greater than"),
+        ("    evaluator: [groundedness]\n", "field 'evaluator': Extra inputs are not permitted"),
+        ("    thresholds: 7\n", "field 'thresholds'"),
+        ("    watched_labels: production\n",
+         "field 'watched_labels': Input should be a valid list"),
+    ],
+)  # fmt: skip
+def test_field_errors_name_the_suite_field_and_value(tmp_path, run_in, suite, expected):
+    body = "suites:\n" + GOOD_SUITE.format(agent="x.y:z") + suite
+    out = run_in(project_dir(tmp_path, body))
+    assert "eval-pipeline.yaml" in out and expected in out
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("suites: {}\n", "field 'suites': Dictionary should have at least 1 item"),
+        ("suite:\n  x: {}\n", "field 'suite': Extra inputs are not permitted"),
+        ("suites:\n  'bad name!':\n    agent: a.b:c\n    dataset: d\n    evaluators: [x]\n",
+         "suite name 'bad name!'"),
+        ("suites:\n  weather:\n    agent: not an import path\n    dataset: evals/weather\n"
+         "    evaluators: [correctness]\n", "'not an import path' is not an import path"),
+        ("suites: [unclosed\n", "malformed YAML"),
+    ],
+)  # fmt: skip
+def test_project_level_errors(tmp_path, run_in, body, expected):
+    out = run_in(project_dir(tmp_path, body))
+    assert expected in out
+
+
+def test_no_project_file_says_how_to_make_one(tmp_path, monkeypatch):
+    clean_cli_env(monkeypatch, tmp_path / "home")
+    monkeypatch.delenv("EVAL_PROJECT")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--suite", "weather"])
+    assert result.exit_code == 2
+    assert "no eval-pipeline.yaml" in result.output and "eval-pipeline init" in result.output
+
+
+AGENT_OK = """
+    from langgraph.graph import StateGraph, MessagesState, START, END
+
+    def build(ctx):
+        graph = StateGraph(MessagesState)
+        graph.add_node("noop", lambda state: {})
+        graph.add_edge(START, "noop")
+        graph.add_edge("noop", END)
+        return graph.compile()
+
+    def not_a_graph(ctx):
+        return "a prompt string"
+
+    def answer(input, ctx):
+        return "not a dict"
+
+    NUMBER = 3
+"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "evaluators", "expected"),
+    [
+        ("nowhere.agent:build", "[correctness]",
+         "field 'agent': cannot import nowhere.agent:build: No module named 'nowhere'"),
+        ("{pkg}.agent:missing", "[correctness]",
+         "{pkg}.agent has no attribute 'missing'"),
+        ("{pkg}.agent:NUMBER", "[correctness]",
+         "{pkg}.agent:NUMBER is a int: expected a compiled LangGraph graph"),
+        ("{pkg}.agent:build", "[tone_of_voice]",
+         "field 'evaluators.0': unknown evaluator 'tone_of_voice' (built-in:"),
+        ("{pkg}.agent:build", "[{{trajectory_match: {{mode: sideways}}}}]",
+         "unknown trajectory match mode 'sideways'"),
+        ("{pkg}.agent:build", "[{{tool_call_accuracy: {{strict: true}}}}]",
+         "tool_call_accuracy: got an unexpected keyword argument 'strict' (it takes: no "
+         "parameters)"),
+        ("{pkg}.agent:build", "[nowhere.evals:score]",
+         "field 'evaluators.0': cannot import nowhere.evals:score"),
+        ("{pkg}.agent:build", "[{{llm_judge: {{model: gpt-4o}}}}]", "llm_judge needs a rubric"),
+    ],
+)  # fmt: skip
+def test_imports_and_evaluators_are_checked_before_anything_runs(
+    tmp_path, run_in, request, agent, evaluators, expected
+):
+    package = f"team_{abs(hash(request.node.callspec.id)) % 10**8}"  # new per case
+    body = (
+        f"suites:\n  weather:\n    agent: {agent.format(pkg=package)}\n"
+        f"    dataset: evals/weather\n    evaluators: {evaluators.format()}\n"
+    )
+    out = run_in(project_dir(tmp_path, body, package, AGENT_OK))
+    assert expected.format(pkg=package) in out
+
+
+def test_a_factory_returning_the_wrong_type_says_what_was_expected(tmp_path, run_in):
+    body = "suites:\n" + GOOD_SUITE.format(agent="wrong_type_pkg.agent:not_a_graph")
+    out = run_in(project_dir(tmp_path, body, "wrong_type_pkg", AGENT_OK))
+    assert "the factory wrong_type_pkg.agent:not_a_graph returned a str" in out
+    assert "expected a compiled LangGraph graph" in out
+
+
+def test_a_module_that_raises_on_import_is_named(tmp_path, run_in):
+    body = "suites:\n" + GOOD_SUITE.format(agent="raising_pkg.agent:build")
+    root = project_dir(tmp_path, body, "raising_pkg", "raise RuntimeError('no API key set')\n")
+    out = run_in(root)
+    assert "importing raising_pkg.agent for raising_pkg.agent:build raised RuntimeError" in out
+    assert "no API key set" in out
+
+
+def test_missing_dataset_and_thresholds_files(tmp_path, run_in):
+    body = (
+        "suites:\n  weather:\n    agent: ok_pkg.agent:build\n    dataset: evals/nope\n"
+        "    evaluators: [correctness]\n    thresholds: evals/missing.yaml\n"
+    )
+    out = run_in(project_dir(tmp_path, body, "ok_pkg", AGENT_OK))
+    assert "field 'dataset': 'evals/nope': no such directory" in out
+    assert "field 'thresholds'" in out and "thresholds file not found" in out
+
+
+def test_an_agent_answering_something_else_than_a_dict_is_a_runtime_problem(
+    tmp_path, monkeypatch
+):
+    """Every item errors: the run exits 2 (investigate), never 0 or 1 (a verdict)."""
+    body = "suites:\n" + GOOD_SUITE.format(agent="answer_pkg.agent:answer")
+    root = project_dir(tmp_path, body, "answer_pkg", AGENT_OK)
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(main, ["run", "--suite", "weather", "--json", str(out)])
+    assert result.exit_code == 2, result.output
+    written = json.loads(out.read_text())
+    assert written["exit_code"] == 2 and written["summary"]["n_errors"] == 6
+    assert "answer_pkg.agent:answer returned a str; an agent returns a dict" in json.dumps(
+        written["items"]
+    )
+
+
+def test_agents_are_recognised_by_what_they_are(tmp_path):
+    root = project_dir(tmp_path, "suites:\n" + GOOD_SUITE.format(agent="kinds_pkg.agent:build"),
+                       "kinds_pkg", AGENT_OK)  # fmt: skip
+    project = load_project(root / "eval-pipeline.yaml")
+    suite = project.suite("weather")
+    assert suite.agent_description == "graph kinds_pkg.agent:build"
+    from kinds_pkg import agent  # importable: the project folder is on the path
+
+    assert kind_of(agent.build) == "graph" and kind_of(agent.answer) == "callable"
+    assert kind_of(agent.build(None)) == "graph" and kind_of(agent.NUMBER) is None
+    with pytest.raises(ProjectError, match="unknown suite 'other'"):
+        project.suite("other")
+
+
+def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(
+    tmp_path, monkeypatch
+):
+    """The suite declares a prompt, the graph factory never reads ctx.prompt: prompt labels
+    make no difference to it, and both the run report and doctor say so."""
+    from eval_pipeline_tests.stranger import write_project_files
+
+    body = "suites:\n" + GOOD_SUITE.format(agent="deaf_pkg.agent:build") + (
+        "    prompt: weather/assistant\n"
+    )
+    root = project_dir(tmp_path, body, "deaf_pkg", AGENT_OK)
+    write_project_files(root, package="unused_pkg")  # the prompts folder
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    (tmp_path / "home" / "dagster").mkdir(parents=True)
+    monkeypatch.setenv("COLUMNS", "300")  # one table row per line
+    ran = CliRunner().invoke(main, ["run", "--suite", "weather"], terminal_width=300)
+    assert "never read the prompt under test (weather/assistant)" in " ".join(ran.output.split())
+    doctor = CliRunner().invoke(main, ["doctor"], terminal_width=300)
+    assert doctor.exit_code == 1
+    assert "never read their prompt: weather (weather/assistant)" in " ".join(
+        doctor.output.split()
+    )
