@@ -22,16 +22,9 @@ CITIES = ("Paris", "Oslo", "Tokyo", "Lima")
 WEATHER = {"paris": "sunny, 18 C", "oslo": "snow, -3 C", "tokyo": "rain, 12 C", "lima": "fog, 16 C"}
 TIMES = {"paris": "14:00", "oslo": "14:00", "tokyo": "22:00", "lima": "08:00"}
 
-# The agent's package: two tools, the model and the prompt from ctx.
-REACT_AGENT = '''
-"""Our weather assistant (a prebuilt ReAct graph)."""
-import warnings
-
+# The agent's two tools (tools.py of the team's package).
+TOOLS = '''
 from langchain_core.tools import tool
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
 
 WEATHER = {weather}
 TIMES = {times}
@@ -47,6 +40,18 @@ def get_weather(city: str) -> str:
 def get_time(city: str) -> str:
     """Local time in a city."""
     return TIMES.get(city.lower(), "unknown city")
+'''
+
+# The agent: the model and the prompt from ctx.
+REACT_AGENT = '''
+"""Our weather assistant (a prebuilt ReAct graph)."""
+import warnings
+
+from .tools import get_time, get_weather
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
 
 
 def build(ctx):
@@ -56,25 +61,10 @@ def build(ctx):
 CALLABLE_AGENT = '''
 """Our weather assistant, no LangGraph: an async function that calls the model itself."""
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import tool
 
-WEATHER = {weather}
-TIMES = {times}
+from .tools import get_time, get_weather
 
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather in a city."""
-    return WEATHER.get(city.lower(), "unknown city")
-
-
-@tool
-def get_time(city: str) -> str:
-    """Local time in a city."""
-    return TIMES.get(city.lower(), "unknown city")
-
-
-TOOLS = {{t.name: t for t in (get_weather, get_time)}}
+TOOLS = {t.name: t for t in (get_weather, get_time)}
 
 
 async def answer(input, ctx):
@@ -82,15 +72,15 @@ async def answer(input, ctx):
     messages = [SystemMessage(ctx.system_prompt()), HumanMessage(input["message"])]
     called = []
     for _ in range(4):
-        reply = await model.ainvoke(messages, config={{"callbacks": list(ctx.callbacks)}})
+        reply = await model.ainvoke(messages, config={"callbacks": list(ctx.callbacks)})
         messages.append(reply)
         if not reply.tool_calls:
-            return {{"response": reply.content, "tools_called": called}}
+            return {"response": reply.content, "tools_called": called}
         for call in reply.tool_calls:
             called.append(call["name"])
             result = TOOLS[call["name"]].invoke(call["args"])
             messages.append(ToolMessage(result, tool_call_id=call["id"]))
-    return {{"response": "", "tools_called": called}}
+    return {"response": "", "tools_called": called}
 '''
 
 PROMPT_V1 = "You are a weather assistant. Use the tools for every weather or time question."
@@ -112,9 +102,8 @@ def write_project_files(root: Path, package: str = "weather_agent", kind: str = 
     source = REACT_AGENT if kind == "react" else CALLABLE_AGENT
     (root / package).mkdir(parents=True, exist_ok=True)
     (root / package / "__init__.py").write_text("")
-    (root / package / "agent.py").write_text(
-        source.format(weather=repr(WEATHER), times=repr(TIMES))
-    )
+    (root / package / "tools.py").write_text(TOOLS.format(weather=repr(WEATHER), times=repr(TIMES)))
+    (root / package / "agent.py").write_text(source)
     for version, text in ((1, PROMPT_V1), (2, PROMPT_V2)):
         folder = root / "prompts" / "weather" / "assistant"
         folder.mkdir(parents=True, exist_ok=True)

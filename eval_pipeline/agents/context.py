@@ -71,3 +71,15 @@ class AgentContext:
 
     def for_item(self, case: GoldenCase, repeat: int, callbacks: tuple[Any, ...]) -> AgentContext:
         return replace(self, case=case, repeat=repeat, callbacks=callbacks)
+
+
+class ContextAgent:
+    """Base of the adapters that hand ``ctx`` to the team's code (graph, callable)."""
+
+    def __init__(self, ctx: AgentContext):
+        self.ctx = ctx
+
+    @property
+    def prompt_read(self) -> bool:
+        """Whether the agent read the prompt under test (else labels make no difference)."""
+        return self.ctx.prompt_read

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
-from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult
 
@@ -23,13 +23,10 @@ class AgentOutputError(TypeError):
     """The agent answered with something that is not an output contract (a dict)."""
 
 
-class CallableAgent:
+class CallableAgent(ContextAgent):
     def __init__(self, fn: Callable[..., Any], ctx: AgentContext, *, target: str):
-        self.fn, self.ctx, self.target = fn, ctx, target
-
-    @property
-    def prompt_read(self) -> bool:
-        return self.ctx.prompt_read
+        super().__init__(ctx)
+        self.fn, self.target = fn, target
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()

@@ -26,7 +26,7 @@ from langgraph.pregel import Pregel
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, stepwise
-from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult
 
@@ -45,15 +45,10 @@ class GraphOptions:
     stepwise: StepwiseSpec | None = None
 
 
-class GraphAgent:
+class GraphAgent(ContextAgent):
     def __init__(self, graph: Pregel, options: GraphOptions, ctx: AgentContext):
-        self.graph = graph
-        self.options = options
-        self.ctx = ctx
-
-    @property
-    def prompt_read(self) -> bool:
-        return self.ctx.prompt_read
+        super().__init__(ctx)
+        self.graph, self.options = graph, options
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
