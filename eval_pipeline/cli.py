@@ -62,9 +62,14 @@ def main(project: Path | None) -> None:
               help="reuse: take memoized item outputs (unchanged agent, prompt, model, case, "
                    "repeat), run only the rest; refresh: run all, overwrite the memo; "
                    "off: ignore the memo.")  # fmt: skip
-@click.option("--record", "recording", flag_value="record", default=None,
-              help="Store every model request and answer in recordings/SUITE/VERSION.jsonl "
-                   "next to the project file (every item runs, the memo is refreshed).")
+@click.option(
+    "--record",
+    "recording",
+    flag_value="record",
+    default=None,
+    help="Store every model request and answer in recordings/SUITE/VERSION.jsonl "
+    "next to the project file (every item runs, the memo is refreshed).",
+)
 @click.option("--replay", "recording", flag_value="replay",
               help="Answer every model request from the recordings, with no endpoint; a "
                    "request never recorded fails its item.")  # fmt: skip
@@ -214,7 +219,7 @@ def datasets_sync(suite_name: str, dry_run: bool) -> None:
     try:
         suite = load_project().suite(suite_name)
         cases = suite.load_cases()
-        report = sync_dataset(langfuse.client(tracing_enabled=False), suite.name, cases,
+        report = sync_dataset(langfuse.client(), suite.name, cases,
                               dry_run=dry_run)  # fmt: skip
     except (ProjectError, DatasetError) as exc:
         raise ConfigError(str(exc)) from exc
@@ -323,7 +328,7 @@ def doctor() -> None:
     for column in ("check", "status", "found", "how to fix"):
         table.add_column(column, overflow="fold")
     for f in findings:
-        status = "[green]ok[/]" if f.ok else "[red]FAIL[/]"
+        status = "[yellow]skip[/]" if f.skipped else "[green]ok[/]" if f.ok else "[red]FAIL[/]"
         table.add_row(f.check, status, escape(f.detail), escape(f.fix))
     console.print(table)
     failed = [f.check for f in findings if not f.ok]

@@ -10,11 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import SliceRow
-from eval_pipeline.core.store.records import RunRecord
-
-SHOWN_PARAMS = ("provider", "model", "base_url", "temperature", "seed", "recording")
 
 
 def print_result(console: Console, result: EvalResult) -> None:
@@ -59,6 +57,8 @@ def print_report(console: Console, result: EvalResult) -> None:
         f"estimated cost: ${summary.cost_usd:.4f} (spent by this run: "
         f"${summary.cost_usd_spent:.4f})"
     )
+    if summary.cost_note:
+        console.print(f"[yellow]Cost {escape(summary.cost_note)}[/]")
     gates = Table(title="Checks")
     for column in ("check", "severity", "result", "details"):
         gates.add_column(column)
@@ -66,13 +66,6 @@ def print_report(console: Console, result: EvalResult) -> None:
         verdict = "[green]PASS" if outcome.passed else ("[red]FAIL" if blocking else "[yellow]WARN")
         gates.add_row(name, "ERROR" if blocking else "WARN", verdict, escape(outcome.description))
     console.print(gates)
-
-
-def model_line(run: RunRecord) -> str:
-    """The effective model parameters of a run (what was sent, after the prompt's config)."""
-    params: Mapping[str, Any] = run.model_params
-    shown = [f"{k}={params[k]}" for k in SHOWN_PARAMS if params.get(k) not in (None, "")]
-    return ", ".join(shown) or run.model
 
 
 def print_gate(console: Console, gate: GateReport | None, note: str | None) -> None:

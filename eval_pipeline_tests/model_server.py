@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import uvicorn
@@ -78,18 +79,82 @@ async def answer_at(due: float, response: Response) -> Response:
     return response
 
 
+@dataclass(frozen=True)
+class ServerQuirks:
+    """How real OpenAI-compatible servers differ from OpenAI's API; LLAMA_CPP holds what
+    llama-cpp-python 0.3.36's server did (measured, README › "Model servers")."""
+
+    tools_need_tool_choice: bool = False  # tools are not even shown without tool_choice
+    reject_null_content: bool = False  # 500 on an assistant turn whose content is null
+    single_slot: bool = False  # one request at a time; an abandoned one is still computed
+    honours: Literal["both", "max_tokens"] = "both"  # which answer cap it reads
+    runaway_tokens: int | None = None  # answer length when no cap it reads was sent
+    seconds_per_token: float = 0.0  # generation time per answer token
+    name: str = "eval-pipeline"  # owned_by in GET /models
+
+
+LLAMA_CPP = ServerQuirks(
+    tools_need_tool_choice=True, reject_null_content=True, single_slot=True,
+    honours="max_tokens", runaway_tokens=2400, name="me",
+)  # fmt: skip
+
+
+def _null_content_turn(body: dict[str, Any]) -> int | None:
+    """Index of an assistant message whose content is null (or missing), if any."""
+    for index, message in enumerate(body.get("messages") or []):
+        if message.get("role") == "assistant" and message.get("content") is None:
+            return index
+    return None
+
+
+def _union_validation_error(index: int, message: dict[str, Any]) -> str:
+    """llama-cpp-python's 500 for that turn, as its server words it: pydantic tries every
+    message type of the union, so the one error that matters is the third of seven."""
+    where = f"'loc': ('body', 'messages', {index}, 'ChatCompletionRequest"
+    role = message.get("role")
+    lines = [
+        f"{{'type': 'literal_error', {where}SystemMessage', 'role'), 'msg': \"Input should be "
+        f"'system'\", 'input': {role!r}, 'ctx': {{'expected': \"'system'\"}}}}",
+        f"{{'type': 'literal_error', {where}UserMessage', 'role'), 'msg': \"Input should be "
+        f"'user'\", 'input': {role!r}, 'ctx': {{'expected': \"'user'\"}}}}",
+        f"{{'type': 'string_type', {where}AssistantMessage', 'content'), 'msg': 'Input should "
+        "be a valid string', 'input': None}",
+        f"{{'type': 'literal_error', {where}ToolMessage', 'role'), 'msg': \"Input should be "
+        f"'tool'\", 'input': {role!r}, 'ctx': {{'expected': \"'tool'\"}}}}",
+        f"{{'type': 'missing', {where}ToolMessage', 'tool_call_id'), 'msg': 'Field required', "
+        f"'input': {message!r}}}",
+        f"{{'type': 'literal_error', {where}FunctionMessage', 'role'), 'msg': \"Input should be "
+        f"'function'\", 'input': {role!r}, 'ctx': {{'expected': \"'function'\"}}}}",
+        f"{{'type': 'missing', {where}FunctionMessage', 'name'), 'msg': 'Field required', "
+        f"'input': {message!r}}}",
+    ]
+    body = "\n".join(f"  {line}" for line in lines)
+    return (f"7 validation errors:\n{body}\n\n  File \"llama_cpp/server/app.py\", line 376, "
+            "in create_chat_completion\n    POST /v1/chat/completions")
+
+
+def _answer_cap(body: dict[str, Any], honours: str) -> int | None:
+    cap = body.get("max_tokens")
+    if honours == "both" and cap is None:
+        cap = body.get("max_completion_tokens")
+    return cap
+
+
 def create_app(
     latency_s: float = 0.0,
     fault: FaultRule | None = None,
     rate_limit: float | None = None,
     chat_model: Callable[[str], BaseChatModel] | None = None,
     models: Sequence[str] = (OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"),
+    quirks: ServerQuirks = ServerQuirks(),
 ) -> Starlette:
     """``chat_model(name)`` answers (default: the offline model under that name); GET
-    /models lists ``models``."""
+    /models lists ``models``; ``quirks`` make it behave like a real server that is not
+    OpenAI (LLAMA_CPP)."""
     make_model = chat_model or (lambda name: OfflineChatModel(model_name=name))
     stats = {"requests": 0, "faults": 0, "rate_limited": 0}
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
+    slot = asyncio.Lock()  # created in the server's loop on first use (Python 3.10+)
 
     async def chat_completions(request: Request) -> Response:
         # The answer is due latency_s after this handler takes the request up, whatever the
@@ -119,15 +184,31 @@ def create_app(
                            "retry-after-ms": str(int(RETRY_AFTER_S * 1000))}  # fmt: skip
             return await answer_at(due, JSONResponse({"error": error}, status_code=injected,
                                                      headers=headers))  # fmt: skip
+        if quirks.reject_null_content and (turn := _null_content_turn(body)) is not None:
+            stats["rejected_null_content"] = stats.get("rejected_null_content", 0) + 1
+            error = {"message": _union_validation_error(turn, body["messages"][turn]),
+                     "type": "internal_server_error", "param": None, "code": None}  # fmt: skip
+            return JSONResponse({"error": error}, status_code=500)
+        tools = body.get("tools") or []
+        if quirks.tools_need_tool_choice and body.get("tool_choice") in (None, "none"):
+            tools = []  # as llama.cpp's chatml-function-calling: not even in the prompt
         messages = [_convert_dict_to_message(m) for m in body.get("messages", [])]
         model = make_model(body.get("model", "offline"))
-        kwargs: dict[str, Any] = {"tools": body.get("tools") or []}
+        kwargs: dict[str, Any] = {"tools": tools}
         for key in ("temperature", "seed"):
             if body.get(key) is not None:
                 kwargs[key] = body[key]
         result = await model._agenerate(messages, **kwargs)
         message = result.generations[0].message
-        usage = message.usage_metadata or {}
+        usage = dict(message.usage_metadata or {})
+        cap = _answer_cap(body, quirks.honours)
+        if quirks.runaway_tokens and cap is None:
+            usage["output_tokens"] = quirks.runaway_tokens
+        elif cap is not None:
+            usage["output_tokens"] = min(usage.get("output_tokens", 0), cap)
+        usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+        generation_s = usage["output_tokens"] * quirks.seconds_per_token
+        due += generation_s
         answer = JSONResponse(
             {
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -150,14 +231,22 @@ def create_app(
         )
         if injected == "reset":
             return await answer_at(due, _reset_midway(answer.body))
+        if quirks.single_slot:  # computed to the end even if the client has gone
+            async with slot:
+                await asyncio.sleep(latency_s + generation_s)
+                stats["computed"] = stats.get("computed", 0) + 1
+            return answer
         return await answer_at(due, answer)
 
     async def stats_view(request: Request) -> JSONResponse:
         return JSONResponse(stats)
 
     async def list_models(request: Request) -> JSONResponse:
+        if quirks.single_slot:  # llama.cpp's listing waits for the model's lock too
+            async with slot:
+                pass
         names = sorted(set(models))
-        data = [{"id": n, "object": "model", "created": 0, "owned_by": "eval-pipeline"}
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": quirks.name}
                 for n in names]  # fmt: skip
         return JSONResponse({"object": "list", "data": data})
 
@@ -206,8 +295,9 @@ class LocalOpenAIServer(BackgroundServer):
         rate_limit: float | None = None,
         chat_model: Callable[[str], BaseChatModel] | None = None,
         models: Sequence[str] = (OFFLINE_MODEL_NAME, "gpt-4o-mini", "gpt-4o"),
+        quirks: ServerQuirks = ServerQuirks(),
     ):
-        super().__init__(create_app(latency_s, fault, rate_limit, chat_model, models), port)
+        super().__init__(create_app(latency_s, fault, rate_limit, chat_model, models, quirks), port)
 
     @property
     def base_url(self) -> str:

@@ -1,6 +1,5 @@
 """The CLI: exit codes 0/1/2 and the demo's summary matching the results store."""
 
-
 import pytest
 import yaml
 from click.testing import CliRunner

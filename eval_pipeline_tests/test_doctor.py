@@ -64,6 +64,7 @@ def test_unreachable_endpoint_and_store_are_named_with_fixes(home, monkeypatch):
     assert "FAIL" in row(out, "results store") and "EVAL_RESULTS_URL" in out
     assert PLANTED not in out and "hunter2pw" not in out
     assert "2 problem(s): model endpoint, results store" in out
+    assert "skip" in row(out, "model probe")  # an unreachable server is not probed
 
 
 def test_a_broken_dataset_names_the_file(home, monkeypatch, tmp_path):
@@ -130,3 +131,59 @@ def test_an_endpoint_without_a_model_listing_is_not_refused():
         require_model(settings, "EVAL_LLM_MODEL")  # does not raise
     finally:
         server.stop()
+
+
+def probe_finding() -> str:
+    """The model probe's finding and fix as one line (the table folds long cells)."""
+    from eval_pipeline.doctor import check_model_probe
+
+    finding = check_model_probe()
+    return f"{'ok' if finding.ok else 'FAIL'}: {finding.detail} | fix: {finding.fix}"
+
+
+def test_the_probe_says_which_setting_a_llama_cpp_server_needs(home, monkeypatch):
+    from eval_pipeline_tests.model_server import LLAMA_CPP
+
+    with LocalOpenAIServer(quirks=LLAMA_CPP) as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "none")
+        monkeypatch.setenv("EVAL_LLM_MODEL", "offline")
+        code, out = doctor()
+        assert code == 1 and "FAIL" in row(out, "model probe")
+        assert "1 problem(s): model probe" in out
+        found = probe_finding()
+        assert "models owned by me" in found
+        assert "answered without a tool call" in found and "EVAL_LLM_TOOL_CHOICE=auto" in found
+        monkeypatch.setenv("EVAL_LLM_TOOL_CHOICE", "auto")
+        found = probe_finding()
+        assert found.startswith("FAIL") and "EVAL_LLM_TOOL_TURN_CONTENT=empty" in found
+        assert "EVAL_LLM_MAX_TOKENS_FIELD=max_tokens" in found  # its cap was not read
+        monkeypatch.delenv("EVAL_LLM_TOOL_CHOICE")
+        monkeypatch.setenv("EVAL_LLM_COMPAT", "llama.cpp")
+        code, out = doctor()
+        found = probe_finding()
+    assert code == 0, out
+    assert found.startswith("ok") and "calls tools (tool_choice auto)" in found
+
+
+def test_a_busy_single_slot_server_is_reported_busy_not_misconfigured(home, monkeypatch):
+    import threading
+
+    import httpx
+
+    from eval_pipeline_tests.model_server import ServerQuirks
+
+    with LocalOpenAIServer(latency_s=3.0, quirks=ServerQuirks(single_slot=True)) as server:
+        body = {"model": "offline", "messages": [{"role": "user", "content": "hi"}]}
+        busy = threading.Thread(target=lambda: httpx.post(f"{server.base_url}/chat/completions",
+                                                          json=body, timeout=10))  # fmt: skip
+        busy.start()
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "none")
+        monkeypatch.setenv("EVAL_LLM_MODEL", "offline")
+        monkeypatch.setenv("EVAL_LLM_CHECK_TIMEOUT_S", "0.5")
+        code, out = doctor()
+        busy.join()
+    text = " ".join(out.split())
+    assert code == 1 and "is busy" in text and "EVAL_LLM_CHECK_TIMEOUT_S" in text
+    assert "EVAL_LLM_API_KEY is valid" not in text

@@ -55,7 +55,10 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
         resources = eval_resources(tmp_path, project=project)
         # 29% of requests fail: nine tries per model call make a lost call (0.29^9) unlikely
         resources["llm"] = LLMResource(
-            base_url=server.base_url, api_key="sk-test", model="gpt-4o-mini", timeout_s=1.0,
+            base_url=server.base_url,
+            api_key="sk-test",
+            model="gpt-4o-mini",
+            timeout_s=1.0,
             max_retries=8,
         )
         result = materialize(

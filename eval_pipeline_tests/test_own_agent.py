@@ -125,13 +125,15 @@ def test_a_team_runs_gates_records_and_replays_its_own_agent(tmp_path, server, a
 
 def test_the_teams_definitions_module_materializes_our_assets(tmp_path, server):
     root = start_project(tmp_path, "weather_agent.agent:build")
-    (root / "weather_agent" / "definitions.py").write_text(textwrap.dedent("""\
+    (root / "weather_agent" / "definitions.py").write_text(
+        textwrap.dedent("""\
         from pathlib import Path
 
         from eval_pipeline.defs import build_definitions
 
         defs = build_definitions(Path(__file__).parents[1] / "eval-pipeline.yaml")
-    """))
+    """)
+    )
     script = textwrap.dedent("""\
         from dagster import DagsterInstance, MultiPartitionKey
         from weather_agent.definitions import defs

@@ -170,9 +170,7 @@ def test_missing_dataset_and_thresholds_files(tmp_path, run_in):
     assert "field 'thresholds'" in out and "thresholds file not found" in out
 
 
-def test_an_agent_answering_something_else_than_a_dict_is_a_runtime_problem(
-    tmp_path, monkeypatch
-):
+def test_an_agent_answering_something_else_than_a_dict_is_a_runtime_problem(tmp_path, monkeypatch):
     """Every item errors: the run exits 2 (investigate), never 0 or 1 (a verdict)."""
     body = "suites:\n" + GOOD_SUITE.format(agent="answer_pkg.agent:answer")
     root = project_dir(tmp_path, body, "answer_pkg", AGENT_OK)
@@ -201,15 +199,15 @@ def test_agents_are_recognised_by_what_they_are(tmp_path):
         project.suite("other")
 
 
-def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(
-    tmp_path, monkeypatch
-):
+def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(tmp_path, monkeypatch):
     """The suite declares a prompt, the graph factory never reads ctx.prompt: prompt labels
     make no difference to it, and both the run report and doctor say so."""
     from eval_pipeline_tests.stranger import write_project_files
 
-    body = "suites:\n" + GOOD_SUITE.format(agent="deaf_pkg.agent:build") + (
-        "    prompt: weather/assistant\n"
+    body = (
+        "suites:\n"
+        + GOOD_SUITE.format(agent="deaf_pkg.agent:build")
+        + ("    prompt: weather/assistant\n")
     )
     root = project_dir(tmp_path, body, "deaf_pkg", AGENT_OK)
     write_project_files(root, package="unused_pkg")  # the prompts folder
@@ -220,6 +218,4 @@ def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(
     assert "never read the prompt under test (weather/assistant)" in " ".join(ran.output.split())
     doctor = CliRunner().invoke(main, ["doctor"], terminal_width=300)
     assert doctor.exit_code == 1
-    assert "never read their prompt: weather (weather/assistant)" in " ".join(
-        doctor.output.split()
-    )
+    assert "never read their prompt: weather (weather/assistant)" in " ".join(doctor.output.split())

@@ -21,6 +21,7 @@ from eval_pipeline.core.cases import GoldenCase
 
 def build_tool_graph(llm: Any, tools: Sequence[BaseTool], system_prompt: str) -> CompiledStateGraph:
     """``llm`` has the tools bound; the model node is named "agent" (stepwise stops there)."""
+
     async def agent(state: MessagesState) -> dict:
         messages = [SystemMessage(content=system_prompt), *state["messages"]]
         reply = await llm.ainvoke(messages)

@@ -135,9 +135,11 @@ def plan(
     *,
     run_id: str | None = None,
     dagster_run_id: str | None = None,
+    notes: Sequence[str] = (),
 ) -> RunPlan:
     """Load and select the cases and describe the run (raises DatasetError); writes nothing.
-    A requested baseline is found next, by ``with_baseline``."""
+    ``notes`` are kept with the run (e.g. a setting that overrode the prompt's). A
+    requested baseline is found next, by ``with_baseline``."""
     all_cases = suite.load_cases()
     cases = select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
@@ -157,6 +159,7 @@ def plan(
         agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
+        notes=list(notes),
     )
     runner = RunnerConfig(
         concurrency=request.concurrency, repeats=repeats, timeout_s=request.timeout_s,

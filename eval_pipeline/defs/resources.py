@@ -84,26 +84,35 @@ class ServicesResource(ConfigurableResource):
 
 
 class LLMResource(ConfigurableResource):
-    """The agents' chat model. Without base_url and api_key: the offline model."""
+    """The agents' chat model (the EVAL_LLM_* settings, README › Configuration). Without
+    base_url and api_key: the offline model."""
 
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
     temperature: float | None = None  # None: the prompt's config.temperature
-    timeout_s: float = 60.0  # one request
-    max_retries: int = 2  # per model call
+    timeout_s: float | None = None  # one request; None: derived from the item timeout
+    max_retries: int | None = None  # per model call (default 2)
+    max_tokens: int | None = None
+    max_tokens_field: str | None = None
+    tool_choice: str | None = None
+    tool_turn_content: str | None = None
+    compat: str | None = None  # llama.cpp, vllm, ollama, openai
     prices_file: str | None = None
 
     def settings(self) -> LLMSettings:
-        configured = bool(self.base_url or self.api_key)
-        return LLMSettings.create(
-            model=self.model or ("gpt-4o-mini" if configured else "offline"),
-            base_url=self.base_url,
-            api_key=self.api_key,
-            temperature=self.temperature,
-            timeout_s=self.timeout_s,
-            max_retries=self.max_retries,
-        )
+        """Parsed as the environment is (LLMSettings.from_env), presets included."""
+        values = {
+            "EVAL_LLM_MODEL": self.model, "EVAL_LLM_BASE_URL": self.base_url,
+            "EVAL_LLM_API_KEY": self.api_key, "EVAL_LLM_TEMPERATURE": self.temperature,
+            "EVAL_LLM_TIMEOUT_S": self.timeout_s, "EVAL_LLM_MAX_RETRIES": self.max_retries,
+            "EVAL_LLM_MAX_TOKENS": self.max_tokens,
+            "EVAL_LLM_MAX_TOKENS_FIELD": self.max_tokens_field,
+            "EVAL_LLM_TOOL_CHOICE": self.tool_choice,
+            "EVAL_LLM_TOOL_TURN_CONTENT": self.tool_turn_content,
+            "EVAL_LLM_COMPAT": self.compat,
+        }  # fmt: skip
+        return LLMSettings.from_env({k: str(v) for k, v in values.items() if v is not None})
 
     def prices(self) -> PriceTable:
         return PriceTable.from_file(Path(self.prices_file) if self.prices_file else None)
@@ -114,9 +123,15 @@ def _env(name: str) -> EnvVar | None:
     return EnvVar(name) if os.environ.get(name) else None
 
 
-def _float_env(name: str) -> float | None:
+def _number_env(name: str, kind: type) -> float | int | None:
+    """A number read when the code location loads (a bad one fails the load, naming it)."""
     value = os.environ.get(name)
-    return float(value) if value else None
+    if not value:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected a {kind.__name__}") from None
 
 
 def default_resources(project: Path) -> dict[str, ConfigurableResource]:
@@ -137,7 +152,14 @@ def default_resources(project: Path) -> dict[str, ConfigurableResource]:
             model=_env("EVAL_LLM_MODEL"),
             base_url=_env("EVAL_LLM_BASE_URL"),
             api_key=_env("EVAL_LLM_API_KEY") or _env("OPENAI_API_KEY"),
-            temperature=_float_env("EVAL_LLM_TEMPERATURE"),
+            temperature=_number_env("EVAL_LLM_TEMPERATURE", float),
+            timeout_s=_number_env("EVAL_LLM_TIMEOUT_S", float),
+            max_retries=_number_env("EVAL_LLM_MAX_RETRIES", int),
+            max_tokens=_number_env("EVAL_LLM_MAX_TOKENS", int),
+            max_tokens_field=_env("EVAL_LLM_MAX_TOKENS_FIELD"),
+            tool_choice=_env("EVAL_LLM_TOOL_CHOICE"),
+            tool_turn_content=_env("EVAL_LLM_TOOL_TURN_CONTENT"),
+            compat=_env("EVAL_LLM_COMPAT"),
             prices_file=_env("EVAL_PRICES_FILE"),
         ),
     }

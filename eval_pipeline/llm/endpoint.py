@@ -7,13 +7,19 @@ error per item, after the run has been written. One ``GET /models`` settles it f
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.llm.settings import LLMSettings
 
-LIST_TIMEOUT_S = 10.0
 NO_LISTING = {404, 405, 501}  # endpoints (some proxies) that do not implement /models
+
+
+def check_timeout_s() -> float:
+    """How long a check (GET /models, doctor's probe) waits: EVAL_LLM_CHECK_TIMEOUT_S, 30 s.
+    A single-slot server (llama.cpp) answers only after the request it is computing."""
+    return float(os.environ.get("EVAL_LLM_CHECK_TIMEOUT_S") or 30.0)
 
 
 class ModelUnavailable(RuntimeError):
@@ -25,22 +31,37 @@ def endpoint_name(settings: LLMSettings) -> str:
     return settings.base_url or "api.openai.com"
 
 
+def client(settings: LLMSettings, timeout_s: float) -> Any:
+    """A plain OpenAI client for checks (one try, ``timeout_s``)."""
+    import openai  # not at module level: the offline path never needs it (~0.5 s to import)
+
+    key = settings.api_key.get_secret_value() if settings.api_key else "no-key-configured"
+    return openai.OpenAI(base_url=settings.base_url, api_key=key, timeout=timeout_s,
+                         max_retries=0)  # fmt: skip
+
+
 def available_models(settings: LLMSettings) -> list[str] | None:
     """The endpoint's model ids, or None when it does not list models. Connection and
     authentication errors propagate."""
-    import openai  # not at module level: the offline path never needs it (~0.5 s to import)
+    import openai
 
-    client = openai.OpenAI(
-        base_url=settings.base_url,
-        api_key=settings.api_key.get_secret_value() if settings.api_key else "no-key-configured",
-        timeout=min(settings.timeout_s, LIST_TIMEOUT_S), max_retries=1,
-    )  # fmt: skip
     try:
-        return [model.id for model in client.models.list()]
+        return [model.id for model in client(settings, check_timeout_s()).models.list()]
     except openai.APIStatusError as exc:
         if exc.status_code in NO_LISTING:
             return None
         raise
+
+
+def busy(exc: BaseException) -> str | None:
+    """For a timed-out check: what it means and what to do; None for other errors."""
+    import openai
+
+    if not isinstance(exc, openai.APITimeoutError):
+        return None
+    return (f"no answer within {check_timeout_s():g} s: the server is busy (a single-slot "
+            "server such as llama.cpp answers after the request it is computing) or slow; "
+            "wait, or raise EVAL_LLM_CHECK_TIMEOUT_S")  # fmt: skip
 
 
 def require_model(settings: LLMSettings, source: str) -> None:
@@ -57,10 +78,9 @@ def require_model(settings: LLMSettings, source: str) -> None:
     try:
         models = available_models(settings)
     except openai.OpenAIError as exc:
-        raise ModelUnavailable(
-            redact(f"cannot list the models of {endpoint}: {type(exc).__name__}: {exc}. "
-                   "Check EVAL_LLM_BASE_URL and EVAL_LLM_API_KEY (eval-pipeline doctor).")
-        ) from exc  # fmt: skip
+        why = busy(exc) or (f"{type(exc).__name__}: {exc}. Check EVAL_LLM_BASE_URL and "
+                            "EVAL_LLM_API_KEY (eval-pipeline doctor)")  # fmt: skip
+        raise ModelUnavailable(redact(f"cannot list the models of {endpoint}: {why}")) from exc
     if models is not None and settings.model not in models:
         listed = ", ".join(sorted(models)[:10]) + (", …" if len(models) > 10 else "")
         raise ModelUnavailable(

@@ -18,6 +18,8 @@ from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.settings import LLMSettings
 
+DEFAULT_REQUEST_TIMEOUT_S = 60.0  # a model built outside a run (a judge, doctor's probe)
+
 
 def create_chat_model(settings: LLMSettings) -> BaseChatModel:
     if settings.provider == "offline":
@@ -26,20 +28,25 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
 
     from eval_pipeline.llm.plain_json import PlainJSONCompletions
 
-    model = _seeded_chat_openai()(
+    timeout = settings.timeout_s or DEFAULT_REQUEST_TIMEOUT_S
+    model = _eval_chat_openai()(
         # Our own pool per model object, not langchain-openai's process-wide cached client:
         # that one is bound to the event loop of its first use, and every evaluation run
         # runs in an event loop of its own ("Event loop is closed" on the second run).
         http_async_client=openai.DefaultAsyncHttpxClient(
-            timeout=settings.timeout_s, event_hooks=PROVIDER_STATS.hooks(), **_transport(settings)
+            timeout=timeout, event_hooks=PROVIDER_STATS.hooks(), **_transport(settings)
         ),
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key or "no-key-configured",
         temperature=settings.temperature,
-        timeout=settings.timeout_s,
+        timeout=timeout,
         max_retries=settings.max_retries,
+        max_tokens=settings.max_tokens,
         stream_usage=True,
+        eval_tool_choice=settings.tool_choice,
+        eval_max_tokens_field=settings.max_tokens_field,
+        eval_tool_turn_content=settings.tool_turn_content,
     )
     model.async_client = PlainJSONCompletions(model.root_async_client)
     return model
@@ -60,23 +67,44 @@ def _transport(settings: LLMSettings) -> dict[str, Any]:
     return {"transport": RecordingTransport(recordings, settings.recording, network)}
 
 
-_SEEDED: type | None = None
+_EVAL_CHAT_OPENAI: type | None = None
 
 
-def _seeded_chat_openai() -> type:
-    """ChatOpenAI that sends the running item's seed (defined lazily: the offline path
-    never imports langchain-openai)."""
-    global _SEEDED
-    if _SEEDED is None:
+def _eval_chat_openai() -> type:
+    """ChatOpenAI that sends the running item's seed and the server's quirks (defined
+    lazily: the offline path never imports langchain-openai)."""
+    global _EVAL_CHAT_OPENAI
+    if _EVAL_CHAT_OPENAI is None:
         from langchain_openai import ChatOpenAI
 
-        class SeededChatOpenAI(ChatOpenAI):
+        class EvalChatOpenAI(ChatOpenAI):
+            eval_tool_choice: str | None = None
+            eval_max_tokens_field: str = "max_completion_tokens"
+            eval_tool_turn_content: str = "null"
+
             def _get_request_payload(self, input_: Any, *, stop: Any = None, **kwargs: Any):
                 payload = super()._get_request_payload(input_, stop=stop, **kwargs)
                 scope = current_item.get()
                 if scope is not None and payload.get("seed") is None:
                     payload["seed"] = scope.seed
-                return payload
+                return adapt_payload(payload, self.eval_tool_choice, self.eval_max_tokens_field,
+                                     self.eval_tool_turn_content)  # fmt: skip
 
-        _SEEDED = SeededChatOpenAI
-    return _SEEDED
+        _EVAL_CHAT_OPENAI = EvalChatOpenAI
+    return _EVAL_CHAT_OPENAI
+
+
+def adapt_payload(
+    payload: dict[str, Any], tool_choice: str | None, max_tokens_field: str, tool_turn: str
+) -> dict[str, Any]:
+    """A chat-completions body as this server needs it: ``tool_choice`` with the tools,
+    the answer cap under the name it honours, "" instead of null next to tool calls."""
+    if tool_choice and payload.get("tools") and "tool_choice" not in payload:
+        payload["tool_choice"] = tool_choice
+    if max_tokens_field == "max_tokens" and "max_completion_tokens" in payload:
+        payload["max_tokens"] = payload.pop("max_completion_tokens")
+    if tool_turn == "empty":
+        for message in payload.get("messages") or []:
+            if message.get("role") == "assistant" and message.get("content") is None:
+                message["content"] = ""
+    return payload

@@ -1,4 +1,11 @@
-"""Which chat model the agents use. No endpoint configured → the offline model."""
+"""Which chat model the agents use, and how to talk to its server. No endpoint → offline.
+
+OpenAI-compatible servers differ where it hurts an evaluation (measured on llama.cpp's
+server: README › "Model servers"): some use tools only when ``tool_choice`` is sent, some
+honour ``max_tokens`` but not ``max_completion_tokens``, some reject an assistant turn whose
+``content`` is null next to its tool calls. ``EVAL_LLM_COMPAT`` picks the settings a server
+needs; each can also be set on its own.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +21,26 @@ from eval_pipeline.core.running.memo import source_fingerprint
 from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
+ToolTurnContent = Literal["null", "empty"]
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+
+# What each kind of server needs (EVAL_LLM_COMPAT); explicit settings win.
+COMPAT: dict[str, dict[str, Any]] = {
+    "openai": {},
+    "llama.cpp": {"tool_choice": "auto", "max_tokens_field": "max_tokens",
+                  "tool_turn_content": "empty", "max_tokens": 512},
+    "vllm": {"max_tokens_field": "max_tokens"},
+    "ollama": {"max_tokens_field": "max_tokens"},
+}  # fmt: skip
+
 
 @cache
 def _offline_fingerprint() -> str:
     return source_fingerprint([Path(offline_package.__file__).resolve().parent])
+
+
+class SettingsError(ValueError):
+    """An EVAL_LLM_* variable has a value we cannot use; the message names it."""
 
 
 class LLMSettings(BaseModel):
@@ -31,9 +54,15 @@ class LLMSettings(BaseModel):
     # None: the prompt's config.temperature (else 0.0). Set (EVAL_LLM_TEMPERATURE), it wins
     # over the prompt's, and the run says so (``notes``).
     temperature: float | None = None
-    timeout_s: float = 60.0  # one request
+    # One request. None: the item timeout divided by the tries per call, so that one call,
+    # retries included, fits in one attempt of an item (``for_item_timeout``).
+    timeout_s: float | None = None
     max_retries: int = 2  # per model call, by the client (the runner does not retry again)
     seed: int = 0
+    max_tokens: int | None = None  # a cap on every answer (unset: the server's default)
+    max_tokens_field: MaxTokensField = "max_completion_tokens"
+    tool_choice: str | None = None  # sent with every request that offers tools
+    tool_turn_content: ToolTurnContent = "null"  # content of an assistant turn with tool calls
     notes: tuple[str, ...] = ()  # what the prompt's config could not change, and why
     # Record model calls to a file, or answer them from it with no endpoint (llm/recording.py).
     recording: Literal["off", "record", "replay"] = "off"
@@ -46,21 +75,24 @@ class LLMSettings(BaseModel):
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
-        """EVAL_LLM_BASE_URL, EVAL_LLM_API_KEY (or OPENAI_API_KEY), EVAL_LLM_MODEL, …"""
+        """EVAL_LLM_BASE_URL, EVAL_LLM_API_KEY (or OPENAI_API_KEY), EVAL_LLM_MODEL, … (see
+        README › Configuration). A bad value raises SettingsError naming the variable."""
         env = dict(os.environ if env is None else env)
         key = env.get("EVAL_LLM_API_KEY") or env.get("OPENAI_API_KEY")
         base_url = env.get("EVAL_LLM_BASE_URL") or None
+        compat = env.get("EVAL_LLM_COMPAT") or "openai"
+        if compat not in COMPAT:
+            raise SettingsError(f"EVAL_LLM_COMPAT={compat!r}: use one of {', '.join(COMPAT)}")
+        explicit = {
+            field: convert(env[name], name)
+            for name, (field, convert) in _VARIABLES.items()
+            if env.get(name)
+        }
         default_model = "gpt-4o-mini" if (key or base_url) else OFFLINE_MODEL_NAME
         return cls.create(
-            model=env.get("EVAL_LLM_MODEL") or default_model,
-            base_url=base_url,
-            api_key=key,
-            temperature=float(env["EVAL_LLM_TEMPERATURE"])
-            if env.get("EVAL_LLM_TEMPERATURE")
-            else None,
-            timeout_s=float(env.get("EVAL_LLM_TIMEOUT_S", 60.0)),
-            max_retries=int(env.get("EVAL_LLM_MAX_RETRIES", 2)),
-        )
+            model=env.get("EVAL_LLM_MODEL") or default_model, base_url=base_url, api_key=key,
+            **{**COMPAT[compat], **explicit},
+        )  # fmt: skip
 
     @classmethod
     def create(cls, *, api_key: str | None = None, **fields: Any) -> LLMSettings:
@@ -68,7 +100,8 @@ class LLMSettings(BaseModel):
         return cls(api_key=SecretStr(api_key) if api_key else None, **fields)
 
     def with_prompt_config(self, config: dict[str, Any]) -> LLMSettings:
-        """Apply a prompt version's config (model, temperature) on top of these settings.
+        """Apply a prompt version's config (model, temperature, max_tokens) on top of these
+        settings.
 
         An explicitly set temperature wins over the prompt's, and a note says so. The
         offline model keeps its name: a prompt written for another model still runs
@@ -82,14 +115,37 @@ class LLMSettings(BaseModel):
             note = (f"temperature {self.temperature:g} (EVAL_LLM_TEMPERATURE) overrides the "
                     f"prompt's config.temperature {float(wanted):g}")  # fmt: skip
             update["notes"] = (*self.notes, note)
+        if self.max_tokens is None and config.get("max_tokens"):
+            update["max_tokens"] = int(config["max_tokens"])
         if self.provider == "openai" and config.get("model"):
             update["model"] = str(config["model"])
         return self.model_copy(update=update)
+
+    def for_item_timeout(self, item_timeout_s: float) -> LLMSettings:
+        """The request timeout inside an item attempt of ``item_timeout_s`` seconds: one
+        model call, all its tries included, fits in it. A request timeout set explicitly is
+        kept; when its tries cannot fit, a note says so."""
+        tries = 1 + self.max_retries
+        if self.timeout_s is None:
+            return self.model_copy(update={"timeout_s": round(item_timeout_s / tries, 3)})
+        if self.timeout_s * tries <= item_timeout_s:
+            return self
+        note = (f"one model call may take {tries} × {self.timeout_s:g} s (EVAL_LLM_TIMEOUT_S "
+                f"× tries) but an item attempt only {item_timeout_s:g} s (--timeout): it is "
+                "cut at the item timeout")  # fmt: skip
+        return self.model_copy(update={"notes": (*self.notes, note)})
 
     def public_params(self) -> dict[str, Any]:
         """What may be recorded with a run (never the key). Offline, the model's "weights"
         are its code: its hash is recorded, so editing a policy invalidates memoized items."""
         offline = {"offline_model": _offline_fingerprint()} if self.provider == "offline" else {}
+        server = {
+            "max_tokens": self.max_tokens,
+            "tool_choice": self.tool_choice,
+            **({"max_tokens_field": "max_tokens"} if self.max_tokens_field == "max_tokens"
+               else {}),
+            **({"tool_turn_content": "empty"} if self.tool_turn_content == "empty" else {}),
+        }  # fmt: skip
         return {
             **offline,
             "provider": self.provider,
@@ -99,5 +155,37 @@ class LLMSettings(BaseModel):
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "seed": self.seed,
+            **{k: v for k, v in server.items() if v is not None},
             **({"recording": self.recording} if self.recording != "off" else {}),
         }
+
+
+def _number(kind: type) -> Any:
+    def convert(value: str, name: str) -> Any:
+        try:
+            return kind(value)
+        except ValueError:
+            raise SettingsError(f"{name}={value!r}: expected a {kind.__name__}") from None
+
+    return convert
+
+
+def _choice(*allowed: str) -> Any:
+    def convert(value: str, name: str) -> str:
+        if value not in allowed:
+            raise SettingsError(f"{name}={value!r}: use one of {', '.join(allowed)}")
+        return value
+
+    return convert
+
+
+_VARIABLES = {
+    "EVAL_LLM_TEMPERATURE": ("temperature", _number(float)),
+    "EVAL_LLM_TIMEOUT_S": ("timeout_s", _number(float)),
+    "EVAL_LLM_MAX_RETRIES": ("max_retries", _number(int)),
+    "EVAL_LLM_MAX_TOKENS": ("max_tokens", _number(int)),
+    "EVAL_LLM_MAX_TOKENS_FIELD": ("max_tokens_field", _choice("max_completion_tokens",
+                                                              "max_tokens")),
+    "EVAL_LLM_TOOL_CHOICE": ("tool_choice", _choice("auto", "required", "none")),
+    "EVAL_LLM_TOOL_TURN_CONTENT": ("tool_turn_content", _choice("null", "empty")),
+}  # fmt: skip

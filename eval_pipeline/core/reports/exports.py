@@ -15,7 +15,7 @@ from typing import Any
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import markdown_table, md_escape
-from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.store.records import ItemScore, RunRecord
 
 
 def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
@@ -40,6 +40,18 @@ def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
         "items": item_rows(result),
     }
     return _write(path, json.dumps(body, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+SHOWN_PARAMS = ("provider", "model", "base_url", "temperature", "seed", "max_tokens",
+                "max_tokens_field", "tool_choice", "tool_turn_content", "timeout_s",
+                "max_retries", "recording")  # fmt: skip
+
+
+def model_line(run: RunRecord) -> str:
+    """The effective model parameters of a run (what was sent, after the prompt's config)."""
+    params = run.model_params
+    shown = [f"{k}={params[k]}" for k in SHOWN_PARAMS if params.get(k) not in (None, "")]
+    return ", ".join(shown) or run.model
 
 
 def item_rows(result: EvalResult) -> list[dict[str, Any]]:
@@ -118,7 +130,8 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         f"# Evaluation report — {md_escape(run.suite)} ({run.tier} tier)",
         "",
         f"Run `{run.run_id}` · prompt {md_escape(run.prompt_name)} {run.prompt_version} "
-        f"(`{run.prompt_hash}`) · model {md_escape(run.model)} · dataset `{run.dataset_version}`"
+        f"(`{run.prompt_hash}`) · model {md_escape(model_line(run))} · dataset "
+        f"`{run.dataset_version}`"
         f" · {summary.n_cases} cases × {summary.repeats} repeat(s), "
         f"{summary.n_errors} error(s)",
         "",
@@ -165,7 +178,8 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         "## Cost and latency",
         "",
         f"Latency p50 {_f(lat.p50, 0)} ms, p95 {_f(lat.p95, 0)} ms · tokens "
-        f"{tokens.input:,} in / {tokens.output:,} out · cost ${summary.cost_usd:.4f}",
+        f"{tokens.input:,} in / {tokens.output:,} out · cost ${summary.cost_usd:.4f}"
+        + (f" {md_escape(summary.cost_note)}" if summary.cost_note else ""),
     ]
     for title, chart in result.charts.items():
         relative = os.path.relpath(Path(chart).resolve(), Path(path).resolve().parent)

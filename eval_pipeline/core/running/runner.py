@@ -5,10 +5,11 @@ with the error recorded when the agent could not produce an output.
 
 Retries: a failing model call is retried by its client (``max_retries``, llm/factory.py);
 the runner retries an item only for transient failures no client retried (an agent
-service's 5xx or 429, a dropped connection, the per-item timeout), at most
-``max_attempts`` attempts in all, each with a seed of its own and bounded by ``timeout_s``,
-after a wait (Retry-After, or exponential backoff with full jitter). So one failing model
-call is sent at most 1 + max_retries times, never max_retries × max_attempts times.
+service's 5xx or 429, a dropped connection), at most ``max_attempts`` attempts in all, each
+with a seed of its own, after a wait (Retry-After, or exponential backoff with full
+jitter). An attempt that runs past ``timeout_s`` is not retried: its model calls already
+had their tries, and a slow server that keeps computing abandoned requests (llama.cpp) only
+gets further behind. So one failing model call is sent at most 1 + max_retries times.
 """
 
 from __future__ import annotations
@@ -158,12 +159,15 @@ async def _run_with_retries(
         await limiter.wait()
         scope = ItemScope(case.id, repeat, item_seed(case.id, repeat, config.base_seed, attempt),
                           usage)  # fmt: skip
+        deadline = asyncio.timeout(config.timeout_s)
         try:
             with item_scope(scope):
-                result = await asyncio.wait_for(agent.run(case, repeat=repeat), config.timeout_s)
-        except Exception as exc:  # every failure becomes data on the item
-            if isinstance(exc, asyncio.TimeoutError):
-                exc = TimeoutError(f"no answer within {config.timeout_s:g} s (per-item timeout)")
+                async with deadline:
+                    result = await agent.run(case, repeat=repeat)
+        except Exception as raised:  # every failure becomes data on the item
+            exc = raised
+            if deadline.expired():  # (not a TimeoutError the agent's own code raised)
+                exc = ItemTimeout(f"no answer within {config.timeout_s:g} s (per-item timeout)")
             if attempt < config.max_attempts and is_retryable(exc) and not retried_by_client(exc):
                 await asyncio.sleep(
                     backoff_delay(exc, attempt, config.backoff_base_s, config.backoff_max_s)
@@ -172,6 +176,12 @@ async def _run_with_retries(
             return finished(attempt, output=None, error=_describe(exc), error_kind=error_kind(exc))
         return finished(attempt, output=result.output)
     raise AssertionError("unreachable: the loop returns on the last attempt")
+
+
+class ItemTimeout(TimeoutError):
+    """An attempt ran past the item timeout (not retried: see the module docstring)."""
+
+    retryable = False
 
 
 def _describe(exc: BaseException) -> str:

@@ -79,6 +79,15 @@ class Summary:
     # run that produced them; "spent" is what this run paid.
     n_reused: int = 0
     cost_usd_spent: float = 0.0
+    unpriced_models: list[str] = field(default_factory=list)  # calls not in cost_usd
+
+    @property
+    def cost_note(self) -> str:
+        """What the cost leaves out, for reports ("" when every model had a price)."""
+        if not self.unpriced_models:
+            return ""
+        return (f"without the models that have no price ({', '.join(self.unpriced_models)}: "
+                "add them to EVAL_PRICES_FILE)")  # fmt: skip
 
     def metric(self, name: str) -> float | None:
         return self.metrics.get(name)
@@ -186,6 +195,7 @@ def summarize(
         attempts=int(sum(o.attempts for o in outputs)),
         n_reused=sum(1 for o in outputs if o.source_run_id),
         cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
+        unpriced_models=sorted({m for o in outputs for m in o.unpriced_models}),
     )
 
 
