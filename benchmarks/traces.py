@@ -80,7 +80,7 @@ def main() -> None:
     drive_thru = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
     with LangfuseTestServer() as server:
         server.set_observation_source(synthetic(args.traces))
-        source = LangfuseTraceSource(server.client(), base_url=server.base_url)
+        source = LangfuseTraceSource(server.settings())
 
         def watched(records):
             for n, record in enumerate(records, start=1):

@@ -87,6 +87,7 @@ def prepare(
         prompt = services.prompt(chosen, version=prompt_version, label=label)
         recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))
         llm = run_settings(prompt.config if prompt else {}, recording, recordings)
+        llm = llm.for_item_timeout(request.timeout_s)
         if recording == "replay" and not recordings.exists():
             which = f" --prompt-version {prompt.version}" if prompt else ""
             raise SetupError(f"--replay: no recordings at {recordings}; record them with "
@@ -96,7 +97,7 @@ def prepare(
                              "EVAL_LLM_BASE_URL (and EVAL_LLM_API_KEY) first")  # fmt: skip
         if recording != "replay":
             require_model(llm, model_source(prompt))
-        plan = evaluation.plan(chosen, prompt, llm.public_params(), request)
+        plan = evaluation.plan(chosen, prompt, llm.public_params(), request, notes=llm.notes)
         agent = chosen.make_agent(prompt, llm)  # a factory that fails: nothing written yet
         store = ResultsStore(settings.results_url())
         evaluation.with_baseline(store, plan, services.registry())
@@ -130,13 +131,12 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
 
             Recordings.open(prepared.llm.recordings_path).finish()
     prepared.services.flush()
-    result.warnings.extend(prepared.llm.notes)
     run_id = plan.run.run_id
     payloads = langfuse_scores.item_score_payloads(run_id, result.scores, result.outputs)
     payloads |= langfuse_scores.run_score_payloads(run_id, result.summary.metrics)
     report = prepared.services.write_back(store, payloads)
-    if report is not None and report.error:
-        result.warnings.append(f"Langfuse write-back incomplete: {report.error}")
+    if report is not None and (report.queued or report.set_aside):
+        result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     return result
 
 
@@ -188,5 +188,3 @@ def _recorded_model(path: Path) -> str | None:
               if isinstance(e.request, dict)}  # fmt: skip
     models.discard(None)
     return next(iter(models)) if len(models) == 1 else None
-
-

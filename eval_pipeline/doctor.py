@@ -23,6 +23,7 @@ class Finding:
     ok: bool
     detail: str
     fix: str = ""
+    skipped: bool = False  # not run because a check it needs failed; not a problem itself
 
 
 Check = Callable[[], Finding]
@@ -131,7 +132,7 @@ def check_prompts() -> Finding:
 
 
 def check_model_endpoint() -> Finding:
-    from eval_pipeline.llm.endpoint import available_models, endpoint_name
+    from eval_pipeline.llm.endpoint import available_models, busy, endpoint_name
     from eval_pipeline.llm.settings import LLMSettings
 
     llm = LLMSettings.from_env()
@@ -141,6 +142,9 @@ def check_model_endpoint() -> Finding:
     try:
         models = available_models(llm)
     except Exception as exc:
+        if hint := busy(exc):
+            return Finding("model endpoint", False, f"{endpoint}: {hint}",
+                           "try again when the server is idle")  # fmt: skip
         fix = f"check that {endpoint} is reachable and EVAL_LLM_API_KEY is valid"
         return _failure("model endpoint", exc, fix)
     if models is None:
@@ -151,18 +155,67 @@ def check_model_endpoint() -> Finding:
     return Finding("model endpoint", True, f"{endpoint}: {len(models)} model(s), {llm.model} ok")
 
 
+def check_model_probe() -> Finding:
+    """Two tiny calls as an evaluation makes them (llm/probe.py): tool calls, usage, the
+    answer cap, a tool result after a tool call; and who serves the model."""
+    from eval_pipeline.llm.probe import probe
+    from eval_pipeline.llm.settings import LLMSettings
+
+    llm = LLMSettings.from_env()
+    if llm.provider == "offline":
+        return Finding("model probe", True, "offline model: nothing to probe")
+    report = probe(llm)
+    served = f"{report.identity}; " if report.identity else ""
+    if report.problems:
+        what = "; ".join(problem for problem, _ in report.problems)
+        fixes = "; ".join(dict.fromkeys(fix for _, fix in report.problems))
+        return Finding("model probe", False, f"{served}{what}", fixes)
+    return Finding("model probe", True, served + "; ".join(report.facts))
+
+
 def check_langfuse() -> Finding:
-    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+    """Keys accepted, the server's version (is it one we support?), and scores that wait in
+    the outbox or were set aside as undeliverable."""
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings, version_status
 
     langfuse = LangfuseSettings.from_env()
     if langfuse is None:
         return Finding("langfuse", True, "not configured: local prompts, no tracing")
     try:
-        ok = langfuse.client(tracing_enabled=False).auth_check()
+        version = langfuse.server_version()
     except Exception as exc:
-        return _failure("langfuse", exc, "check LANGFUSE_BASE_URL and the key pair "
-                        "(LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY)")  # fmt: skip
-    return Finding("langfuse", bool(ok), f"{langfuse.base_url} (project keys accepted)")
+        return _failure("langfuse", exc, "check LANGFUSE_BASE_URL (GET /api/public/health "
+                        "must answer)")  # fmt: skip
+    try:
+        ok = langfuse.client().auth_check()
+    except Exception as exc:
+        return _failure("langfuse", exc, "check the key pair (LANGFUSE_PUBLIC_KEY / "
+                        "LANGFUSE_SECRET_KEY) and that they belong to this server")  # fmt: skip
+    detail = f"{langfuse.base_url}: Langfuse {version}, project keys accepted"
+    if outbox := _score_outbox():
+        detail += f"; {outbox}"
+    usable, note = version_status(version)
+    if note:
+        return Finding("langfuse", usable and bool(ok), f"{detail}; {note}",
+                       "README › Langfuse lists the tested versions")  # fmt: skip
+    return Finding("langfuse", bool(ok), detail)
+
+
+def _score_outbox() -> str:
+    from eval_pipeline.core.store.results_store import ResultsStore
+    from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND, SET_ASIDE_KIND
+
+    try:
+        with ResultsStore(settings.results_url()) as store:
+            waiting = len(store.queued(OUTBOX_KIND))
+            set_aside = store.queue_errors(SET_ASIDE_KIND)
+    except Exception:  # the results-store check reports the store's problems
+        return ""
+    parts = [f"{waiting} score(s) wait in the outbox"] if waiting else []
+    if set_aside:
+        reasons = sorted(set(set_aside.values()))
+        parts.append(f"{len(set_aside)} set aside as undeliverable ({'; '.join(reasons[:2])})")
+    return ", ".join(parts)
 
 
 def check_results_store() -> Finding:
@@ -208,13 +261,24 @@ def check_dagster_instance() -> Finding:
 
 CHECKS: tuple[Check, ...] = (
     check_configuration, check_suites, check_agents, check_prompts, check_model_endpoint,
+    check_model_probe,
     check_langfuse, check_results_store, check_dagster_instance,
 )  # fmt: skip
 
 
+# A check that means nothing when another failed: probing a server that cannot be reached
+# would only repeat the endpoint's failure as a second problem.
+REQUIRES: dict[Check, str] = {check_model_probe: "model endpoint"}
+
+
 def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
-    findings = []
+    findings: list[Finding] = []
     for check in checks:
+        needed = REQUIRES.get(check)
+        if needed and any(f.check == needed and not f.ok for f in findings):
+            name = check.__name__.removeprefix("check_").replace("_", " ")
+            findings.append(Finding(name, True, f"not run: {needed} failed", skipped=True))
+            continue
         try:
             findings.append(check())
         except Exception as exc:  # a check must never crash the doctor

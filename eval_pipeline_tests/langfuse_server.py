@@ -1,13 +1,26 @@
-"""A local server speaking the part of the Langfuse public API that langfuse SDK 5 uses here.
+"""A local server speaking the part of the Langfuse public API that eval-pipeline uses.
 
 No Langfuse server can be installed from PyPI (it needs Postgres, ClickHouse, Redis and
-S3), so the tests run the real SDK over real HTTP against this one. Responses are built
-in the API's JSON shape and the SDK parses them with its own pydantic models, so a field
-we get wrong fails the tests. Binds to 127.0.0.1 only; HTTP Basic auth like the real API.
+S3), so the tests run the real SDK (and our own HTTP calls) over real HTTP against this
+one. It is as strict as the real server on every point we depend on, read from Langfuse's
+source at the releases we support (``langfuse_rules.py``; ``version=V3`` or ``V4``):
 
-Routes: projects, health, v2 prompts (list / get / create / patch labels), v2 datasets,
-dataset-items, scores (array or object), OTLP/HTTP trace ingestion (protobuf, optionally
-gzip) turned into observations, and v2 observations with cursor paging.
+- path parameters are one segment, matched on the raw path and decoded after; an
+  unencoded ``/`` in a name reaches no route and gets Next.js's HTML 404;
+- request bodies are parsed before anything else: over the route's limit (1 MB; 4.5 MB
+  for ingestion and dataset items) is a plain-text 413, NaN or Infinity a 400;
+- ``POST /scores`` takes one score object (an array is a 400), ``POST /ingestion`` a batch
+  answered 207 with per-event successes and errors;
+- written scores and spans become readable only after ``ingestion_delay_s`` (the server
+  queues them); ``settle()`` waits for them;
+- dataset items: only ACTIVE ones are listed, control characters are removed from their
+  strings, a string holding JSON is stored as that JSON;
+- ``GET /v2/observations`` only on v4 (v3: 404 without a preview flag), with field groups,
+  IO as raw strings and metadata values cut at 200 characters unless read in full;
+  ``GET /observations`` (v1, pages of at most 100) only on v3 (v4: 404 before auth);
+- ``/health`` needs no auth and tells the version; prompt creation answers 201.
+
+Binds to 127.0.0.1 only; HTTP Basic auth like the real API.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ import base64
 import gzip
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -29,14 +43,42 @@ from langfuse._client.resource_manager import LangfuseResourceManager
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline_tests.langfuse_rules import (
+    EVENTS_ONLY_404,
+    LIMITS,
+    V2_OBSERVATIONS_404,
+    V4,
+    LangfuseVersion,
+    event_error,
+    finite_json,
+    normalised_item_field,
+    requested_groups,
+    score_issues,
+    stored_score,
+    v1_row,
+    v2_row,
+)
 from eval_pipeline_tests.model_server import BackgroundServer
 
 PROJECT_ID = "project-eval-pipeline-tests"
 ObservationSource = Callable[[int, int], tuple[list[dict[str, Any]], int | None]]
+AS_ROOT = "langfuse.internal.as_root"  # the SDK's attribute on a root with a remote parent
+NOT_FOUND_PAGE = (
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><title>404: This page could not be '
+    "found</title></head><body><div><h1>404</h1><h2>This page could not be found.</h2>"
+    "</div></body></html>"
+)
+
+PROXY_413_PAGE = (
+    "<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 "
+    "Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>"
+)
 
 
 def now_iso() -> str:
@@ -53,16 +95,54 @@ class LangfuseState:
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
+@dataclass(frozen=True)
+class RouteRules:
+    """What happens before the handler: Next.js's body parsing (limit, JSON), the v4
+    events_only refusal, then authentication."""
+
+    limit: str | None = "1mb"  # None: the route reads its own body (OTLP)
+    auth: bool = True
+    legacy: bool = False  # refused with 404 on v4 (events_only), before auth
+
+
+class RawPathRouting:
+    """Route on the path as sent (``%2F`` stays inside its segment), as Next.js does;
+    handlers decode their path parameters. Uvicorn would hand the decoded path."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("raw_path"):
+            scope = {**scope, "path": scope["raw_path"].decode("latin-1")}
+        await self.app(scope, receive, send)
+
+
 class LangfuseTestServer:
-    def __init__(self, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test"):
+    def __init__(
+        self,
+        public_key: str = "pk-lf-test",
+        secret_key: str = "sk-lf-test",
+        *,
+        version: LangfuseVersion = V4,
+        ingestion_delay_s: float = 0.05,
+        proxy_limit_bytes: int | None = None,
+    ):
+        """``proxy_limit_bytes``: a reverse proxy in front with a smaller body limit (nginx
+        answers 413 with its own HTML page)."""
         self.public_key = public_key
         self.secret_key = secret_key
+        self.version = version
+        self.ingestion_delay_s = ingestion_delay_s
+        self.proxy_limit_bytes = proxy_limit_bytes
         self.state = LangfuseState()
         self.outage: int | None = None  # every /api/public request answers with this status
         self.fail_paths: Sequence[str] = ()  # ... or only requests to these paths (503)
         self.requests: Counter[tuple[str, str]] = Counter()
+        self.body_sizes: dict[str, list[int]] = {}  # request body bytes, by path
         self._source: ObservationSource | None = None
-        self._server = BackgroundServer(self._app())
+        self._queued: list[threading.Timer] = []
+        self._server = BackgroundServer(RawPathRouting(self._app()))
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -75,6 +155,7 @@ class LangfuseTestServer:
 
     def stop(self) -> None:
         LangfuseResourceManager.reset()  # the SDK's background exporters point at us
+        self.settle()
         self._server.stop()
 
     def __enter__(self) -> LangfuseTestServer:
@@ -90,12 +171,37 @@ class LangfuseTestServer:
             "LANGFUSE_BASE_URL": self.base_url,
         }
 
+    def settings(self) -> LangfuseSettings:
+        """Our settings for this server (what the LANGFUSE_* variables would give)."""
+        return LangfuseSettings(self.public_key, self.secret_key, self.base_url)
+
     def client(self, **kwargs: Any) -> Langfuse:
         """A real SDK client for this server. The SDK shares resources per public key in a
         process, so earlier clients (maybe for another server) are reset first."""
         LangfuseResourceManager.reset()
         return Langfuse(public_key=self.public_key, secret_key=self.secret_key,
                         base_url=self.base_url, **kwargs)  # fmt: skip
+
+    def settle(self, timeout_s: float = 10.0) -> None:
+        """Wait until everything accepted so far is readable (the ingestion queue is empty)."""
+        deadline = time.monotonic() + timeout_s
+        while self._queued and time.monotonic() < deadline:
+            self._queued.pop(0).join(max(0.0, deadline - time.monotonic()))
+
+    def _ingest(self, write: Callable[[], None]) -> None:
+        """Accepted now, readable after the queue's delay (the worker writes ClickHouse)."""
+
+        def land() -> None:
+            with self.state.lock:
+                write()
+
+        if self.ingestion_delay_s <= 0:
+            land()
+            return
+        timer = threading.Timer(self.ingestion_delay_s, land)
+        timer.daemon = True
+        self._queued.append(timer)
+        timer.start()
 
     # --- seeding without HTTP -------------------------------------------------------------
     def seed_prompt(
@@ -148,9 +254,8 @@ class LangfuseTestServer:
         return {k: v for k, v in entry.items() if k != "updatedAt"}
 
     async def _list_prompts(self, request: Request) -> Response:
-        q = request.query_params
-        page, limit = int(q.get("page", 1)), int(q.get("limit", 50))
-        label, name = q.get("label"), q.get("name")
+        page, limit = _paging(request)
+        label, name = request.query_params.get("label"), request.query_params.get("name")
         rows = []
         with self.state.lock:
             for prompt_name in sorted(self.state.prompts):
@@ -168,10 +273,7 @@ class LangfuseTestServer:
                     "tags": latest["tags"], "lastUpdatedAt": latest["updatedAt"],
                     "lastConfig": latest["config"],
                 })  # fmt: skip
-        start = (page - 1) * limit
-        return JSONResponse(
-            {"data": rows[start : start + limit], "meta": _page_meta(page, limit, len(rows))}
-        )
+        return _page(rows, page, limit)
 
     async def _get_prompt(self, request: Request) -> Response:
         name = unquote(request.path_params["name"])
@@ -182,30 +284,37 @@ class LangfuseTestServer:
                     not version and (label or "production") in entry["labels"]
                 ):
                     return JSONResponse(self._prompt_json(entry))
-        return _error(404, f"Prompt not found: {name}")
+        which = f"version {version}" if version else f"label '{label or 'production'}'"
+        return _error(404, f"Prompt not found: '{name}' with {which}", "LangfuseNotFoundError")
 
     async def _create_prompt_route(self, request: Request) -> Response:
-        body = await request.json()
+        body = request.state.body
         with self.state.lock:
             version = self._create_prompt(
                 body["name"], body["prompt"], body.get("type", "text"), body.get("labels") or [],
                 body.get("config") or {}, body.get("tags") or [],
             )  # fmt: skip
-            return JSONResponse(self._prompt_json(self.state.prompts[body["name"]][version - 1]))
+            created = self._prompt_json(self.state.prompts[body["name"]][version - 1])
+        return JSONResponse(created, status_code=201)
 
     async def _patch_labels(self, request: Request) -> Response:
         name = unquote(request.path_params["name"])
         version = int(request.path_params["version"])
-        body = await request.json()
+        labels = list(request.state.body.get("newLabels") or [])
+        if "latest" in labels:
+            return _invalid([{"code": "custom", "path": ["newLabels"],
+                              "message": "Label 'latest' is always assigned to the latest "
+                              "prompt version"}])  # fmt: skip
         with self.state.lock:
             if version > len(self.state.prompts.get(name, [])):
-                return _error(404, f"Prompt version not found: {name} v{version}")
-            self._set_labels(name, version, list(body.get("newLabels") or []))
+                return _error(404, f"Prompt not found: '{name}' with version {version}",
+                              "LangfuseNotFoundError")  # fmt: skip
+            self._set_labels(name, version, labels)
             return JSONResponse(self._prompt_json(self.state.prompts[name][version - 1]))
 
     # --- datasets -------------------------------------------------------------------------
     async def _create_dataset(self, request: Request) -> Response:
-        body = await request.json()
+        body = request.state.body
         with self.state.lock:
             dataset = self.state.datasets.get(body["name"]) or {
                 "id": uuid.uuid4().hex, "name": body["name"], "projectId": PROJECT_ID,
@@ -218,28 +327,43 @@ class LangfuseTestServer:
             return JSONResponse(dataset)
 
     async def _get_dataset(self, request: Request) -> Response:
-        name = unquote(request.path_params["name"])
+        # decoded twice: once by Next.js, once by the route's zod schema
+        name = unquote(unquote(request.path_params["name"]))
         dataset = self.state.datasets.get(name)
-        return JSONResponse(dataset) if dataset else _error(404, f"Dataset not found: {name}")
+        if dataset is None:
+            return _error(404, "Dataset not found", "LangfuseNotFoundError")
+        return JSONResponse(dataset)
 
     async def _list_datasets(self, request: Request) -> Response:
-        rows = list(self.state.datasets.values())
-        return JSONResponse({"data": rows, "meta": _page_meta(1, max(len(rows), 1), len(rows))})
+        page, limit = _paging(request)
+        return _page(list(self.state.datasets.values()), page, limit)
 
     async def _upsert_item(self, request: Request) -> Response:
-        body = await request.json()
+        body = request.state.body
         with self.state.lock:
             dataset = self.state.datasets.get(body["datasetName"])
             if dataset is None:
-                return _error(404, f"Dataset not found: {body['datasetName']}")
+                return _error(404, f"Dataset {body['datasetName']} not found for project "
+                              f"{PROJECT_ID}", "LangfuseNotFoundError")  # fmt: skip
             item_id = body.get("id") or uuid.uuid4().hex
             old = self.state.dataset_items.get(item_id)
             if old and old["datasetName"] != dataset["name"]:
-                return _error(409, f"Dataset item {item_id} belongs to another dataset")
+                return _error(409, f"Dataset item id {item_id} already exists in another "
+                              f"dataset (id {old['datasetId']}) in this project",
+                              "LangfuseConflictError")  # fmt: skip
+            fields = {}
+            for key in ("input", "expectedOutput", "metadata"):
+                if key in body:  # absent: an existing item keeps its value
+                    fields[key] = normalised_item_field(body[key])
+                elif old is None:
+                    fields[key] = None
+            if old is None and fields["input"] is None:
+                return _error(400, "Dataset item validation failed: Dataset item input cannot "
+                              "be null", "InvalidRequestError")  # fmt: skip
             item = {
-                "id": item_id, "status": body.get("status") or "ACTIVE",
-                "input": body.get("input"), "expectedOutput": body.get("expectedOutput"),
-                "metadata": body.get("metadata"), "sourceTraceId": body.get("sourceTraceId"),
+                **(old or {}), **fields,
+                "id": item_id, "status": body.get("status") or (old or {}).get("status")
+                or "ACTIVE", "sourceTraceId": body.get("sourceTraceId"),
                 "sourceObservationId": body.get("sourceObservationId"),
                 "datasetId": dataset["id"], "datasetName": dataset["name"],
                 "createdAt": old["createdAt"] if old else now_iso(), "updatedAt": now_iso(),
@@ -249,117 +373,197 @@ class LangfuseTestServer:
             return JSONResponse(item)
 
     async def _list_items(self, request: Request) -> Response:
-        q = request.query_params
-        page, limit = int(q.get("page", 1)), int(q.get("limit", 50))
-        name = q.get("datasetName")
+        page, limit = _paging(request)
+        name = request.query_params.get("datasetName")
         with self.state.lock:
+            if name and name not in self.state.datasets:
+                return _error(404, "Dataset not found", "LangfuseNotFoundError")
             rows = [i for i in self.state.dataset_items.values()
-                    if not name or i["datasetName"] == name]  # fmt: skip
-        start = (page - 1) * limit
-        return JSONResponse(
-            {"data": rows[start : start + limit], "meta": _page_meta(page, limit, len(rows))}
-        )
+                    if (not name or i["datasetName"] == name)
+                    and i["status"] == "ACTIVE"]  # archived items are never listed  # fmt: skip
+        return _page(rows, page, limit)
 
-    # --- scores, traces, observations -----------------------------------------------------
-    async def _scores(self, request: Request) -> Response:
-        body = await request.json()
-        scores = [{**s, "id": s.get("id") or uuid.uuid4().hex}
-                  for s in (body if isinstance(body, list) else [body])]  # fmt: skip
-        with self.state.lock:
+    # --- scores ---------------------------------------------------------------------------
+    def _store_scores(self, scores: list[dict[str, Any]]) -> None:
+        """Langfuse upserts scores by id (in the queue's worker, later)."""
+
+        def write() -> None:
             known = {s["id"]: i for i, s in enumerate(self.state.scores)}
             for score in scores:
-                if score["id"] in known:  # Langfuse upserts scores by id
+                if score["id"] in known:
                     self.state.scores[known[score["id"]]] = score
                 else:
                     known[score["id"]] = len(self.state.scores)
                     self.state.scores.append(score)
-        if isinstance(body, list):
-            return JSONResponse({"message": "Accepted"}, status_code=202)
-        return JSONResponse({"id": scores[0]["id"]})
 
+        self._ingest(write)
+
+    async def _scores(self, request: Request) -> Response:
+        body = request.state.body
+        if problems := score_issues(body):
+            return _invalid(problems)
+        score = stored_score(body, body.get("id") or str(uuid.uuid4()))
+        self._store_scores([score])
+        return JSONResponse({"id": score["id"]})
+
+    async def _ingestion(self, request: Request) -> Response:
+        body = request.state.body
+        if not isinstance(body, dict) or not isinstance(body.get("batch"), list):
+            return JSONResponse({"message": "Invalid request data",
+                                 "errors": ["Invalid input: expected array"]},
+                                status_code=400)  # fmt: skip
+        successes, errors, scores = [], [], []
+        for event in body["batch"]:
+            event_id = event.get("id") if isinstance(event, dict) else None
+            event_id = event_id if isinstance(event_id, str) else "unknown"
+            kind = event.get("type") if isinstance(event, dict) else None
+            if not self.version.legacy_reads and kind not in ("score-create", "sdk-log"):
+                errors.append({"id": event_id, "status": 400, "message": "Event type not "
+                               "accepted", "error": f"Event type \"{kind}\" is not accepted "
+                               "by /api/public/ingestion when LANGFUSE_MIGRATION_V4_WRITE_MODE "
+                               "is events_only."})  # fmt: skip
+                continue
+            problem = event_error(event)
+            if problem is None and kind == "score-create":
+                issues = score_issues(event.get("body"))
+                problem = "; ".join(i["message"] for i in issues) or None
+            if problem is not None:
+                errors.append({"id": event_id, "status": 400, "message": "Invalid request data",
+                               "error": problem})  # fmt: skip
+                continue
+            if kind == "score-create":
+                score_body = event["body"]
+                scores.append(stored_score(score_body, score_body.get("id") or str(uuid.uuid4())))
+            successes.append({"id": event_id, "status": 201})
+        self._store_scores(scores)
+        return JSONResponse({"successes": successes, "errors": errors}, status_code=207)
+
+    # --- traces and observations ----------------------------------------------------------
     async def _otel_traces(self, request: Request) -> Response:
         raw = await request.body()
         if request.headers.get("content-encoding") == "gzip":
             raw = gzip.decompress(raw)
         export = ExportTraceServiceRequest()
         export.ParseFromString(raw)
-        observations = [
-            _observation(span)
+        spans = [
+            span
             for resource_spans in export.resource_spans
             for scope_spans in resource_spans.scope_spans
             for span in scope_spans.spans
         ]
-        self.add_observations(observations)
-        return Response(b"", media_type="application/x-protobuf")
+        malformed = any(len(s.trace_id) != 16 or len(s.span_id) != 8 for s in spans)
+        if self.version.major >= 4 and malformed:
+            return JSONResponse({"error": "Invalid OTLP trace export: malformed span or trace id"},
+                                status_code=400)  # fmt: skip
+        observations = [_observation(span) for span in spans]
+        self._ingest(lambda: self.state.observations.extend(observations))
+        return JSONResponse({})
 
-    async def _observations(self, request: Request) -> Response:
+    def _matching(self, q: Any, *, roots_filter: bool) -> list[dict[str, Any]]:
+        with self.state.lock:
+            rows = [o for o in self.state.observations if _matches(o, q, roots_filter)]
+        return sorted(rows, key=lambda o: (o["startTime"], o["id"]))
+
+    async def _observations_v2(self, request: Request) -> Response:
+        if not self.version.v2_observations:
+            return _error(404, V2_OBSERVATIONS_404, "LangfuseNotFoundError")
         q = request.query_params
-        limit = min(int(q.get("limit", 50)), 1000)
+        limit = int(q.get("limit", 50))
+        if not 0 <= limit <= 1000:
+            return _invalid([{"code": "too_big", "path": ["limit"],
+                              "message": "Too big: expected number to be <=1000"}])  # fmt: skip
         offset = int(base64.b64decode(q["cursor"]).decode()) if q.get("cursor") else 0
         if self._source is not None:
             page, next_offset = self._source(offset, limit)
         else:
-            with self.state.lock:
-                rows = sorted((o for o in self.state.observations if _matches(o, q)),
-                              key=lambda o: (o["startTime"], o["id"]))  # fmt: skip
+            rows = self._matching(q, roots_filter=True)
             page = rows[offset : offset + limit]
             next_offset = offset + limit if offset + limit < len(rows) else None
+        groups = requested_groups(q.get("fields"), self.version)
+        full_metadata = "io" in groups or bool(q.get("expandMetadata"))
         meta = (
             {"cursor": base64.b64encode(str(next_offset).encode()).decode()} if next_offset else {}
         )
-        public = [{k: v for k, v in o.items() if not k.startswith("_")} for o in page]
-        return JSONResponse({"data": public, "meta": meta})
+        data = [v2_row(o, groups, full_metadata=full_metadata) for o in page]
+        return JSONResponse({"data": data, "meta": meta})
+
+    async def _observations_v1(self, request: Request) -> Response:
+        page, limit = _paging(request)
+        rows = self._matching(request.query_params, roots_filter=False)
+        return _page([v1_row(o) for o in rows], page, limit)
 
     # --- app ------------------------------------------------------------------------------
     def _app(self) -> Starlette:
-        def route(path: str, endpoint: Callable, methods: list[str]) -> Route:
+        def route(path: str, endpoint: Callable, methods: list[str],
+                  rules: RouteRules = RouteRules()) -> Route:  # fmt: skip
             async def guarded(request: Request) -> Response:
                 self.requests[(request.method, path)] += 1
                 if self.outage or request.url.path in self.fail_paths:
                     return _error(self.outage or 503, "service unavailable (test outage)")
-                if not self._authorised(request):
-                    return _error(401, "Invalid credentials")
+                size = len(await request.body())
+                self.body_sizes.setdefault(request.url.path, []).append(size)
+                limit = self.proxy_limit_bytes
+                if limit is not None and size > limit:
+                    return HTMLResponse(PROXY_413_PAGE, status_code=413)
+                if rules.limit is not None:
+                    raw = await request.body()
+                    if len(raw) > LIMITS[rules.limit]:
+                        return PlainTextResponse(f"Body exceeded {rules.limit} limit", 413)
+                    try:
+                        request.state.body = finite_json(raw) if raw else {}
+                    except ValueError:
+                        return PlainTextResponse("Invalid JSON", 400)
+                if rules.legacy and not self.version.legacy_reads:
+                    return JSONResponse({"message": EVENTS_ONLY_404}, status_code=404)
+                if rules.auth and not self._authorised(request):
+                    return _error(401, "Invalid credentials. Confirm that you've configured "
+                                  "the correct host.")  # fmt: skip
                 return await endpoint(request)
 
             return Route(path, guarded, methods=methods)
 
+        async def health(request: Request) -> Response:
+            return JSONResponse({"status": "OK", "version": self.version.version})
+
+        async def projects(request: Request) -> Response:
+            return JSONResponse({"data": [{"id": PROJECT_ID, "name": "eval-pipeline tests",
+                                           "metadata": {}, "organization": {
+                                               "id": "org-tests", "name": "tests"}}]})  # fmt: skip
+
         base = "/api/public"
+        public, legacy = RouteRules(auth=False), RouteRules(legacy=True)
+        large, own_body = RouteRules(limit="4.5mb"), RouteRules(limit=None)
         routes = [
-            route(f"{base}/health", lambda r: _json({"version": "3.0.0", "status": "OK"}), ["GET"]),
-            route(
-                f"{base}/projects",
-                lambda r: _json(
-                    {
-                        "data": [
-                            {
-                                "id": PROJECT_ID,
-                                "name": "eval-pipeline tests",
-                                "metadata": {},
-                                "organization": {"id": "org-tests", "name": "tests"},
-                            }
-                        ]
-                    }
-                ),
-                ["GET"],
-            ),
+            route(f"{base}/health", health, ["GET"], public),
+            route(f"{base}/projects", projects, ["GET"]),
             route(f"{base}/v2/prompts", self._list_prompts, ["GET"]),
             route(f"{base}/v2/prompts", self._create_prompt_route, ["POST"]),
             route(
-                f"{base}/v2/prompts/{{name:path}}/versions/{{version:int}}",
+                f"{base}/v2/prompts/{{name}}/versions/{{version:int}}",
                 self._patch_labels,
                 ["PATCH"],
             ),
-            route(f"{base}/v2/prompts/{{name:path}}", self._get_prompt, ["GET"]),
+            route(f"{base}/v2/prompts/{{name}}", self._get_prompt, ["GET"]),
             route(f"{base}/v2/datasets", self._create_dataset, ["POST"]),
             route(f"{base}/v2/datasets", self._list_datasets, ["GET"]),
-            route(f"{base}/v2/datasets/{{name:path}}", self._get_dataset, ["GET"]),
-            route(f"{base}/dataset-items", self._upsert_item, ["POST"]),
+            route(f"{base}/v2/datasets/{{name}}", self._get_dataset, ["GET"]),
+            route(f"{base}/dataset-items", self._upsert_item, ["POST"], large),
             route(f"{base}/dataset-items", self._list_items, ["GET"]),
             route(f"{base}/scores", self._scores, ["POST"]),
-            route(f"{base}/otel/v1/traces", self._otel_traces, ["POST"]),
-            route(f"{base}/v2/observations", self._observations, ["GET"]),
+            route(f"{base}/ingestion", self._ingestion, ["POST"], large),
+            route(f"{base}/otel/v1/traces", self._otel_traces, ["POST"], own_body),
+            route(f"{base}/v2/observations", self._observations_v2, ["GET"]),
+            route(f"{base}/observations", self._observations_v1, ["GET"], legacy),
         ]
-        return Starlette(routes=routes)
+
+        async def refused(request: Request, exc: HTTPException) -> Response:
+            if exc.status_code == 404:  # no route: Next.js's page, not Langfuse's JSON
+                return HTMLResponse(NOT_FOUND_PAGE, status_code=404)
+            if exc.status_code == 405:
+                return _error(405, "Method not allowed", "MethodNotAllowedError")
+            return _invalid([{"code": "custom", "path": [], "message": exc.detail}])
+
+        return Starlette(routes=routes, exception_handlers={HTTPException: refused})
 
     def _authorised(self, request: Request) -> bool:
         header = request.headers.get("authorization", "")
@@ -372,30 +576,48 @@ class LangfuseTestServer:
         return (user, password) == (self.public_key, self.secret_key)
 
 
-async def _json(value: Any) -> Response:
-    return JSONResponse(value)
+def _error(status: int, message: str, error: str | None = None) -> JSONResponse:
+    body = {"message": message, **({"error": error} if error else {})}
+    return JSONResponse(body, status_code=status)
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"message": message, "error": message}, status_code=status)
+def _invalid(issues: list[dict[str, Any]]) -> JSONResponse:
+    return JSONResponse({"message": "Invalid request data", "error": issues}, status_code=400)
 
 
-def _page_meta(page: int, limit: int, total: int) -> dict[str, int]:
-    return {"page": page, "limit": limit, "totalItems": total,
-            "totalPages": (total + limit - 1) // limit}  # fmt: skip
+def _paging(request: Request) -> tuple[int, int]:
+    """page >= 1 and 1 <= limit <= 100, as the API's pagination schema."""
+    q = request.query_params
+    page, limit = int(q.get("page", 1)), int(q.get("limit", 50))
+    if page < 1 or not 1 <= limit <= 100:
+        raise HTTPException(400, f"page {page} / limit {limit}: limit must be 1..100")
+    return page, limit
 
 
-def _matches(observation: dict[str, Any], q: Any) -> bool:
+def _page(rows: list[dict[str, Any]], page: int, limit: int) -> JSONResponse:
+    start = (page - 1) * limit
+    meta = {"page": page, "limit": limit, "totalItems": len(rows),
+            "totalPages": (len(rows) + limit - 1) // limit}  # fmt: skip
+    return JSONResponse({"data": rows[start : start + limit], "meta": meta})
+
+
+def _matches(observation: dict[str, Any], q: Any, roots_filter: bool) -> bool:
     checks = {"name": "name", "traceId": "traceId", "type": "type", "sessionId": "sessionId"}
     for param, key in checks.items():
         if q.get(param) and observation.get(key) != q[param]:
             return False
-    if q.get("isRootObservation") == "true" and observation.get("parentObservationId"):
+    if roots_filter and q.get("isRootObservation") == "true" and not is_root(observation):
         return False
     start = observation["startTime"]
     if q.get("fromStartTime") and _ts(start) < _ts(q["fromStartTime"]):
         return False
     return not (q.get("toStartTime") and _ts(start) >= _ts(q["toStartTime"]))
+
+
+def is_root(observation: dict[str, Any]) -> bool:
+    """v4's rule: no parent, or the SDK marked it a root (a span started under a remote
+    parent, e.g. with ``trace_context``, keeps that parent's id)."""
+    return observation.get("isRootObservation", not observation.get("parentObservationId"))
 
 
 def _ts(text: str) -> datetime:
@@ -421,7 +643,8 @@ def _maybe_json(value: Any) -> Any:
 
 
 def _observation(span: Any) -> dict[str, Any]:
-    """One OTLP span in the shape GET /api/public/v2/observations returns."""
+    """One OTLP span as stored: every field the read APIs select from (rules.v2_row,
+    rules.v1_row)."""
     attrs = {kv.key: _value(kv.value) for kv in span.attributes}
 
     def prefixed(prefix: str) -> dict[str, Any]:
@@ -443,8 +666,8 @@ def _observation(span: Any) -> dict[str, Any]:
     return {
         "id": span.span_id.hex(),
         "traceId": span.trace_id.hex(),
-        "parentObservationId": parent,
-        "isRootObservation": parent is None,
+        "parentObservationId": parent,  # kept when the span started under a remote parent
+        "isRootObservation": parent is None or str(attrs.get(AS_ROOT)).lower() == "true",
         "projectId": PROJECT_ID,
         "type": str(attrs.get("langfuse.observation.type", "span")).upper(),
         "name": span.name,
@@ -459,7 +682,7 @@ def _observation(span: Any) -> dict[str, Any]:
         "userId": attrs.get("user.id"),
         "traceName": attrs.get("langfuse.trace.name"),
         "tags": list(tags) if isinstance(tags, list) else ([tags] if tags else []),
-        "model": attrs.get("langfuse.observation.model.name"),
+        "providedModelName": attrs.get("langfuse.observation.model.name"),
         "usageDetails": _maybe_json(attrs.get("langfuse.observation.usage_details")),
         "costDetails": _maybe_json(attrs.get("langfuse.observation.cost_details")),
         "latency": latency,

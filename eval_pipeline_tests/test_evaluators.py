@@ -122,3 +122,25 @@ def test_avg_order_correctness_skips_none_and_rounds():
         _Result(Evaluation(name="tool_call_accuracy", value=0.0)),
     ]
     assert avg_order_correctness(item_results=results).value == 0.611
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_score_that_is_not_finite_is_an_evaluator_error_where_it_is_made(bad):
+    """NaN cannot be averaged, and JSON (so Langfuse) has no NaN: refused at the source."""
+    from eval_pipeline.core.scoring.apply import evaluate_one, item_results, run_level
+    from eval_pipeline.evaluators.base import Score, evaluator, run_evaluator
+
+    @evaluator
+    def odd(*, output, **_):
+        return Score(bad, metadata={"ratio": bad})
+
+    (score,) = evaluate_one(odd, item_id="c1", repeat=0, input={}, output={},
+                            expected_output={}, metadata={})  # fmt: skip
+    assert score.value is None and "not a finite number" in score.comment
+
+    @run_evaluator
+    def mean_of_nothing(*, item_results):
+        return Evaluation(name="mean_of_nothing", value=bad)
+
+    (found,) = run_level([mean_of_nothing], item_results([], [])).values()
+    assert found.value is None and "not a finite number" in found.comment

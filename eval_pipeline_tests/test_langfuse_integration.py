@@ -25,6 +25,7 @@ from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
 from eval_pipeline_tests.helpers import suite as project_suite
+from eval_pipeline_tests.langfuse_rules import V3, V4
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def env(tmp_path, server):
 
 
 def registry(server: LangfuseTestServer) -> LangfusePromptRegistry:
-    return LangfusePromptRegistry(server.client(), base_url=server.base_url)
+    return LangfusePromptRegistry(server.settings())
 
 
 def test_registry_reads_versions_config_and_labels_across_pages(server):
@@ -142,6 +143,7 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     assert run.model_params["temperature"] == 0.4
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     assert meta["langfuse_scores_queued"].value == 0
+    server.settle()  # Langfuse ingests asynchronously
     scores = store.read_scores(run.run_id)
     sent = [s for s in server.state.scores if s.get("metadata", {}).get("run_id") == run.run_id]
     assert len([s for s in sent if "traceId" in s]) == len(scores)
@@ -172,7 +174,7 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     key = {"suite": "drive_thru", "prompt_version": "v1"}
     config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}}
     # The prompt is fetched before the outage; the outage hits tracing and write-back.
-    server.fail_paths = ("/api/public/scores", "/api/public/otel/v1/traces")
+    server.fail_paths = ("/api/public/ingestion", "/api/public/otel/v1/traces")
     failed = job.execute_in_process(
         partition_key=MultiPartitionKey(key), run_config=config, instance=instance
     )
@@ -191,55 +193,92 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     assert meta["langfuse_scores_retried"].value == queued
     assert meta["langfuse_scores_queued"].value == 0
     assert store.queued(OUTBOX_KIND) == {}
+    server.settle()
     ids = [s["id"] for s in server.state.scores]
     assert len(ids) == len(set(ids)) == 2 * queued
 
 
-def test_dataset_sync_is_idempotent_and_archives_removed_cases(server, tmp_path):
-    client = server.client()
-    suite = project_suite("drive_thru")
-    cases = suite.load_cases()
+@pytest.fixture(params=[V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def any_server(request):
+    """Each Langfuse release we support, as its defaults make it answer."""
+    with LangfuseTestServer(version=request.param) as srv:
+        yield srv
+
+
+def test_dataset_sync_is_idempotent_and_archives_removed_cases(any_server):
+    """The dataset's name holds a "/": it must reach the one-segment route encoded."""
+    server, suite = any_server, project_suite("drive_thru")
+    client, cases = server.client(), suite.load_cases()
     first = sync_dataset(client, "drive_thru", cases)
     assert first.counts() == {"created": 47, "updated": 0, "unchanged": 0, "archived": 0}
+    assert server.requests[("GET", "/api/public/v2/datasets/{name}")] == 1
     second = sync_dataset(client, "drive_thru", cases)
     assert second.counts() == {"created": 0, "updated": 0, "unchanged": 47, "archived": 0}
-    items = [
-        i
-        for i in server.state.dataset_items.values()
-        if i["datasetName"] == dataset_name("drive_thru")
-    ]
+    assert server.requests[("POST", "/api/public/v2/datasets")] == 1  # found the 2nd time
+    items = [i for i in server.state.dataset_items.values()
+             if i["datasetName"] == dataset_name("drive_thru")]  # fmt: skip
     assert len(items) == 47
     third = sync_dataset(client, "drive_thru", cases[1:])
     assert third.counts()["archived"] == 1
     archived = server.state.dataset_items[f"drive_thru-{cases[0].id}"]
     assert archived["status"] == "ARCHIVED"
+    # added back: Langfuse lists no archived items, so it is "created" (reactivated)
+    again = sync_dataset(client, "drive_thru", cases)
+    assert again.counts() == {"created": 1, "updated": 0, "unchanged": 46, "archived": 0}
+    assert server.state.dataset_items[f"drive_thru-{cases[0].id}"]["status"] == "ACTIVE"
 
 
-def test_langfuse_trace_source_pages_like_the_local_files_and_scores_land(server, tmp_path):
+def test_a_case_with_control_characters_stays_unchanged(any_server):
+    """Langfuse strips control characters from stored items; comparing with what we sent
+    would report the case "updated" on every sync."""
+    from eval_pipeline.core.cases import GoldenCase
+
+    case = project_suite("drive_thru").load_cases()[0]
+    odd = GoldenCase(id=case.id, metadata=case.metadata, expected_output=case.expected_output,
+                     input={**case.input, "customer_utterance": "two\u0007 tacos\u0000"},
+                     )  # fmt: skip
+    client = any_server.client()
+    assert sync_dataset(client, "drive_thru", [odd]).counts()["created"] == 1
+    assert sync_dataset(client, "drive_thru", [odd]).counts()["unchanged"] == 1
+
+
+def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_path):
+    """v4: v2 observations in cursor pages of 1,000. v3 answers those 404 and serves v1
+    observations in numbered pages of 100, without a root filter: a child named like its
+    root is left out, a root started under a remote parent (distributed tracing) is kept."""
     from datetime import date
 
     from eval_pipeline.core.traces.records import score_traces
     from eval_pipeline.integrations.langfuse_scores import trace_score_payloads, write_back
     from eval_pipeline.integrations.trace_sources import LangfuseTraceSource, LocalTraceSource
 
-    day = date(2026, 11, 20)
-    local = LocalTraceSource()
+    server, day = any_server, date(2026, 11, 20)
     suite = project_suite("drive_thru")
     lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
     observations = [json.loads(line) for line in lines.splitlines()]
     filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in enumerate(observations * 10)]
-    server.add_observations(observations + filler)  # 1,320 roots: two pages of 1,000
-    client = server.client()
-    remote = list(LangfuseTraceSource(client).traces(suite, day))
-    assert len(remote) == 1320
-    assert server.requests[("GET", "/api/public/v2/observations")] == 2
-    expected = list(local.traces(suite, day))
+    child = {**observations[0], "id": "child", "parentObservationId": observations[0]["id"],
+             "isRootObservation": False}  # fmt: skip
+    remote_root = {**observations[0], "id": "remote", "traceId": "f" * 32,
+                   "parentObservationId": "a" * 16, "isRootObservation": True}  # fmt: skip
+    server.add_observations([*observations, *filler, child, remote_root])  # 1,321 roots
+    remote = list(LangfuseTraceSource(server.settings()).traces(suite, day))
+    ids = {r.observation_id for r in remote}
+    assert len(remote) == 1321 and "child" not in ids and "remote" in ids
+    if server.version is V4:
+        assert server.requests[("GET", "/api/public/v2/observations")] == 2
+    else:  # one 404 on v2, then twice (some have a parent) 14 pages of 100 from v1
+        assert server.requests[("GET", "/api/public/v2/observations")] == 1
+        assert server.requests[("GET", "/api/public/observations")] == 28
+    expected = list(LocalTraceSource().traces(suite, day))
     by_id = {r.trace_id: r for r in remote}
     assert all(by_id[r.trace_id].output == r.output for r in expected)
+    assert all(by_id[r.trace_id].metadata == r.metadata for r in expected)
     scores = score_traces(expected, suite.trace_evaluators)
     store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
-    report = write_back(client, store, trace_score_payloads(scores))
+    report = write_back(server.settings(), store, trace_score_payloads(scores))
     assert report.queued == 0 and report.sent == len(scores)
+    server.settle()
     assert {s["traceId"] for s in server.state.scores} == {r.trace_id for r in expected}
 
 
@@ -304,6 +343,7 @@ def test_reused_items_are_scored_on_the_trace_that_produced_them(env, server):
         return result.asset_materializations_for_node("agent_run_outputs")[0].metadata
 
     def roots():
+        server.settle()
         return {
             o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"
         }

@@ -11,12 +11,17 @@ import os
 from dataclasses import dataclass
 from functools import cache
 
+import httpx
 from langfuse import Langfuse
 from opentelemetry.sdk.trace import TracerProvider
 
 from eval_pipeline.core.redact import register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+# Server releases this version was tested against (README › Langfuse): the v3 line serves
+# v1 observations, the v4 line v2 observations; both take scores through /ingestion.
+TESTED_VERSIONS = ("3.225.4", "4.16.0")
+SUPPORTED_MAJORS = (3, 4)
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,10 @@ class LangfuseSettings:
             os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST"),
         )
 
-    def client(self, *, tracing_enabled: bool = True) -> Langfuse:
-        """The SDK client. Note the SDK shares HTTP resources per public key in a process.
+    def client(self) -> Langfuse:
+        """The SDK client. The SDK shares one set of resources per public key in a process,
+        made by the first client: so every client here has tracing on (one created with it
+        off would silently switch tracing off for the whole process).
 
         Its spans go through a tracer provider of our own, not the process-wide one: the
         evaluation's spans reach Langfuse only (not exporters the user's code registered),
@@ -60,9 +67,38 @@ class LangfuseSettings:
             secret_key=self.secret_key,
             base_url=self.base_url,
             timeout=self.timeout_s,
-            tracing_enabled=tracing_enabled,
-            tracer_provider=_tracer_provider(self) if tracing_enabled else None,
+            tracer_provider=_tracer_provider(self),
         )
+
+    def http(self, timeout_s: float | None = None) -> httpx.Client:
+        """Our own calls to the public API, for what SDK 5 does not offer (score batches
+        through /ingestion, v1 observations of v3 servers)."""
+        return httpx.Client(base_url=self.base_url, auth=(self.public_key, self.secret_key),
+                            timeout=timeout_s or self.timeout_s)  # fmt: skip
+
+    def server_version(self) -> str:
+        """The server's version from GET /api/public/health (no auth needed)."""
+        response = httpx.get(f"{self.base_url}/api/public/health", timeout=self.timeout_s)
+        response.raise_for_status()
+        return str(response.json().get("version") or "unknown")
+
+
+def version_status(version: str) -> tuple[bool, str | None]:
+    """Whether eval-pipeline can work with this server version, and what to say about it."""
+    tested = ", ".join(TESTED_VERSIONS)
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        return True, f"its version ({version!r}) could not be read; tested: {tested}"
+    if major < SUPPORTED_MAJORS[0]:
+        return False, (f"Langfuse {version} is older than v3 (no OpenTelemetry ingestion, no "
+                       f"score batches): upgrade the server; tested: {tested}")  # fmt: skip
+    if major > SUPPORTED_MAJORS[-1]:
+        return True, (
+            f"Langfuse {version} is newer than the releases eval-pipeline was "
+            f"tested against ({tested}): it may work; report what does not"
+        )
+    return True, None
 
 
 @cache
@@ -71,16 +107,17 @@ def _tracer_provider(settings: LangfuseSettings) -> TracerProvider:
 
 
 class LangfuseService:
-    """Base of the classes that read or write through one SDK client."""
+    """Base of the classes that read or write one Langfuse project: the SDK client, and
+    the settings for the calls the SDK does not make."""
 
-    def __init__(self, client: Langfuse, *, base_url: str = "", timeout_s: int = 10):
-        self.client = client
-        self.base_url = base_url
-        self.timeout_s = timeout_s
+    def __init__(self, settings: LangfuseSettings, *, timeout_s: float | None = None):
+        self.settings = settings
+        self.timeout_s = timeout_s or settings.timeout_s
+        self.client = settings.client()
 
     @property
     def description(self) -> str:
-        return f"langfuse ({self.base_url})" if self.base_url else "langfuse"
+        return f"langfuse ({self.settings.base_url})"
 
 
 def describe_error(exc: Exception) -> str:

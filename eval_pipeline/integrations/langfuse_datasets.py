@@ -2,17 +2,23 @@
 
 Item ids are deterministic (``<suite>-<case id>``), so syncing twice creates nothing new;
 cases removed from the files are archived in Langfuse (kept for history, not left active).
+Langfuse lists only active items, so a case added back after it was archived is reported
+as created (its old item is reactivated under the same id).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from langfuse import Langfuse
-from langfuse.api.commons.errors.not_found_error import NotFoundError
 from langfuse.api.commons.types.dataset_status import DatasetStatus
+from langfuse.api.core.api_error import ApiError
 
 from eval_pipeline.core.cases import GoldenCase, dataset_version
 
@@ -53,10 +59,9 @@ def sync_dataset(
 ) -> SyncReport:
     name = dataset_name(suite)
     report = SyncReport(name, dataset_version(cases))
-    try:
-        client.api.datasets.get(name)
+    if exists(client, name):
         existing = {item.id: item for item in _items(client, name)}
-    except NotFoundError:
+    else:
         existing = {}
         if not dry_run:
             client.create_dataset(
@@ -70,7 +75,7 @@ def sync_dataset(
         old = existing.get(key)
         if old is None:
             report.created.append(key)
-        elif old.status == DatasetStatus.ACTIVE and _same(old, body):
+        elif _same(old, body):
             report.unchanged.append(key)
             continue
         else:
@@ -78,8 +83,8 @@ def sync_dataset(
         if not dry_run:
             client.create_dataset_item(dataset_name=name, id=key, status=DatasetStatus.ACTIVE,
                                        **body)  # fmt: skip
-    for key, old in existing.items():
-        if key in wanted or old.status == DatasetStatus.ARCHIVED:
+    for key, old in existing.items():  # (listed items are all active)
+        if key in wanted:
             continue
         report.archived.append(key)
         if not dry_run:
@@ -90,9 +95,50 @@ def sync_dataset(
     return report
 
 
+def exists(client: Langfuse, name: str) -> bool:
+    """Whether the dataset exists. The name goes in the path encoded (our names hold a
+    ``/``): the generated API client does not encode path parameters, and the route is one
+    segment, so an unencoded name reaches no route (an HTML 404, not a NotFoundError)."""
+    try:
+        client.api.datasets.get(quote(name, safe=""))
+    except ApiError as exc:
+        if exc.status_code == 404:
+            return False
+        raise
+    return True
+
+
+# What Langfuse removes from stored strings (DatasetItemValidator: PostgreSQL TEXT cannot
+# hold them); \t, \n and \r are kept.
+CONTROL_CHARS = re.compile("[\u0000-\u0008\u000b\u000e-\u001f\u007f-\u009f]")
+
+
+def as_stored(value: Any) -> Any:
+    """A field as Langfuse stores it: "" becomes null, a string holding JSON becomes that
+    JSON, control characters are removed from every string. Comparing stored items with
+    this (not with what we send) keeps a case with such characters "unchanged"."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    return _without_control_chars(value)
+
+
+def _without_control_chars(value: Any) -> Any:
+    if isinstance(value, str):
+        return CONTROL_CHARS.sub("", value)
+    if isinstance(value, list):
+        return [_without_control_chars(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_control_chars(v) for k, v in value.items()}
+    return value
+
+
 def _same(item: Any, body: dict[str, Any]) -> bool:
     return (item.input, item.expected_output, item.metadata) == (
-        body["input"], body["expected_output"], body["metadata"],
+        as_stored(body["input"]), as_stored(body["expected_output"]),
+        as_stored(body["metadata"]),
     )  # fmt: skip
 
 

@@ -1,32 +1,42 @@
 """Write evaluation scores back to Langfuse, so they show on the traces people look at.
 
-Scores go out synchronously through the public API in batches, with deterministic ids
-(Langfuse upserts by id: re-sending is harmless). Whatever cannot be delivered is put in
-the results store's outbox and sent first by the next write-back. Writing back never
-raises: an evaluation's result does not depend on Langfuse being up.
+Scores go out as ``score-create`` events through ``POST /api/public/ingestion``, the batch
+endpoint that self-hosted v3 and v4 both serve (their ``POST /scores`` takes one score
+per request; SDK 5 sends it lists, which they refuse). Batches are capped by bytes, well
+under the server's body limit; a batch the server still finds too large (413) is split.
+Score ids are deterministic and Langfuse upserts by id: re-sending is harmless.
+
+Nothing here raises, and nothing blocks the outbox:
+- a batch that cannot be delivered now (server down, 5xx, 429) waits in the results
+  store's outbox and is sent first by the next write-back;
+- a score the server refuses (its 207 names it with a 4xx) or that can never be sent (too
+  large, not finite) is set aside in the outbox under ``SET_ASIDE_KIND`` with the reason,
+  never retried, and counted in the report; the rest are delivered.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from langfuse import Langfuse
-from langfuse.api.core.api_error import ApiError
-from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
-from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.integrations.langfuse_client import describe_error
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_error
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
-BATCH = 500
+SET_ASIDE_KIND = "langfuse_score_set_aside"
+BATCH_BYTES = 1_000_000  # as SDK 5 caps its own batches; the ingestion limit is 4.5 MB
+MAX_COMMENT_CHARS = 4_000  # a judge's reasoning can be long; Langfuse shows it as the comment
+TIMEOUT_S = 15
 
 
 @dataclass(frozen=True)
@@ -34,15 +44,28 @@ class WritebackReport:
     sent: int
     retried_from_outbox: int
     queued: int
+    set_aside: int = 0
     error: str | None = None
+    set_aside_reasons: tuple[str, ...] = field(default=())
 
     def metadata(self) -> dict[str, Any]:
         return {
             "langfuse_scores_sent": self.sent,
             "langfuse_scores_retried": self.retried_from_outbox,
             "langfuse_scores_queued": self.queued,
+            "langfuse_scores_set_aside": self.set_aside,
             "langfuse_writeback_error": self.error or "none",
         }
+
+    def line(self) -> str:
+        """One line for a terminal report."""
+        parts = [f"{self.sent} score(s) sent to Langfuse"]
+        if self.queued:
+            parts.append(f"{self.queued} queued for the next run ({self.error})")
+        if self.set_aside:
+            parts.append(f"{self.set_aside} set aside as undeliverable "
+                         f"({'; '.join(self.set_aside_reasons)})")  # fmt: skip
+        return ", ".join(parts)
 
 
 def score_id(*parts: object) -> str:
@@ -72,7 +95,7 @@ def item_score_payloads(
             "traceId": item_trace_id(traced_by, s.item_id, s.repeat),
             "name": s.evaluator,
             "value": float(s.value),
-            "comment": s.comment,
+            "comment": _comment(s.comment),
             "dataType": "NUMERIC",
             "metadata": metadata,
         }
@@ -91,7 +114,7 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
             "traceId": s.item_id,
             "name": f"eval_{s.evaluator}",
             "value": float(s.value),
-            "comment": s.comment,
+            "comment": _comment(s.comment),
             "dataType": "NUMERIC",
         }
     return payloads
@@ -115,41 +138,122 @@ def run_score_payloads(run_id: str, metrics: dict[str, float | None]) -> dict[st
     return payloads
 
 
+def _comment(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_COMMENT_CHARS:
+        return text
+    return text[:MAX_COMMENT_CHARS] + f" … (cut: {len(text):,} characters in all)"
+
+
 def write_back(
-    client: Langfuse, store: ResultsStore, payloads: dict[str, dict[str, Any]]
+    settings: LangfuseSettings, store: ResultsStore, payloads: dict[str, dict[str, Any]]
 ) -> WritebackReport:
-    """Send the outbox's backlog, then ``payloads``; queue whatever does not get through."""
+    """Send the outbox's backlog, then ``payloads``; queue what cannot go now, set aside
+    what can never go."""
     backlog = store.queued(OUTBOX_KIND)
     pending = {**backlog, **payloads}
-    delivered: list[str] = []
-    error = None
-    keys = list(pending)
-    for start in range(0, len(keys), BATCH):
-        batch = keys[start : start + BATCH]
-        try:
-            rejected = _send(client, [pending[k] for k in batch])
-        except (ApiError, httpx.HTTPError, ValueError) as exc:
-            error = redact(describe_error(exc))
-            break
-        if rejected:
-            error = redact(f"Langfuse rejected {len(rejected)} score(s): {rejected[0]}")
-        delivered.extend(batch)  # rejected scores are invalid: re-sending cannot help
-    store.delivered(k for k in delivered if k in backlog)
-    undelivered = {k: v for k, v in pending.items() if k not in set(delivered)}
-    store.queue(OUTBOX_KIND, undelivered, error or "")
+    delivery = Delivery()
+    for key, payload in pending.items():
+        if problem := unsendable(payload):
+            delivery.set_aside[key] = problem
+    sendable = [k for k in pending if k not in delivery.set_aside]
+    with settings.http(TIMEOUT_S) as http:
+        for batch in batches(sendable, pending):
+            if not delivery.send(http, batch, pending):
+                break  # the server is not taking anything now: the rest waits
+    undelivered = {k: pending[k] for k in sendable
+                   if k not in delivery.delivered and k not in delivery.set_aside}  # fmt: skip
+    store.delivered(k for k in delivery.delivered if k in backlog)
+    store.queue(OUTBOX_KIND, undelivered, delivery.error or "")
+    for reason, keys in delivery.reasons().items():
+        store.queue(SET_ASIDE_KIND, {k: pending[k] for k in keys}, reason)
     return WritebackReport(
-        sent=len(delivered),
+        sent=len(delivery.delivered),
         retried_from_outbox=len(backlog),
         queued=len(undelivered),
-        error=error,
+        set_aside=len(delivery.set_aside),
+        error=delivery.error,
+        set_aside_reasons=tuple(list(delivery.reasons())[:3]),
     )
 
 
-def _send(client: Langfuse, batch: Sequence[dict[str, Any]]) -> list[str]:
-    request = [CreateScoreRequest.model_validate(p) for p in batch]
-    response = client.api.scores.create(
-        request=request, request_options={"timeout_in_seconds": 10, "max_retries": 1}
-    )
-    if isinstance(response, CreateScoreBatchResults) and response.rejected:
-        return [str(e) for e in response.errors] or ["(no detail)"]
-    return []
+def unsendable(payload: dict[str, Any]) -> str | None:
+    """Why this score can never be delivered (None: it can)."""
+    value = payload.get("value")
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return f"value {value!r} is not a finite number (JSON has no NaN or infinity)"
+    if _size(_event(payload)) > BATCH_BYTES:
+        return f"larger than {BATCH_BYTES:,} bytes"
+    return None
+
+
+def _event(payload: dict[str, Any]) -> dict[str, Any]:
+    """A score-create ingestion event; its id is the score's, so the 207 names it."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"id": payload["id"], "type": "score-create", "timestamp": stamp, "body": payload}
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), allow_nan=False).encode())
+
+
+def batches(keys: Sequence[str], payloads: dict[str, dict[str, Any]]) -> Iterable[list[str]]:
+    """Consecutive keys whose events fit in BATCH_BYTES together."""
+    batch: list[str] = []
+    size = len('{"batch":[]}')
+    for key in keys:
+        event_size = _size(_event(payloads[key])) + 1  # and its comma
+        if batch and size + event_size > BATCH_BYTES:
+            yield batch
+            batch, size = [], len('{"batch":[]}')
+        batch.append(key)
+        size += event_size
+    if batch:
+        yield batch
+
+
+@dataclass
+class Delivery:
+    """What one write-back achieved: delivered ids, set-aside ids with their reason, and
+    the error that stopped it (everything else then waits in the outbox)."""
+
+    delivered: list[str] = field(default_factory=list)
+    set_aside: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def reasons(self) -> dict[str, list[str]]:
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in self.set_aside.items():
+            by_reason.setdefault(reason, []).append(key)
+        return by_reason
+
+    def send(self, http: httpx.Client, batch: list[str], payloads: dict[str, Any]) -> bool:
+        """POST one batch; False when the server took nothing (stop, keep the rest)."""
+        try:
+            response = http.post("/api/public/ingestion",
+                                 json={"batch": [_event(payloads[k]) for k in batch]})  # fmt: skip
+        except httpx.HTTPError as exc:
+            self.error = redact(describe_error(exc))
+            return False
+        if response.status_code == 413 and len(batch) > 1:  # split until it fits
+            half = len(batch) // 2
+            return self.send(http, batch[:half], payloads) and self.send(
+                http, batch[half:], payloads
+            )
+        if response.status_code == 413:
+            self.set_aside[batch[0]] = f"refused as too large: {response.text[:100]}"
+            return True
+        if response.status_code != 207:
+            self.error = redact(f"HTTP {response.status_code}: {response.text[:200]}")
+            return False
+        result = response.json()
+        self.delivered += [s["id"] for s in result.get("successes", []) if s.get("id") in batch]
+        for failure in result.get("errors", []):
+            key, status = failure.get("id"), int(failure.get("status") or 500)
+            if key not in batch:
+                continue
+            if 400 <= status < 500 and status != 429:
+                reason = failure.get("error") or failure.get("message") or f"HTTP {status}"
+                self.set_aside[key] = redact(f"refused by Langfuse ({status}): {reason}")[:300]
+            else:  # the server's trouble, not the score's: it waits in the outbox
+                self.error = redact(f"HTTP {status}: {failure.get('error') or ''}")[:300]
+        return True

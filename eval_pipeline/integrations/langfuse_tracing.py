@@ -3,7 +3,13 @@
 The root observation carries the case input and the agent's output contract (the same
 shape production traces are read back in); the LangGraph run below it is recorded by the
 Langfuse LangChain ``CallbackHandler``. Trace ids are derived from (run, case, repeat), so
-scores can be attached later without storing ids, and a re-run overwrites, not duplicates.
+scores can be attached later without storing ids.
+
+Span ids are new on every execution. An item executed again under the same run id (a
+re-executed Dagster run keeps its run id, and runs again the items its first attempt did
+not finish) therefore adds a second root observation to the same trace: Langfuse shows
+both attempts, the interrupted one without output. Scores are upserted by id, so each
+appears once, on the trace.
 """
 
 from __future__ import annotations

@@ -53,8 +53,7 @@ class Services:
     def registry(self) -> PromptRegistry:
         if self.langfuse is None:
             return LocalPromptRegistry(self.prompts_dir)
-        return LangfusePromptRegistry(self.client(), base_url=self.langfuse.base_url,
-                                      timeout_s=self.langfuse.timeout_s)  # fmt: skip
+        return LangfusePromptRegistry(self.langfuse)
 
     def prompt(self, suite: Suite, *, version: int | None = None,
                label: str | None = "production") -> PromptVersion | None:  # fmt: skip
@@ -72,8 +71,7 @@ class Services:
     def trace_source(self) -> TraceSource:
         if self.langfuse is None:
             return LocalTraceSource()
-        return LangfuseTraceSource(self.client(), base_url=self.langfuse.base_url,
-                                   timeout_s=PAGE_TIMEOUT_S)  # fmt: skip
+        return LangfuseTraceSource(self.langfuse, timeout_s=PAGE_TIMEOUT_S)
 
     def traced(self, agent: Agent, *, run_id: str, suite: str, version: str,
                metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
@@ -98,5 +96,4 @@ class Services:
         """Scores onto their traces (never raises; undelivered ones wait in the outbox)."""
         if self.langfuse is None:
             return None
-        return langfuse_scores.write_back(self.client(), store, payloads)
-
+        return langfuse_scores.write_back(self.langfuse, store, payloads)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,17 +86,29 @@ def evaluate_one(
         message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
         return [ItemScore(item_id, repeat, evaluator_name(fn), None, message)]
     evaluations = result if isinstance(result, list) else [result]
-    return [
-        ItemScore(item_id, repeat, ev.name, _as_float(ev.value), ev.comment, _plain(ev.metadata))
-        for ev in evaluations
-    ]
+    scores = []
+    for ev in evaluations:
+        value = _as_float(ev.value)
+        if value is not None and not math.isfinite(value):
+            scores.append(ItemScore(item_id, repeat, ev.name, None, not_finite(value)))
+            continue
+        scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, _plain(ev.metadata)))
+    return scores
+
+
+def not_finite(value: float) -> str:
+    """The error recorded for a NaN or infinite score: it could be neither averaged nor
+    sent to Langfuse (JSON has no NaN), so it is refused where it is made."""
+    return (f"evaluator error: returned {value}, not a finite number; return a number "
+            "(or None when the item cannot be scored)")  # fmt: skip
 
 
 def _plain(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Score metadata as stored: JSON-able values only (others by their text)."""
     if not metadata:
         return None
-    return {str(k): v if isinstance(v, str | int | float | bool | None) else str(v)
+    return {str(k): v if isinstance(v, str | int | bool | None)
+            or (isinstance(v, float) and math.isfinite(v)) else str(v)
             for k, v in metadata.items()}  # fmt: skip
 
 
@@ -128,5 +141,9 @@ def run_level(
             out[evaluator_name(fn)] = RunEvaluation(None, redact(f"error: {exc}"))
             continue
         for ev in result if isinstance(result, list) else [result]:
-            out[ev.name] = RunEvaluation(_as_float(ev.value), ev.comment)
+            value = _as_float(ev.value)
+            if value is not None and not math.isfinite(value):
+                out[ev.name] = RunEvaluation(None, not_finite(value))
+                continue
+            out[ev.name] = RunEvaluation(value, ev.comment)
     return out

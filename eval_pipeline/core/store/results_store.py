@@ -259,6 +259,12 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return {row.id: row.payload for row in conn.execute(query.limit(limit))}
 
+    def queue_errors(self, kind: str) -> dict[str, str]:
+        """The last error of each queued payload of ``kind`` (by id)."""
+        query = select(outbox.c.id, outbox.c.last_error).where(outbox.c.kind == kind)
+        with self.engine.connect() as conn:
+            return {row.id: row.last_error or "" for row in conn.execute(query)}
+
     def delivered(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         with self.engine.begin() as conn:

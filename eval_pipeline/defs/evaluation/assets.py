@@ -206,6 +206,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         version = parse_version_key(version_key) or None
         prompt = found.prompt(suite, version=version) if version else None
         settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
+        settings = settings.for_item_timeout(config.timeout_s)
         require_model(settings, model_source(prompt))  # before anything is written
         store = results_store.open()
         for stale in abandoned_runs(context, store, suite_name, version_key):
@@ -216,7 +217,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         plan = evaluation.plan(
             suite, prompt, settings.public_params(), config.request(),
             run_id=eval_run_id(suite_name, version_key, context.run),
-            dagster_run_id=context.run.run_id,
+            dagster_run_id=context.run.run_id, notes=settings.notes,
         )  # fmt: skip
         agent = suite.make_agent(prompt, settings)
         store.create_run(plan.run)
@@ -290,8 +291,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         report = found.write_back(store, payloads)  # never fails the evaluation
         if report is not None:
             writeback |= report.metadata()
-            if report.error:
-                context.log.warning(f"Langfuse write-back incomplete: {report.error}")
+            if report.queued or report.set_aside:
+                context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         run = store.get_run(run_id)
         assert run is not None
         label = suite.thresholds.regression.baseline_label

@@ -1,0 +1,251 @@
+"""What a real Langfuse server checks and changes, for the test double (langfuse_server.py).
+
+Each rule is taken from the server's source at v3.225.4 and v4.16.0 (langfuse/langfuse:
+``packages/shared/src/server/ingestion/types.ts`` for scores, ``DatasetItemValidator.ts``
+for dataset items, ``observation-field-groups.ts`` and the ``events_core`` views for v2
+observations). Where the two releases differ, ``LangfuseVersion`` says how.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+ONE_MB = 1024 * 1024  # Next.js's default body limit ("1mb", bytes.js: 1,048,576 bytes)
+LIMITS = {"1mb": ONE_MB, "4.5mb": int(4.5 * ONE_MB)}
+
+
+@dataclass(frozen=True)
+class LangfuseVersion:
+    """How a self-hosted release answers with its default settings."""
+
+    version: str
+    # GET /v2/observations: v4's default; v3 only behind a preview flag (404 otherwise)
+    v2_observations: bool
+    # v3's "legacy" write mode serves GET /observations, /traces, /scores; v4's default
+    # "events_only" answers 404 there (before auth) and refuses non-score ingestion events
+    legacy_reads: bool
+    # v2 field groups sent when `fields` is absent (v3: core only)
+    default_fields: tuple[str, ...]
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+V3 = LangfuseVersion("3.225.4", v2_observations=False, legacy_reads=True,
+                     default_fields=("core",))  # fmt: skip
+V4 = LangfuseVersion("4.16.0", v2_observations=True, legacy_reads=False,
+                     default_fields=("core", "basic"))  # fmt: skip
+SUPPORTED = (V3, V4)
+
+EVENTS_ONLY_404 = (
+    "This endpoint is not available on deployments running in Langfuse v4 events_only mode. "
+    "Learn more about Langfuse v4 at: https://langfuse.com/docs/v4"
+)
+V2_OBSERVATIONS_404 = (
+    "The observations v2 API is only available in a Langfuse v4 write mode. "
+    "Learn more at: https://langfuse.com/docs/v4"
+)
+
+# --- scores (PostScoresBody / the score-create ingestion event) -----------------------------
+SCORE_KEYS = ("id", "name", "value", "traceId", "sessionId", "datasetRunId", "observationId",
+              "comment", "metadata", "environment", "source", "dataType", "configId",
+              "queueId", "executionTraceId")  # fmt: skip
+DATA_TYPES = ("NUMERIC", "CATEGORICAL", "BOOLEAN", "CORRECTION", "TEXT")
+REFERENCE_RULE = (
+    "Provide exactly one of the following: traceId (with optional observationId), "
+    "sessionId or datasetRunId. ObservationId requires traceId."
+)
+
+
+def issue(path: list[Any], message: str, code: str = "invalid_type") -> dict[str, Any]:
+    """One zod issue as the server reports it in ``error``."""
+    return {"code": code, "path": path, "message": message}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else "object"
+
+
+def score_issues(body: Any) -> list[dict[str, Any]]:
+    """Why the server would refuse this score (empty: it takes it)."""
+    if not isinstance(body, dict):
+        message = f"Invalid input: expected object, received {_kind(body)}"
+        return [issue([], message), issue([], message)]  # an intersection reports it twice
+    found: list[dict[str, Any]] = []
+    if not isinstance(body.get("name"), str) or not body["name"]:
+        found.append(issue(["name"], "Invalid input: expected a non-empty string"))
+    if (
+        "id" in body
+        and body["id"] is not None
+        and (not isinstance(body["id"], str) or not 1 <= len(body["id"]) <= 800)
+    ):
+        found.append(issue(["id"], "Invalid input: expected a string of 1 to 800 characters"))
+    kind, value = body.get("dataType"), body.get("value")
+    if kind is not None and kind not in DATA_TYPES:
+        found.append(issue(["dataType"], "No matching discriminator", "invalid_union"))
+    elif kind in ("NUMERIC", "BOOLEAN") and _kind(value) != "number":
+        found.append(issue(["value"], f"Invalid input: expected number, received {_kind(value)}"))
+    elif kind == "BOOLEAN" and value not in (0, 1):
+        found.append(issue(["value"], "Value must be a number equal to either 0 or 1 for "
+                           "data type BOOLEAN", "custom"))  # fmt: skip
+    elif kind in ("CATEGORICAL", "CORRECTION", "TEXT") and not isinstance(value, str):
+        found.append(issue(["value"], f"Invalid input: expected string, received {_kind(value)}"))
+    elif kind == "TEXT" and not 1 <= len(value) <= 500:
+        found.append(issue(["value"], "Too big: expected string to have <=500 characters"))
+    elif kind is None and _kind(value) not in ("number", "string"):
+        found.append(issue(["value"], f"Invalid input: expected string, received {_kind(value)}",
+                           "invalid_union"))  # fmt: skip
+    if "comment" in body and body["comment"] is not None and not isinstance(body["comment"], str):
+        found.append(issue(["comment"], "Invalid input: expected string"))
+    refs = [bool(body.get(k)) for k in ("traceId", "sessionId", "datasetRunId")]
+    if sum(refs) != 1 or (body.get("observationId") and not body.get("traceId")):
+        found.append(issue(["traceId", "sessionId", "datasetRunId", "observationId"],
+                           REFERENCE_RULE, "custom"))  # fmt: skip
+    return found
+
+
+def stored_score(body: dict[str, Any], score_id: str) -> dict[str, Any]:
+    """The score as kept: unknown keys dropped (zod strips them; e.g. ``timestamp``)."""
+    kept = {k: body[k] for k in SCORE_KEYS if k in body}
+    return {**kept, "id": score_id, "environment": kept.get("environment") or "default",
+            "source": kept.get("source") or "API"}  # fmt: skip
+
+
+# --- ingestion events ----------------------------------------------------------------------
+ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def event_error(event: Any) -> str | None:
+    """Why one ingestion event fails the base schema (id, timestamp with offset, type)."""
+    if not isinstance(event, dict):
+        return "Invalid input: expected object"
+    if not isinstance(event.get("id"), str) or not 1 <= len(event["id"]) <= 800:
+        return "id: Invalid input: expected a string of 1 to 800 characters"
+    if not isinstance(event.get("timestamp"), str) or not ISO_WITH_OFFSET.match(event["timestamp"]):
+        return "timestamp: Invalid ISO datetime"
+    if not isinstance(event.get("type"), str):
+        return "type: Invalid input"
+    return None
+
+
+# --- dataset items (DatasetItemValidator.normalize, sanitizeControlChars) ------------------
+CONTROL_CHARS = re.compile("[\u0000-\u0008\u000b\u000e-\u001f\u007f-\u009f]")
+
+
+def _sanitised(value: Any) -> Any:
+    if isinstance(value, str):
+        return CONTROL_CHARS.sub("", value)
+    if isinstance(value, list):
+        return [_sanitised(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _sanitised(v) for k, v in value.items()}  # keys are kept as sent
+    return value
+
+
+def normalised_item_field(value: Any) -> Any:
+    """``""`` becomes null, a string holding JSON becomes that JSON, control characters
+    are removed from every string value."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    return _sanitised(value)
+
+
+# --- v2 observations -----------------------------------------------------------------------
+FIELD_GROUPS: dict[str, tuple[str, ...]] = {
+    "core": ("id", "traceId", "startTime", "endTime", "projectId", "parentObservationId",
+             "type"),
+    "basic": ("name", "level", "statusMessage", "version", "environment", "bookmarked",
+              "public", "userId", "sessionId", "isRootObservation"),
+    "time": ("completionStartTime", "createdAt", "updatedAt"),
+    "io": ("input", "output"),
+    "metadata": ("metadata",),
+    "model": ("providedModelName", "internalModelId", "modelParameters"),
+    "usage": ("usageDetails", "costDetails", "totalCost", "usagePricingTierName"),
+    "prompt": ("promptId", "promptName", "promptVersion"),
+    "metrics": ("latency", "timeToFirstToken"),
+    "trace_context": ("tags", "release", "traceName"),
+}  # fmt: skip
+ENRICHMENT = ("modelId", "inputPrice", "outputPrice", "totalPrice")  # always present
+METADATA_VALUE_CHARS = 200  # events_core keeps leftUTF8(value, 200) of each metadata value
+
+
+def requested_groups(fields: str | None, version: LangfuseVersion) -> list[str]:
+    if not fields:
+        return list(version.default_fields)
+    groups = [g.strip() for g in fields.split(",") if g.strip() in FIELD_GROUPS]  # unknown: dropped
+    return ["core", *[g for g in groups if g != "core"]]
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _parsed(text: str) -> Any:
+    """parseJsonPrioritised: JSON when the text parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def v2_row(observation: dict[str, Any], groups: list[str], *, full_metadata: bool) -> dict:
+    """An observation as GET /v2/observations answers: only the requested groups, IO as
+    raw strings, metadata values cut at 200 characters unless read from the full table."""
+    row: dict[str, Any] = dict.fromkeys(ENRICHMENT)
+    for group in groups:
+        for key in FIELD_GROUPS[group]:
+            row[key] = observation.get(key)
+    if "io" in groups:
+        row["input"], row["output"] = (_as_text(observation.get(k)) for k in ("input", "output"))
+    if "metadata" in groups and isinstance(observation.get("metadata"), dict):
+        row["metadata"] = {
+            key: _parsed(text if full_metadata else text[:METADATA_VALUE_CHARS])
+            if (text := _as_text(value)) is not None else None
+            for key, value in observation["metadata"].items()
+        }  # fmt: skip
+    return row
+
+
+V1_OBSERVATION_KEYS = (
+    "id", "projectId", "traceId", "parentObservationId", "name", "type", "environment",
+    "startTime", "endTime", "version", "input", "output", "metadata", "level",
+    "statusMessage", "model", "modelParameters", "completionStartTime", "usageDetails",
+    "costDetails", "latency", "timeToFirstToken",
+)  # fmt: skip
+
+
+def v1_row(observation: dict[str, Any]) -> dict[str, Any]:
+    """An observation as GET /observations (v1) answers: IO parsed, no trace-level fields."""
+    row = {k: observation.get(k) for k in V1_OBSERVATION_KEYS}
+    for key in ("input", "output"):
+        if isinstance(row[key], str):
+            row[key] = _parsed(row[key])
+    row["model"] = observation.get("providedModelName")
+    return row
+
+
+def finite_json(raw: bytes) -> Any:
+    """JSON.parse: NaN and Infinity are not JSON (Python's json accepts them)."""
+
+    def refuse(token: str) -> Any:
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(raw, parse_constant=refuse)
