@@ -191,14 +191,17 @@ def check_langfuse() -> Finding:
     except Exception as exc:
         return _failure("langfuse", exc, "check the key pair (LANGFUSE_PUBLIC_KEY / "
                         "LANGFUSE_SECRET_KEY) and that they belong to this server")  # fmt: skip
+    if not ok:
+        return Finding("langfuse", False, f"{langfuse.base_url}: Langfuse {version} refused the "
+                       "keys", "check LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY")  # fmt: skip
     detail = f"{langfuse.base_url}: Langfuse {version}, project keys accepted"
     if outbox := _score_outbox():
         detail += f"; {outbox}"
     usable, note = version_status(version)
     if note:
-        return Finding("langfuse", usable and bool(ok), f"{detail}; {note}",
+        return Finding("langfuse", usable, f"{detail}; {note}",
                        "README › Langfuse lists the tested versions")  # fmt: skip
-    return Finding("langfuse", bool(ok), detail)
+    return Finding("langfuse", True, detail)
 
 
 def _score_outbox() -> str:

@@ -46,7 +46,7 @@ class WritebackReport:
     queued: int
     set_aside: int = 0
     error: str | None = None
-    set_aside_reasons: tuple[str, ...] = field(default=())
+    set_aside_reasons: tuple[str, ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -245,10 +245,15 @@ class Delivery:
         if response.status_code != 207:
             self.error = redact(f"HTTP {response.status_code}: {response.text[:200]}")
             return False
-        result = response.json()
+        try:
+            result = response.json()
+        except ValueError:
+            self.error = f"HTTP 207 with a body that is not JSON: {response.text[:100]!r}"
+            return False
         self.delivered += [s["id"] for s in result.get("successes", []) if s.get("id") in batch]
         for failure in result.get("errors", []):
-            key, status = failure.get("id"), int(failure.get("status") or 500)
+            key, status = failure.get("id"), failure.get("status")
+            status = status if isinstance(status, int) else 500
             if key not in batch:
                 continue
             if 400 <= status < 500 and status != 429:
