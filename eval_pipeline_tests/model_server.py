@@ -129,8 +129,10 @@ def _union_validation_error(index: int, message: dict[str, Any]) -> str:
         f"'input': {message!r}}}",
     ]
     body = "\n".join(f"  {line}" for line in lines)
-    return (f"7 validation errors:\n{body}\n\n  File \"llama_cpp/server/app.py\", line 376, "
-            "in create_chat_completion\n    POST /v1/chat/completions")
+    return (
+        f'7 validation errors:\n{body}\n\n  File "llama_cpp/server/app.py", line 376, '
+        "in create_chat_completion\n    POST /v1/chat/completions"
+    )
 
 
 def _answer_cap(body: dict[str, Any], honours: str) -> int | None:
