@@ -79,6 +79,12 @@ def main(project: Path | None) -> None:
               help="Write JUnit XML: a test case per item and per gate.")  # fmt: skip
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               help="Write a Markdown report (charts next to it).")  # fmt: skip
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="One block per case and repeat: scores, tools, latency, tokens, error.",
+)
 def run(
     suite_name: str,
     tier: str,
@@ -95,11 +101,13 @@ def run(
     json_path: Path | None,
     junit_path: Path | None,
     report_path: Path | None,
+    verbose: bool,
 ) -> None:
-    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error."""
+    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error.
+    The last line is the verdict."""
     from eval_pipeline import api
     from eval_pipeline.core.evaluation import RunRequest
-    from eval_pipeline.report import print_result
+    from eval_pipeline.report import print_result, verdict_line
 
     request = RunRequest(
         tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
@@ -108,19 +116,19 @@ def run(
     try:
         prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
                                request=request, recording=recording or "off")  # fmt: skip
-    except api.SetupError as exc:
-        raise ConfigError(str(exc)) from exc
-    try:
         with _progress(f"{suite_name} {tier}") as report:
             result = api.run_prepared(prepared, progress=report)
-    except api.RunFailed as exc:
-        raise ConfigError(str(exc)) from exc
-    print_result(console, result)
-    exit_code = EXIT_CONFIG if result.runtime_failure else EXIT_FAIL if result.failed else EXIT_PASS
+    except (api.SetupError, api.RunFailed) as exc:
+        click.echo(f"Error: {exc}", err=True)  # (not wrapped: paths stay whole)
+        click.echo(f"VERDICT: ERROR — {str(exc).splitlines()[0][:200]} (exit {EXIT_CONFIG})")
+        sys.exit(EXIT_CONFIG)
+    print_result(console, result, verbose=verbose)
+    exit_code = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "ERROR": EXIT_CONFIG}[result.verdict]
     if result.runtime_failure:
         err_console.print(f"[red]Runtime problem:[/] {escape(result.runtime_failure)}")
     _write_files(prepared.store, result, exit_code, json_path, junit_path, report_path)
     console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
+    click.echo(verdict_line(result, exit_code))  # the last line, never wrapped
     sys.exit(exit_code)
 
 

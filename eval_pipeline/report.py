@@ -14,13 +14,72 @@ from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import SliceRow
 
+COLOURS = {"PASS": "[green]PASS", "WARN": "[yellow]WARN", "FAIL": "[red]FAIL", "N/A": "[dim]N/A"}
 
-def print_result(console: Console, result: EvalResult) -> None:
-    """The whole report: header, scores, checks, the gate and any warnings."""
+
+def print_result(console: Console, result: EvalResult, *, verbose: bool = False) -> None:
+    """The whole report: header, scores, errors, checks, the gate and any warnings; with
+    ``verbose``, one block per case and repeat first."""
+    if verbose:
+        print_cases(console, result)
     print_report(console, result)
     print_gate(console, result.gate, result.gate_note)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+def verdict_line(result: EvalResult, exit_code: int) -> str:
+    """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
+    if result.runtime_failure:
+        why = f"{result.summary.n_errors} of {result.summary.n_items} items errored"
+        return f"VERDICT: ERROR — {why} (exit {exit_code})"
+    if result.failed:
+        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {exit_code})"
+    return f"VERDICT: PASS (exit {exit_code})"
+
+
+def print_errors(console: Console, result: EvalResult) -> None:
+    """Errors by kind, one paragraph each (an example message is too long for a table)."""
+    kinds = result.summary.errors_by_kind
+    if not kinds:
+        return
+    summary = result.summary
+    console.print(f"[bold red]Errors by kind[/] ({summary.n_errors} of {summary.n_items} items)")
+    for kind, found in kinds.items():
+        items = ", ".join(found.items) + (" …" if found.count > len(found.items) else "")
+        console.print(f"  [red]{escape(kind)}[/] × {found.count} ({escape(items)}): "
+                      f"{escape(found.example)}", highlight=False)  # fmt: skip
+
+
+def print_cases(console: Console, result: EvalResult) -> None:
+    """One block per case and repeat: scores (with the evaluator's comment when below
+    1.0), tools called and missed, latency, tokens, the error."""
+    cases = {c.id: c for c in result.cases}
+    scores: dict[tuple[str, int], list] = {}
+    for s in result.scores:
+        scores.setdefault((s.item_id, s.repeat), []).append(s)
+    for out in sorted(result.outputs, key=lambda o: (o.item_id, o.repeat)):
+        case = cases.get(out.item_id)
+        where = f" [{case.category}, {case.metadata.difficulty}]" if case else ""
+        console.rule(f"{escape(out.item_id)}{escape(where)} · repeat {out.repeat}", align="left")
+        for s in scores.get((out.item_id, out.repeat), []):
+            value = "–" if s.value is None else f"{s.value:.2f}"
+            note = f"  ({escape(s.comment)})" if s.comment and (s.value or 0) < 1.0 else ""
+            console.print(f"  {escape(s.evaluator)}: {value}{note}", highlight=False)
+        called = (out.output or {}).get("tools_called") if isinstance(out.output, dict) else None
+        expected = ((case.expected_output or {}).get("expected_tools") if case else None) or []
+        if called is not None or expected:
+            missed = [t for t in expected if t not in (called or [])]
+            line = f"  tools called: {', '.join(called or []) or 'none'}"
+            line += f" · missing: {', '.join(missed)}" if missed else ""
+            console.print(escape(line), highlight=False)
+        console.print(f"  latency {out.latency_ms:,.0f} ms · tokens {out.input_tokens:,} / "
+                      f"{out.output_tokens:,} · attempts {out.attempts}"
+                      + (f" · reused from {out.source_run_id}" if out.source_run_id else ""),
+                      highlight=False)  # fmt: skip
+        if out.error:
+            console.print(f"  [red]error[/] ({escape(out.error_kind or '')}): "
+                          f"{escape(out.error[:500])}")  # fmt: skip
 
 
 def print_report(console: Console, result: EvalResult) -> None:
@@ -37,6 +96,7 @@ def print_report(console: Console, result: EvalResult) -> None:
         f"Cases: {summary.n_cases}  ·  items: {summary.n_items} ({summary.repeats} repeat(s))"
         f"  ·  errors: {summary.n_errors}  ·  reused from memo: {summary.n_reused}"
     )
+    print_errors(console, result)
     metrics = Table(title="Mean score per evaluator (over per-case means)")
     metrics.add_column("evaluator")
     metrics.add_column("mean", justify="right")
@@ -63,7 +123,7 @@ def print_report(console: Console, result: EvalResult) -> None:
     for column in ("check", "severity", "result", "details"):
         gates.add_column(column)
     for name, outcome, blocking in result.checks:
-        verdict = "[green]PASS" if outcome.passed else ("[red]FAIL" if blocking else "[yellow]WARN")
+        verdict = COLOURS[outcome.label(blocking)]
         gates.add_row(name, "ERROR" if blocking else "WARN", verdict, escape(outcome.description))
     console.print(gates)
 
@@ -76,10 +136,11 @@ def print_gate(console: Console, gate: GateReport | None, note: str | None) -> N
     table = Table(title=f"Regression gate vs baseline run {gate.baseline_run_id}")
     for column in ("check", "result", "details"):
         table.add_column(column)
-    colours = {"pass": "[green]PASS", "warn": "[yellow]WARN", "fail": "[red]FAIL"}
     for check in gate.checks:
-        table.add_row(check.name, colours[check.outcome], escape(check.description))
+        table.add_row(check.name, COLOURS[check.label], escape(check.description))
     console.print(table)
+    for note in gate.notes:
+        console.print(f"[cyan]note:[/] {escape(note)}")
     worse = [w for c in gate.checks for w in c.worse_items]
     if worse:
         items = Table(title="Items that got worse (primary metric)")

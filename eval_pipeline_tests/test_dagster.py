@@ -65,8 +65,16 @@ def test_graph_materializes_and_checks_pass(env):
     found = checks(result)
     thresholds = ("min_mean_scores", "all_items_pass", "category_floors")
     assert {n: found[n].passed for n in thresholds} == dict.fromkeys(thresholds, True)
+    assert found["min_mean_scores"].description.startswith("drive_thru v1: ")
+    assert found["min_mean_scores"].metadata["partition"].value == "drive_thru v1"
+    assert found["min_mean_scores"].metadata["order_correctness mean"].value == 1.0
+    assert found["min_mean_scores"].metadata["order_correctness minimum"].value == 0.85
+    # nothing to compare with: the gate checks tested nothing, so none of them "passed"
     gates = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
-    assert all("no baseline yet" in found[n].description for n in gates)
+    assert not set(gates) & set(found)
+    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    untested = meta["checks_not_tested"].value
+    assert all(f"**{n}**: no baseline yet" in untested for n in gates), untested
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru", prompt_version="v1")
     assert run.status == "complete" and run.tier == "smoke" and run.model == "offline"
@@ -90,7 +98,9 @@ def test_failing_blocking_check_fails_the_run(env):
     assert found["min_mean_scores"].passed is False
     assert found["min_mean_scores"].severity.value == "ERROR"
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    assert "blocking asset check" in failure.event_specific_data.error.message
+    message = failure.event_specific_data.error.message
+    assert "drive_thru v2: FAIL — blocking checks failed: min_mean_scores" in message
+    assert "order_correctness 0.8936 < 0.95" in message  # the numbers, not just a name
 
 
 def test_golden_dataset_check_results(env):
@@ -182,9 +192,19 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     assert not worse.success  # the blocking gate stopped the run
     gate = checks(worse)["paired_gate"]
     assert not gate.passed and gate.severity.value == "ERROR"
-    meta = gate.metadata
-    assert meta["delta"].value < 0 and meta["ci_high"].value < 0
+    assert gate.description.startswith("FAIL — drive_thru v2: margin 0.02")
+    meta = gate.metadata  # every number named by its metric
+    assert meta["partition"].value == "drive_thru v2" and meta["outcome"].value == "FAIL"
+    assert meta["tool_call_accuracy Δ"].value < 0 and meta["tool_call_accuracy n"].value == 47
+    assert meta["tool_call_accuracy CI"].value.startswith("[-")
+    assert "delta" not in meta and "ci_high" not in meta
     assert "dt-" in meta["worse_items"].value  # ids of the items that got worse
+    categories = checks(worse)["category_deltas"].metadata
+    assert "not_on_menu Δ" in categories and categories["not_on_menu n"].value >= 5
+    failure = next(e for e in worse.all_events if e.event_type_value == "STEP_FAILURE")
+    message = failure.event_specific_data.error.message
+    assert "paired_gate: margin 0.02" in message and "tool_call_accuracy: fail (Δ -0.508" in message
+    assert "CI [" in message and "p=" in message
     same = evaluate(instance, resources, "v1", tier="full")
     found = checks(same)
     assert same.success and found["paired_gate"].passed and found["binary_gate"].passed
@@ -197,7 +217,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     changed = evaluate(instance, resources, "v1", tier="full")
     gate = checks(changed)["paired_gate"]
     assert not changed.success and gate.severity.value == "ERROR"
-    assert gate.description.startswith("not comparable: dataset changed")
+    assert gate.description.startswith("FAIL — drive_thru v1: not comparable: dataset changed")
 
 
 def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
@@ -234,3 +254,18 @@ def test_an_unserved_model_fails_the_step_before_anything_is_written(env):
     assert cause.cls_name == "ModelUnavailable" and "'gpt-5-typo'" in cause.message
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     assert store.list_runs() == []
+
+
+def test_errors_by_kind_reach_the_dagster_metadata(env):
+    from eval_pipeline_tests.test_verdicts import refuse_some
+
+    instance, resources, _ = env
+    with LocalOpenAIServer(fault=refuse_some) as server:
+        resources = {**resources, "llm": LLMResource(base_url=server.base_url,
+                                                     api_key="none", model="offline")}  # fmt: skip
+        result = evaluate(instance, resources, "v1", tier="full")
+    for node in ("agent_run_outputs", "eval_summary"):
+        meta = result.asset_materializations_for_node(node)[0].metadata
+        table = meta["errors_by_kind"].value
+        assert "HTTP 400 server\\_error" in table and "maximum context length" in table, node
+        assert meta["errors_HTTP 404 server_error"].value >= 1

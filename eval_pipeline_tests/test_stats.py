@@ -19,7 +19,7 @@ from eval_pipeline.core.scoring.stats import (
 RNG = np.random.default_rng(20261122)
 
 
-@pytest.mark.parametrize("n", [2, 3, 10, 47, 500])
+@pytest.mark.parametrize("n", [5, 10, 47, 500])
 def test_paired_matches_scipy_on_random_data(n):
     base = RNG.uniform(0, 1, n)
     cand = np.clip(base + RNG.normal(-0.03, 0.1, n), 0, 1)
@@ -42,19 +42,39 @@ def test_ties_and_discrete_scores_match_scipy():
     assert result.p_value == pytest.approx(stats.ttest_rel(cand, base, alternative="less").pvalue)
 
 
-def test_all_equal_differences_have_zero_se_and_apply_the_rule_directly():
-    same = compare_paired([0.5, 0.7, 0.9], [0.5, 0.7, 0.9])
+def test_all_equal_differences_use_the_sign_test():
+    """No spread for a t-test: every item moved by the same amount. The p-value is the exact
+    sign test's (5 of 5 items worse: 1/32), never 0."""
+    same = compare_paired([0.5, 0.7, 0.9, 0.4, 0.2], [0.5, 0.7, 0.9, 0.4, 0.2])
     assert (same.se, same.delta, same.decision, same.p_value) == (0.0, 0.0, "pass", 1.0)
-    worse = compare_paired([1.0, 1.0, 1.0], [0.9, 0.9, 0.9])
-    assert worse.se == 0.0 and worse.decision == "fail" and worse.p_value == 0.0
-    tiny = compare_paired([1.0, 1.0], [0.99, 0.99], margin=0.02)
+    worse = compare_paired([1.0] * 5, [0.9] * 5)
+    assert worse.se == 0.0 and worse.decision == "fail"
+    assert worse.p_value == pytest.approx(1 / 32)
+    tiny = compare_paired([1.0] * 6, [0.99] * 6, margin=0.02)
     assert tiny.decision == "pass"  # worse, but by less than the margin
 
 
-def test_single_item():
-    one = compare_paired([1.0], [0.0])
-    assert one.n == 1 and one.se == 0.0 and one.decision == "fail"
-    assert compare_paired([0.0], [1.0]).decision == "pass"
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_fewer_than_five_items_are_not_tested(n):
+    """A one-item slice is not "significantly worse" with CI [−1, −1] and p = 0."""
+    few = compare_paired([1.0] * n, [0.0] * n)
+    assert not few.tested and few.decision == "warn" and few.p_value == 1.0
+    assert few.delta == -1.0 and "too few items to test" in few.note
+
+
+def test_an_undecided_comparison_says_how_many_cases_would_decide_it():
+    n = 12
+    base = np.full(n, 0.8)
+    wide = np.tile([-0.3, 0.3], n // 2)
+    unclear = compare_paired(base, base - 0.03 + wide, margin=0.05)
+    assert unclear.decision == "warn"
+    sd = float(np.std(wide, ddof=1))
+    needed = unclear.cases_needed
+    t = stats.t.ppf(0.95, needed - 1) + stats.t.ppf(0.8, needed - 1)
+    assert t * sd / math.sqrt(needed) <= 0.05  # enough ...
+    t_less = stats.t.ppf(0.95, needed - 2) + stats.t.ppf(0.8, needed - 2)
+    assert t_less * sd / math.sqrt(needed - 1) > 0.05  # ... and no more than needed
+    assert f"about {needed} cases" in unclear.note
 
 
 def test_decision_rule_on_constructed_cases():

@@ -93,6 +93,7 @@ class EvalResult:
     gate_note: str | None = None  # why there is no gate (no baseline, not requested)
     warnings: list[str] = field(default_factory=list)
     charts: dict[str, Path] = field(default_factory=dict)
+    cases: Sequence[GoldenCase] = ()  # the run's cases (the tier's)
 
     @property
     def failed(self) -> list[str]:
@@ -104,6 +105,11 @@ class EvalResult:
     @property
     def passed(self) -> bool:
         return not self.failed and self.runtime_failure is None
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL or ERROR: what the run says about the agent (see ``exit_code``)."""
+        return "ERROR" if self.runtime_failure else "FAIL" if self.failed else "PASS"
 
     @property
     def runtime_failure(self) -> str | None:
@@ -319,18 +325,35 @@ def judge(
     if min_primary is not None:
         checks.append(_primary_floor(summary, thresholds.primary_metric, min_primary))
     result = EvalResult(run, summary, checks, thresholds, outputs, scores,
-                        warnings=list(run.notes))  # fmt: skip
+                        warnings=list(run.notes), cases=list(cases))  # fmt: skip
     if baseline is None:
         result.gate_note = baseline_note or "no baseline requested (use --baseline production)"
         return result
     categories = {c.id: c.category for c in cases}
-    base_data = (store.read_outputs(baseline.run_id), store.read_scores(baseline.run_id))
+    rescored = bool(gating.evaluator_changes(baseline, run))
     try:
+        base_data = baseline_data(store, baseline, suite, cases, rescore=rescored)
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
-                                          thresholds, categories, margin=margin)  # fmt: skip
+                                          thresholds, categories, margin=margin,
+                                          rescored=rescored)  # fmt: skip
     except gating.NotComparable as exc:
         result.gate = gating.not_comparable_report(run, baseline, str(exc))
     return result
+
+
+def baseline_data(
+    store: ResultsStore, baseline: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
+    *, rescore: bool,
+) -> tuple[list[ItemOutput], list[ItemScore]]:  # fmt: skip
+    """The baseline's outputs and scores. With ``rescore`` (its evaluators were other
+    versions), its stored outputs of these cases are scored again with the suite's
+    evaluators now: comparable with the candidate, and no agent call is made."""
+    outputs = store.read_outputs(baseline.run_id)
+    if not rescore:
+        return outputs, store.read_scores(baseline.run_id)
+    wanted = {c.id for c in cases}
+    outputs = [o for o in outputs if o.item_id in wanted]
+    return outputs, score_items(cases, outputs, suite.evaluators)
 
 
 def _primary_floor(summary: Summary, metric: str, minimum: float) -> tuple[str, CheckOutcome, bool]:

@@ -66,16 +66,24 @@ def trend_chart(points: Sequence[TrendPoint], metric: str, path: Path) -> Path:
 
 
 def category_delta_chart(rows: Sequence[dict], metric: str, path: Path) -> Path:
-    """Candidate − baseline per category, with the confidence interval of each delta."""
+    """Candidate − baseline per category, with the confidence interval of each delta; a
+    category too small to test has no interval and a hatched bar."""
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2), dpi=90)
-    names = [str(r["category"]) for r in rows]
+    names = [f"{r['category']} (n={r['n']})" for r in rows]
     deltas = [r["delta"] for r in rows]
-    errors = [[r["delta"] - r["ci_low"] for r in rows], [r["ci_high"] - r["delta"] for r in rows]]
+    errors = [
+        [r["delta"] - r["ci_low"] if r["ci_low"] is not None else 0.0 for r in rows],
+        [r["ci_high"] - r["delta"] if r["ci_high"] is not None else 0.0 for r in rows],
+    ]
     colours = ["#c0392b" if r["decision"] == "fail" else "#7f8c8d" for r in rows]
-    ax.barh(names, deltas, xerr=errors, color=colours, capsize=3)
+    bars = ax.barh(names, deltas, xerr=errors, color=colours, capsize=3)
+    for bar, row in zip(bars, rows, strict=True):
+        if row["ci_low"] is None:
+            bar.set_hatch("//")
+            bar.set_alpha(0.5)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel(f"Δ {metric} (candidate − baseline)")
-    ax.set_title("Per-category change; red: significantly worse")
+    ax.set_title("Per-category change; red: significantly worse; hatched: too few to test")
     ax.invert_yaxis()
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)

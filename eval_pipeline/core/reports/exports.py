@@ -14,12 +14,13 @@ from typing import Any
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.scoring.gate import GateReport
-from eval_pipeline.core.scoring.summary import markdown_table, md_escape
+from eval_pipeline.core.scoring.summary import Summary, markdown_table, md_escape
 from eval_pipeline.core.store.records import ItemScore, RunRecord
 
 
 def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
     body = {
+        "verdict": result.verdict,
         "exit_code": exit_code,
         "run": result.run.to_dict(),
         "summary": result.summary.to_dict(),
@@ -99,17 +100,11 @@ def write_junit(path: Path, result: EvalResult) -> Path:
     gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
     for name, outcome, blocking in result.checks:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=name)
-        _gate_case(
-            case,
-            "fail" if not outcome.passed and blocking else "warn" if not outcome.passed else "pass",
-            outcome.description,
-        )
+        _gate_case(case, outcome.label(blocking), outcome.description)
     for check in result.gate.checks if result.gate else []:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
-        outcome = (
-            "fail" if check.blocking_failure else "warn" if check.outcome != "pass" else "pass"
-        )
-        _gate_case(case, outcome, check.description)
+        label = "FAIL" if check.blocking_failure else "WARN" if check.outcome != "pass" else "PASS"
+        _gate_case(case, label if check.tested else "N/A", check.description)
     for suite in (items, gates):
         cases = suite.findall("testcase")
         suite.set("tests", str(len(cases)))
@@ -118,10 +113,13 @@ def write_junit(path: Path, result: EvalResult) -> Path:
     return _write(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
 
 
-def _gate_case(case: ET.Element, outcome: str, description: str) -> None:
-    if outcome == "fail":
+def _gate_case(case: ET.Element, label: str, description: str) -> None:
+    """A failed check is a JUnit failure; one that tested nothing is skipped."""
+    if label == "FAIL":
         ET.SubElement(case, "failure", message=description[:500])
-    ET.SubElement(case, "system-out").text = f"{outcome.upper()}: {description}"
+    elif label == "N/A":
+        ET.SubElement(case, "skipped", message=description[:500])
+    ET.SubElement(case, "system-out").text = f"{label}: {description}"
 
 
 def write_markdown(path: Path, result: EvalResult) -> Path:
@@ -135,7 +133,7 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         f" · {summary.n_cases} cases × {summary.repeats} repeat(s), "
         f"{summary.n_errors} error(s)",
         "",
-        f"**Result: {'FAIL — ' + ', '.join(result.failed) if result.failed else 'PASS'}**",
+        f"**Verdict: {verdict_text(result)}**",
         "",
         "## Summary",
         "",
@@ -146,9 +144,10 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         se = summary.metric_se.get(metric)
         lines.append(f"| {md_escape(metric)} | {_f(value)} | {_f(se)} | {summary.n_cases} |")
     lines += ["", "## By category", "", markdown_table(summary.by_category, "category"), ""]
+    lines += errors_section(summary)
     lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]
     for name, outcome, blocking in result.checks:
-        verdict = "pass" if outcome.passed else "FAIL" if blocking else "warn"
+        verdict = outcome.label(blocking)
         lines.append(
             f"| {name} | {'yes' if blocking else 'no'} | {verdict} | "
             f"{md_escape(outcome.description)} |"
@@ -187,6 +186,29 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
     return _write(path, "\n".join(lines) + "\n")
 
 
+def verdict_text(result: EvalResult) -> str:
+    if result.runtime_failure:
+        return f"ERROR — {result.runtime_failure}"
+    return f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS"
+
+
+def errors_markdown(summary: Summary) -> str:
+    """Errors by kind: count, the first items, one example message."""
+    lines = ["| kind | items | example |", "|---|---|---|"]
+    for kind, found in summary.errors_by_kind.items():
+        items = ", ".join(found.items) + (" …" if found.count > len(found.items) else "")
+        lines.append(f"| {md_escape(kind)} | {found.count}: {md_escape(items)} | "
+                     f"{md_escape(found.example)} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def errors_section(summary: Summary) -> list[str]:
+    if not summary.errors_by_kind:
+        return []
+    title = f"## Errors ({summary.n_errors} of {summary.n_items} items)"
+    return [title, "", errors_markdown(summary), ""]
+
+
 def _gate_section(gate: GateReport) -> list[str]:
     lines = [f"Baseline run `{gate.baseline_run_id}` · outcome **{gate.outcome}**", ""]
     if not gate.comparable:
@@ -198,15 +220,20 @@ def _gate_section(gate: GateReport) -> list[str]:
     for check in gate.checks:
         if check.name != "paired_gate":
             lines.append(
-                f"| {check.name} | | | | | | | {check.outcome}: {md_escape(check.description)} |"
+                f"| {check.name} | | | | | | | {check.label}: {md_escape(check.description)} |"
             )
             continue
         for r in check.rows:
+            if r["p_value"] is None:
+                lines.append(f"| paired_gate | {md_escape(r['metric'])} | {r['n']} | "
+                             f"{r['delta']:+.3f} | | | | {md_escape(r['note'])} |")  # fmt: skip
+                continue
             lines.append(
                 f"| paired_gate | {md_escape(r['metric'])} | {r['n']} | {r['delta']:+.3f} | "
                 f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] | {r['p_holm']:.3g} | "
                 f"{r['mde']:.3f} | {r['outcome']} |"
             )
+    lines += ["", *(f"Note: {md_escape(n)}" for n in gate.notes)] if gate.notes else []
     worse = [w for c in gate.checks for w in c.worse_items]
     if worse:
         lines += [

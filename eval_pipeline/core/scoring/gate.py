@@ -3,12 +3,17 @@
 1. Baseline: the latest complete full-tier run of the version the baseline label points
    to; when the candidate *is* that version (the nightly run), its previous complete full
    run, so a provider's drift (same prompt, same model name, worse answers) is caught.
-2. Comparability: same dataset version, the candidate's items all in the baseline, same
-   evaluator versions. Otherwise the gate says "not comparable: …" and gives no number.
+2. Comparability: same dataset version, the candidate's items all in the baseline.
+   Otherwise the gate says "not comparable: …" and gives no number. Evaluators must be the
+   same versions too; when only they differ, the caller re-scores the baseline's stored
+   outputs with the candidate's evaluators (``rescored``) and the report says so.
 3. Checks: a paired comparison per gated metric (fail only if also significant after
    Holm across the gated and binary metrics), exact McNemar on binary metrics, per-category
    deltas of the primary metric (warning only), and paired log-ratios of cost and latency
    (gated when a maximum ratio is configured). Items missing from a run count as 0.
+4. Nothing passes untested: a check with nothing configured to test is ``tested=False``
+   (reports say N/A, Dagster skips it), and a slice of fewer than MIN_PAIRED_N items gets
+   its Δ and no test (stats.compare_paired).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Literal
 
 from eval_pipeline.core.scoring.reducers import outcome_flips, reduce_items
 from eval_pipeline.core.scoring.stats import (
+    MIN_PAIRED_N,
     PairedComparison,
     compare_paired,
     holm,
@@ -42,10 +48,16 @@ class GateCheck:
     description: str
     rows: list[dict[str, Any]] = field(default_factory=list)  # one per metric / category
     worse_items: list[dict[str, Any]] = field(default_factory=list)
+    tested: bool = True  # False: nothing was configured for it to test (not a pass)
 
     @property
     def blocking_failure(self) -> bool:
         return self.outcome == "fail" and self.name != "category_deltas"
+
+    @property
+    def label(self) -> str:
+        """PASS / WARN / FAIL, or N/A for a check that tested nothing."""
+        return self.outcome.upper() if self.tested else "N/A"
 
 
 @dataclass
@@ -55,6 +67,7 @@ class GateReport:
     comparable: bool
     problems: list[str]
     checks: list[GateCheck]
+    notes: list[str] = field(default_factory=list)  # e.g. the baseline was re-scored
 
     @property
     def outcome(self) -> Outcome:
@@ -101,15 +114,25 @@ def comparability_problems(
         )
     if missing := sorted(candidate_items - baseline_items):
         problems.append(f"{len(missing)} item(s) not in the baseline run: {missing[:5]}")
-    changed = {
-        name: (baseline.evaluator_versions.get(name), version)
+    return problems
+
+
+def evaluator_changes(baseline: RunRecord, candidate: RunRecord) -> dict[str, tuple[str, str]]:
+    """Evaluators whose version differs between the runs: name → (baseline's, candidate's)."""
+    return {
+        name: (baseline.evaluator_versions.get(name) or "none", version)
         for name, version in candidate.evaluator_versions.items()
         if baseline.evaluator_versions.get(name) != version
     }
-    if changed:
-        detail = ", ".join(f"{k} {old} → {new}" for k, (old, new) in sorted(changed.items()))
-        problems.append(f"evaluator versions differ: {detail}")
-    return problems
+
+
+def describe_changes(changes: Mapping[str, tuple[str, str]]) -> str:
+    return ", ".join(f"{k} {old} → {new}" for k, (old, new) in sorted(changes.items()))
+
+
+def sig(p: float) -> float:
+    """A p-value kept to 3 significant digits (rounding to decimals would turn 1e-9 into 0)."""
+    return float(f"{p:.3g}")
 
 
 def _paired_values(
@@ -119,15 +142,18 @@ def _paired_values(
 
 
 def _row(metric: str, comparison: PairedComparison, **extra: Any) -> dict[str, Any]:
+    tested = comparison.tested
     return {
         "metric": metric,
         "n": comparison.n,
         "delta": round(comparison.delta, 4),
-        "ci_low": round(comparison.ci_low, 4),
-        "ci_high": round(comparison.ci_high, 4),
-        "p_value": round(comparison.p_value, 6),
-        "mde": round(comparison.mde, 4),
+        "ci_low": round(comparison.ci_low, 4) if tested else None,
+        "ci_high": round(comparison.ci_high, 4) if tested else None,
+        "p_value": sig(comparison.p_value) if tested else None,
+        "mde": round(comparison.mde, 4) if tested else None,
         "decision": comparison.decision,
+        "cases_needed": comparison.cases_needed,
+        "note": comparison.note,
         **extra,
     }
 
@@ -141,8 +167,11 @@ def compare_runs(
     categories: Mapping[str, str],
     *,
     margin: float | None = None,
+    rescored: bool = False,
 ) -> GateReport:
-    """All gate checks for a candidate run against its baseline (raises NotComparable)."""
+    """All gate checks for a candidate run against its baseline (raises NotComparable).
+    ``rescored``: the baseline's scores were made again with the candidate's evaluators,
+    so evaluator versions that differ are no obstacle."""
     config = thresholds.regression
     margin = config.margin if margin is None else margin
     (base_out, base_scores), (cand_out, cand_scores) = baseline_data, candidate_data
@@ -150,8 +179,15 @@ def compare_runs(
     problems = comparability_problems(
         baseline, candidate, {o.item_id for o in base_out}, set(items)
     )
+    changes = evaluator_changes(baseline, candidate)
+    if changes and not rescored:
+        problems.append(f"evaluator versions differ: {describe_changes(changes)}")
     if problems:
         raise NotComparable("not comparable: " + "; ".join(problems))
+    notes = [
+        f"baseline re-scored with this run's evaluators ({describe_changes(changes)}): "
+        "the same outputs, no agent calls"
+    ] if changes else []  # fmt: skip
 
     def values(scores: Sequence[ItemScore], metric: str) -> dict[str, float]:
         return reduce_items(scores, metric, config.reducer, config.pass_threshold)
@@ -172,6 +208,7 @@ def compare_runs(
         new = [v >= config.pass_threshold for v in c]
         passes[m] = (old, new, mcnemar_exact(old, new))
     family = [p.p_value for p in paired.values()] + [x[2] for x in passes.values()]
+    # (an untested comparison enters with p = 1: it can only make the others stricter)
     adjusted = dict(zip([*paired, *[f"binary:{m}" for m in passes]], holm(family), strict=True))
 
     rows, outcomes = [], []
@@ -180,7 +217,7 @@ def compare_runs(
         if decision == "fail" and adjusted[metric] >= config.alpha:
             decision = "warn"  # a drop, but not significant once every metric is counted
         outcomes.append(decision)
-        rows.append(_row(metric, comparison, p_holm=round(adjusted[metric], 6), outcome=decision))
+        rows.append(_row(metric, comparison, p_holm=sig(adjusted[metric]), outcome=decision))
     primary = thresholds.primary_metric
     worse = _worse_items(values(base_scores, primary), values(cand_scores, primary), items)
     checks = [GateCheck("paired_gate", _worst(outcomes), _describe(rows, margin), rows, worse)]
@@ -202,20 +239,22 @@ def compare_runs(
                 "baseline_rate": round(sum(old) / len(old), 4) if old else None,
                 "candidate_rate": round(sum(new) / len(new), 4) if new else None,
                 "candidate_wilson_95": f"[{low:.3f}, {high:.3f}]",
-                "p_value": round(p, 6),
-                "p_holm": round(p_holm, 6),
+                "p_value": sig(p),
+                "p_holm": sig(p_holm),
                 "outcome": outcome,
             }
         )
-    text = (
-        "; ".join(
-            f"{r['metric']}: {r['newly_failing']} newly failing, "
-            f"{r['newly_passing']} newly passing (p={r['p_holm']:.3g})"
-            for r in binary_rows
-        )
-        or "no binary metrics configured"
+    text = "; ".join(
+        f"{r['metric']}: {r['newly_failing']} newly failing, "
+        f"{r['newly_passing']} newly passing (p={r['p_holm']:.3g})"
+        for r in binary_rows
     )
-    checks.append(GateCheck("binary_gate", _worst(binary_outcomes), text, binary_rows))
+    if binary_rows:
+        checks.append(GateCheck("binary_gate", _worst(binary_outcomes), text, binary_rows))
+    else:
+        checks.append(GateCheck("binary_gate", "pass", "not tested: no pass/fail metrics are "
+                                "configured (regression.binary_metrics or all_items_pass)",
+                                tested=False))  # fmt: skip
     checks.append(
         _category_check(
             values(base_scores, primary),
@@ -232,7 +271,7 @@ def compare_runs(
             base_out, cand_out, items, config.max_cost_ratio, config.max_latency_ratio, config.alpha
         )
     )
-    return GateReport(candidate.run_id, baseline.run_id, True, [], checks)
+    return GateReport(candidate.run_id, baseline.run_id, True, [], checks, notes)
 
 
 def _worst(outcomes: Sequence[Outcome]) -> Outcome:
@@ -243,6 +282,9 @@ def _describe(rows: Sequence[dict[str, Any]], margin: float) -> str:
     parts = [
         f"{r['metric']}: {r['outcome']} (Δ {r['delta']:+.3f}, CI [{r['ci_low']:+.3f}, "
         f"{r['ci_high']:+.3f}], p={r['p_holm']:.3g} Holm, MDE {r['mde']:.3f}, n={r['n']})"
+        + (f"; {r['note']}" if r["note"] else "")
+        if r["p_value"] is not None
+        else f"{r['metric']}: Δ {r['delta']:+.3f}, {r['note']}"
         for r in rows
     ]
     return f"margin {margin}: " + "; ".join(parts)
@@ -280,17 +322,24 @@ def _category_check(
         comparisons[category] = compare_paired(
             *_paired_values(base, cand, members), margin=margin, alpha=alpha
         )
-    adjusted = holm([c.p_value for c in comparisons.values()])  # the slices are one family
+    tested = {k: c for k, c in comparisons.items() if c.tested}
+    adjusted = dict(zip(tested, holm([c.p_value for c in tested.values()]), strict=True))
     rows, flagged = [], []
-    for (category, comparison), p_holm in zip(comparisons.items(), adjusted, strict=True):
-        rows.append(_row(metric, comparison, category=category, p_holm=round(p_holm, 6)))
-        if comparison.decision == "fail" and p_holm < alpha:
+    for category, comparison in comparisons.items():  # (the tested slices are one family)
+        p_holm = adjusted.get(category)
+        rows.append(_row(metric, comparison, category=category,
+                         p_holm=sig(p_holm) if p_holm is not None else None))  # fmt: skip
+        if comparison.decision == "fail" and p_holm is not None and p_holm < alpha:
             flagged.append(f"{category} (Δ {comparison.delta:+.3f})")
+    untested = len(comparisons) - len(tested)
     text = (
         ("categories that got worse: " + ", ".join(flagged))
         if flagged
-        else ("no category got significantly worse")
-    )
+        else "no category got significantly worse"
+    ) + (f" ({untested} with fewer than {MIN_PAIRED_N} items: not tested)" if untested else "")
+    if not tested:
+        return GateCheck("category_deltas", "pass", f"not tested: every category has fewer "
+                         f"than {MIN_PAIRED_N} items", rows, tested=False)  # fmt: skip
     return GateCheck("category_deltas", "warn" if flagged else "pass", text, rows)
 
 
@@ -347,7 +396,10 @@ def _ratio_check(
         else f"{r['metric']}: {r['note']}"
         for r in rows
     )
-    return GateCheck("cost_latency", _worst(outcomes), text, rows)
+    gated = max_cost is not None or max_latency is not None
+    if not gated:
+        text = f"not tested (no max_cost_ratio or max_latency_ratio): {text}"
+    return GateCheck("cost_latency", _worst(outcomes), text, rows, tested=gated)
 
 
 def _item_means(outputs: Sequence[ItemOutput], attr: str) -> dict[str, float]:

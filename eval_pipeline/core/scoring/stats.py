@@ -15,6 +15,9 @@ import numpy as np
 from scipy import stats
 
 Decision = Literal["pass", "warn", "fail"]
+# Fewer paired items than this and no test is made: the row shows Δ and says so (a slice
+# of one or two items has no spread to estimate, and a t-test on it means nothing).
+MIN_PAIRED_N = 5
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,19 @@ class PairedComparison:
     margin: float
     alpha: float
     decision: Decision
+    tested: bool = True  # False: fewer than MIN_PAIRED_N items, no p-value or CI
+    cases_needed: int | None = None  # for 80% power to detect a drop of ``margin``
+
+    @property
+    def note(self) -> str:
+        """What a reader needs beyond the numbers: why untested, or what would decide it."""
+        if not self.tested:
+            return f"too few items to test (n={self.n} < {MIN_PAIRED_N}): Δ only"
+        if self.decision == "warn" and self.cases_needed:
+            return (f"cannot tell at n={self.n}: detecting a drop of {self.margin:g} with 80% "
+                    f"power needs about {self.cases_needed} cases (per-item SD "
+                    f"{self.se * math.sqrt(self.n):.3f})")  # fmt: skip
+        return ""
 
 
 def compare_paired(
@@ -83,11 +99,14 @@ def compare_paired(
         raise ValueError("compare_paired needs at least one item")
     d = c - b
     delta = float(d.mean())
+    if n < MIN_PAIRED_N:
+        return PairedComparison(n, delta, 0.0, delta, delta, 1.0, 0.0, margin, alpha, "warn",
+                                tested=False)  # fmt: skip
     all_equal = bool(np.all(d == d[0]))
-    se = 0.0 if all_equal or n < 2 else float(d.std(ddof=1) / math.sqrt(n))
-    if se == 0.0:
+    se = 0.0 if all_equal else float(d.std(ddof=1) / math.sqrt(n))
+    if se == 0.0:  # every item moved by the same amount: no spread for a t-test
         half = mde = 0.0
-        p_value = 0.0 if delta < 0 else 1.0
+        p_value = sign_test(d)
     else:
         t = float(stats.t.ppf(1 - alpha, n - 1))
         half = t * se
@@ -99,9 +118,39 @@ def compare_paired(
         decision = "pass"
     else:
         decision = "warn"
-    return PairedComparison(
-        n, delta, se, delta - half, delta + half, p_value, mde, margin, alpha, decision
-    )
+    needed = cases_needed(se * math.sqrt(n), margin, alpha, power) if se > 0 else None
+    return PairedComparison(n, delta, se, delta - half, delta + half, p_value, mde, margin,
+                            alpha, decision, cases_needed=needed)  # fmt: skip
+
+
+def sign_test(differences: np.ndarray) -> float:
+    """One-sided exact sign test that the candidate is worse: P[X ≥ drops], X ~ Bin(k, ½)
+    over the k items that changed (1.0 when none did)."""
+    drops, changed = int(np.sum(differences < 0)), int(np.sum(differences != 0))
+    return float(stats.binom.sf(drops - 1, changed, 0.5)) if changed else 1.0
+
+
+def cases_needed(sd: float, margin: float, alpha: float, power: float = 0.8) -> int | None:
+    """Items a paired one-sided t-test needs to detect a drop of ``margin`` with ``power``,
+    given the SD of per-item differences: the smallest n with
+    (t[1−α, n−1] + t[power, n−1]) · sd / √n ≤ margin. None without a margin or a spread."""
+    if margin <= 0 or sd <= 0:
+        return None
+    z = float(stats.norm.ppf(1 - alpha)) + float(stats.norm.ppf(power))
+    n = max(MIN_PAIRED_N, math.ceil((z * sd / margin) ** 2))  # t > z: a lower bound
+    while n < 10_000_000:
+        t = float(stats.t.ppf(1 - alpha, n - 1)) + float(stats.t.ppf(power, n - 1))
+        if t * sd / math.sqrt(n) <= margin:
+            return n
+        n += 1
+    return None
+    n = MIN_PAIRED_N
+    while n < 1_000_000:
+        t = float(stats.t.ppf(1 - alpha, n - 1)) + float(stats.t.ppf(power, n - 1))
+        if t * sd / math.sqrt(n) <= margin:
+            return n
+        n = max(n + 1, int(n * 1.05))
+    return None
 
 
 def mcnemar_exact(baseline_pass: Sequence[bool], candidate_pass: Sequence[bool]) -> float:

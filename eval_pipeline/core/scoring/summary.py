@@ -50,6 +50,15 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class ErrorKind:
+    """Items that failed the same way: how many, which, and one message as an example."""
+
+    count: int
+    example: str
+    items: list[str] = field(default_factory=list)  # the first few
+
+
+@dataclass(frozen=True)
 class Tokens:
     input: int = 0
     output: int = 0
@@ -80,6 +89,7 @@ class Summary:
     n_reused: int = 0
     cost_usd_spent: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)  # calls not in cost_usd
+    errors_by_kind: dict[str, ErrorKind] = field(default_factory=dict)  # most frequent first
 
     @property
     def cost_note(self) -> str:
@@ -108,6 +118,9 @@ class Summary:
         values["passed"] = PassCount(**data["passed"]) if data.get("passed") else None
         values["latency_ms"] = Latency(**(data.get("latency_ms") or {}))
         values["tokens"] = Tokens(**(data.get("tokens") or {}))
+        values["errors_by_kind"] = {
+            k: ErrorKind(**v) for k, v in (data.get("errors_by_kind") or {}).items()
+        }
         return cls(**values)
 
 
@@ -196,7 +209,28 @@ def summarize(
         n_reused=sum(1 for o in outputs if o.source_run_id),
         cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
         unpriced_models=sorted({m for o in outputs for m in o.unpriced_models}),
+        errors_by_kind=errors_by_kind(outputs),
     )
+
+
+EXAMPLE_CHARS = 300
+LISTED_ITEMS = 5
+
+
+def errors_by_kind(outputs: Sequence[ItemOutput]) -> dict[str, ErrorKind]:
+    """Errored items grouped by kind (status code, timeout, exception type), the most
+    frequent first, each with its first message as an example."""
+    groups: dict[str, list[ItemOutput]] = {}
+    for o in outputs:
+        if o.error:
+            kind = o.error_kind or o.error.partition(":")[0].strip() or "error"
+            groups.setdefault(kind, []).append(o)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return {
+        kind: ErrorKind(len(members), (members[0].error or "")[:EXAMPLE_CHARS],
+                        sorted({o.item_id for o in members})[:LISTED_ITEMS])
+        for kind, members in ranked
+    }  # fmt: skip
 
 
 def _passed(per_case: pd.DataFrame, metric: str | None, pass_at: float) -> PassCount | None:

@@ -95,9 +95,22 @@ class CheckOutcome:
     passed: bool
     description: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    tested: bool = True  # False: the thresholds configure nothing for it (not a pass)
+
+    def label(self, blocking: bool) -> str:
+        """PASS, FAIL (blocking) or WARN, or N/A for a check that tested nothing."""
+        if not self.tested:
+            return "N/A"
+        return "PASS" if self.passed else "FAIL" if blocking else "WARN"
+
+
+def not_tested(why: str) -> CheckOutcome:
+    return CheckOutcome(True, f"not tested: {why}", tested=False)
 
 
 def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
+    if not thresholds.min_mean:
+        return not_tested("the thresholds set no min_mean")
     rows, failed = [], []
     for metric, minimum in thresholds.min_mean.items():
         value = summary.metric(metric)
@@ -114,6 +127,8 @@ def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
 
 
 def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) -> CheckOutcome:
+    if not thresholds.all_items_pass:
+        return not_tested("the thresholds list no all_items_pass metrics")
     rows = [
         {"metric": s.evaluator, "item_id": s.item_id, "repeat": s.repeat, "value": s.value,
          "comment": s.comment}
@@ -130,6 +145,8 @@ def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) ->
 
 
 def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
+    if not thresholds.category_floors:
+        return not_tested("the thresholds set no category_floors")
     rows, failed = [], []
     for metric, floors in thresholds.category_floors.items():
         for category, floor in floors.items():
@@ -140,6 +157,9 @@ def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutc
                          "ok": ok})  # fmt: skip
             if not ok:
                 failed.append(f"{category} {metric} {value} < {floor}")
+    if not any(r["mean"] is not None for r in rows):
+        return CheckOutcome(True, "not tested: no case of a floored category in this tier",
+                            rows, tested=False)  # fmt: skip
     text = "every category at or above its floor" if not failed else "; ".join(failed)
     return CheckOutcome(not failed, text, rows)
 

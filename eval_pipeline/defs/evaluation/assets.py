@@ -14,20 +14,23 @@ from typing import Any
 
 from dagster import (
     AssetCheckResult,
-    AssetCheckSeverity,
     AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
+    AssetIn,
     AssetsDefinition,
+    AssetSpec,
     BetaWarning,
     Config,
     DagsterRun,
+    Failure,
     MaterializeResult,
     MetadataValue,
     MultiPartitionKey,
     MultiToSingleDimensionPartitionMapping,
     Output,
     asset,
+    multi_asset,
 )
 from pydantic import Field, field_validator
 
@@ -40,10 +43,10 @@ from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import markdown_table, md_escape
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.defs.evaluation.gate_checks import GATE_CHECK_SPECS, gate_results
+from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
 from eval_pipeline.defs.evaluation.metadata import (
-    check_metadata,
     dataset_metadata,
+    errors_metadata,
     outputs_metadata,
     progress_logger,
     steps_metadata,
@@ -63,6 +66,11 @@ from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
 
 GROUP = "evaluation"
+SUMMARY_DESCRIPTION = (
+    "Aggregate the run, mark it complete, write its scores back to Langfuse, then judge it: "
+    "the suite's thresholds and, item by item, the regression gate against its baseline run "
+    "(core/scoring/gate.py). A failing blocking check fails the run with its numbers."
+)
 with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
     warnings.simplefilter("ignore", BetaWarning)
     SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
@@ -259,16 +267,14 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
         return Output(agent_run_outputs, metadata=metadata)
 
-    @asset(
-        group_name=GROUP,
+    @multi_asset(
+        specs=[AssetSpec("eval_summary", group_name=GROUP, partitions_def=partitions.evals,
+                         deps=["item_scores"], description=SUMMARY_DESCRIPTION)],
+        check_specs=check_specs(partitions.evals),
         partitions_def=partitions.evals,
-        check_specs=[
-            AssetCheckSpec("min_mean_scores", asset="eval_summary", blocking=True),
-            AssetCheckSpec("all_items_pass", asset="eval_summary", blocking=True),
-            AssetCheckSpec("category_floors", asset="eval_summary"),
-            *GATE_CHECK_SPECS,
-        ],
-    )
+        ins={"item_scores": AssetIn("item_scores")},
+        can_subset=True,  # a check that tested nothing yields no result: Dagster shows it skipped
+    )  # fmt: skip
     def eval_summary(
         context: AssetExecutionContext,
         item_scores: dict[str, Any],
@@ -276,8 +282,6 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         results_store: ResultsStoreResource,
         services: ServicesResource,
     ):
-        """Aggregate the run, mark it complete, gate it on the suite's thresholds and, item
-        by item, against its baseline run (see core/scoring/gate.py)."""
         suite = suites.get(item_scores["suite"])
         store, run_id = results_store.open(), item_scores["run_id"]
         found = services.get()
@@ -302,20 +306,30 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             baseline, why_not = None, f"baseline unknown: prompt registry unavailable ({exc})"
         result = evaluation.judge(store, run, suite, cases, summary, baseline=baseline,
                                   baseline_note=why_not)  # fmt: skip
+        partition = f"{run.suite} {run.prompt_version}"
+        checks, not_tested = check_results(result, partition)
         pictures = summary_pictures(store, run, suite, result.gate)
         if result.warnings:
             lines = "\n".join(f"- {md_escape(w)}" for w in result.warnings)
             pictures["warnings"] = MetadataValue.md(lines)
+        if not_tested:
+            lines = "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in not_tested.items())
+            pictures["checks_not_tested"] = MetadataValue.md(lines)
+        if result.gate is not None and result.gate.notes:
+            pictures["gate_note"] = "; ".join(result.gate.notes)
         pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
         primary = summary.metric(suite.thresholds.primary_metric)
         yield MaterializeResult(
+            asset_key="eval_summary",
             metadata={
                 **writeback,
                 "run_id": run_id,
+                "verdict": result.verdict,
                 "primary_metric": suite.thresholds.primary_metric,
                 "primary_value": primary if primary is not None else float("nan"),
                 **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
                 "errors": summary.n_errors,
+                **errors_metadata(summary),
                 "by_category": MetadataValue.md(markdown_table(summary.by_category, "category")),
                 "by_difficulty": MetadataValue.md(
                     markdown_table(summary.by_difficulty, "difficulty")
@@ -323,17 +337,14 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 "cost_usd": summary.cost_usd,
                 "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
                 **pictures,
-            }
+            },
         )
-        for name, outcome, blocking in result.checks:
-            yield AssetCheckResult(
-                check_name=name,
-                passed=outcome.passed,
-                severity=AssetCheckSeverity.ERROR if blocking else AssetCheckSeverity.WARN,
-                description=outcome.description,
-                metadata=check_metadata(outcome),
-            )
-        yield from gate_results(result.gate, result.gate_note or "")
+        selected = {key.name for key in context.selected_asset_check_keys}
+        yield from (check for check in checks if check.check_name in selected)
+        if result.failed:  # the run fails with the numbers, not a bare "check failed"
+            raise Failure(description=failure_message(result, partition),
+                          metadata={"verdict": result.verdict, "run_id": run_id},
+                          allow_retries=False)  # fmt: skip
 
     return EvaluationAssets(golden_dataset, langfuse_dataset, agent_run_outputs, item_scores,
                             eval_summary)  # fmt: skip

@@ -11,8 +11,9 @@ from dagster import DagsterLogManager, MetadataValue
 from eval_pipeline import settings
 from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.reports import charts
+from eval_pipeline.core.reports.exports import errors_markdown
 from eval_pipeline.core.scoring.gate import GateReport, flips_across_runs
-from eval_pipeline.core.scoring.summary import md_escape, summarize
+from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
 from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -61,6 +62,7 @@ def outputs_metadata(
         "reused_from_memo": summary.n_reused,
         "cost_usd_spent": summary.cost_usd_spent,
     }
+    meta |= errors_metadata(summary)
     if errors:
         lines = [
             f"| {md_escape(o.item_id)} | {o.repeat} | {md_escape(o.error or '')[:200]} |"
@@ -70,6 +72,15 @@ def outputs_metadata(
             "| item | repeat | error |\n|---|---:|---|\n" + "\n".join(lines)
         )
     return meta
+
+
+def errors_metadata(summary: Summary) -> dict[str, Any]:
+    """Errors by kind (count, first items, an example), and a count per kind to plot."""
+    if not summary.errors_by_kind:
+        return {}
+    return {"errors_by_kind": MetadataValue.md(errors_markdown(summary))} | {
+        f"errors_{kind}": found.count for kind, found in summary.errors_by_kind.items()
+    }
 
 
 def check_metadata(outcome: CheckOutcome) -> dict[str, Any]:

@@ -1,0 +1,176 @@
+"""The asset checks on eval_summary: the suite's thresholds and the regression gate.
+
+What the Dagster UI shows of them is written for a reader:
+- every check has a description saying what it tests and whether it blocks;
+- checks are partitioned like the asset (suite × prompt version), and each result says
+  which partition it judged;
+- every number in a result's metadata is labelled with the metric or category it belongs
+  to (``order_correctness Δ``, ``not_on_menu Δ``), never a bare ``delta`` from a first row;
+- a warning reads "WARN — …" (Dagster itself only knows passed or failed);
+- a check that tested nothing (nothing configured, no baseline yet) is not reported as a
+  pass: it yields no result, so Dagster shows it skipped, and the materialization's
+  ``checks_not_tested`` metadata says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    MetadataValue,
+    PartitionsDefinition,
+)
+
+from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.scoring.gate import GateCheck
+from eval_pipeline.core.scoring.stats import MIN_PAIRED_N
+from eval_pipeline.core.scoring.thresholds import CheckOutcome
+from eval_pipeline.defs.evaluation.metadata import rows_markdown
+
+ASSET = "eval_summary"
+DESCRIPTIONS = {
+    "min_mean_scores": "Blocks. Each metric's mean over the run's cases is at least its "
+    "`min_mean` in the suite's thresholds file.",
+    "all_items_pass": "Blocks. Every item scores 1.0 on each `all_items_pass` metric (for "
+    "example: no hallucinated menu item).",
+    "category_floors": "Warns. Each category's mean is at least its floor (`category_floors`).",
+    "paired_gate": "Blocks. Per gated metric, item by item against the baseline run (the "
+    "latest full run of the baseline label's version): fails when Δ ≤ −margin, the 90% CI "
+    "is below 0 and the Holm-adjusted p < α; warns when it cannot tell, with the number of "
+    "cases that would.",
+    "binary_gate": "Blocks. Exact McNemar test on pass/fail metrics: fails when "
+    "significantly more items newly fail than newly pass (Holm-adjusted).",
+    "category_deltas": "Warns. Paired Δ of the primary metric per category against the "
+    f"baseline; a category with fewer than {MIN_PAIRED_N} items is shown, not tested.",
+    "cost_latency": "Blocks when `max_cost_ratio` / `max_latency_ratio` is set: the paired "
+    "ratio of cost and latency per item against the baseline, with its CI.",
+}
+BLOCKING = ("min_mean_scores", "all_items_pass", "paired_gate", "binary_gate", "cost_latency")
+
+
+def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
+    return [
+        AssetCheckSpec(
+            name,
+            asset=ASSET,
+            description=text,
+            blocking=name in BLOCKING,
+            partitions_def=partitions_def,
+        )
+        for name, text in DESCRIPTIONS.items()
+    ]
+
+
+def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckResult], dict]:
+    """The results of the checks that tested something, and why the others did not."""
+    done: list[AssetCheckResult] = []
+    skipped: dict[str, str] = {}
+    for name, outcome, blocking in result.checks:
+        if name not in DESCRIPTIONS:  # (a CLI-only check, e.g. --threshold)
+            continue
+        if not outcome.tested:
+            skipped[name] = outcome.description
+            continue
+        label = outcome.label(blocking)
+        done.append(_result(name, label, outcome.description, partition,
+                            threshold_numbers(name, outcome), outcome.rows))  # fmt: skip
+    gate = result.gate
+    for check in gate.checks if gate else ():
+        if not check.tested:
+            skipped[check.name] = check.description
+            continue
+        numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gate_numbers(check)
+        if gate.notes:
+            numbers["note"] = "; ".join(gate.notes)
+        done.append(_result(check.name, _label(check), check.description, partition, numbers,
+                            check.rows, check.worse_items))  # fmt: skip
+    if gate is None:
+        for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
+            skipped[name] = result.gate_note or "no baseline"
+    return done, skipped
+
+
+def _label(check: GateCheck) -> str:
+    if check.outcome == "fail":
+        return "FAIL" if check.blocking_failure else "WARN"
+    return check.outcome.upper()
+
+
+def _result(
+    name: str,
+    label: str,
+    description: str,
+    partition: str,
+    numbers: dict[str, Any],
+    rows: list[dict[str, Any]],
+    worse: list[dict[str, Any]] | None = None,
+) -> AssetCheckResult:
+    metadata: dict[str, Any] = {"partition": partition, "outcome": label, **numbers}
+    if rows:
+        metadata["details"] = MetadataValue.md(rows_markdown(rows))
+    if worse:
+        metadata["worse_items"] = MetadataValue.md(rows_markdown(worse))
+    text = f"{partition}: {description}"
+    if label != "PASS":
+        text = f"{label} — {text}"
+    return AssetCheckResult(
+        asset_key=ASSET, check_name=name, passed=label == "PASS",
+        severity=AssetCheckSeverity.ERROR if label == "FAIL" else AssetCheckSeverity.WARN,
+        description=text[:1000], metadata=metadata,
+    )  # fmt: skip
+
+
+def threshold_numbers(name: str, outcome: CheckOutcome) -> dict[str, float]:
+    """Each row's number under a label naming its metric (and category)."""
+    numbers: dict[str, float] = {}
+    for row in outcome.rows:
+        value = row.get("mean")
+        if not isinstance(value, int | float):
+            continue
+        key = f"{row['category']} {row['metric']}" if "category" in row else row["metric"]
+        numbers[f"{key} mean"] = value
+        limit = row.get("minimum", row.get("floor"))
+        if isinstance(limit, int | float):
+            numbers[f"{key} {'minimum' if 'minimum' in row else 'floor'}"] = limit
+    if name == "all_items_pass":
+        numbers["items below 1.0"] = len(outcome.rows)
+    return numbers
+
+
+def gate_numbers(check: GateCheck) -> dict[str, Any]:
+    """Δ, CI, p and n per metric (or per category), and ratios, each under its own label."""
+    numbers: dict[str, Any] = {}
+    for row in check.rows:
+        subject = row.get("category") or row.get("metric")
+        if check.name == "binary_gate":
+            numbers[f"{subject} newly failing"] = row["newly_failing"]
+            numbers[f"{subject} newly passing"] = row["newly_passing"]
+            numbers[f"{subject} p (Holm)"] = row["p_holm"]
+            continue
+        if check.name == "cost_latency":
+            if row.get("ratio") is not None:
+                numbers[f"{subject} ratio"] = row["ratio"]
+            continue
+        numbers[f"{subject} Δ"] = row["delta"]
+        numbers[f"{subject} n"] = row["n"]
+        if row.get("ci_low") is not None:
+            numbers[f"{subject} CI"] = f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+            numbers[f"{subject} p (Holm)"] = row.get("p_holm")
+        if row.get("cases_needed") and check.outcome != "pass":
+            numbers[f"{subject} cases needed"] = row["cases_needed"]
+    return {k: v for k, v in numbers.items() if v is not None}
+
+
+def failure_message(result: EvalResult, partition: str) -> str:
+    """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
+    lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(result.failed)}"]
+    for name, outcome, blocking in result.checks:
+        if blocking and not outcome.passed:
+            lines.append(f"- {name}: {outcome.description}")
+    for check in result.gate.checks if result.gate else ():
+        if check.blocking_failure:
+            lines.append(f"- {check.name}: {check.description}")
+    return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""Verdicts people can trust and read: a changed evaluator re-scores the baseline instead of
+comparing silently, nothing passes untested, errors are shown by kind in every output, the
+CLI ends with its verdict, --verbose shows each case."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from eval_pipeline.cli import main
+from eval_pipeline.core.scoring.gate import compare_runs
+from eval_pipeline.core.scoring.thresholds import Thresholds, evaluate_thresholds
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+from eval_pipeline_tests.model_server import LocalOpenAIServer
+from eval_pipeline_tests.test_gate import ITEMS, THRESHOLDS, data, record
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A copy of this repository's project, the CLI pointed at it."""
+    path = copy_project(tmp_path)
+    clean_cli_env(monkeypatch, tmp_path / "home", path)
+    return path
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), terminal_width=200)
+
+
+def last_line(output: str) -> str:
+    return output.strip().splitlines()[-1]
+
+
+# --- a changed evaluator --------------------------------------------------------------------
+PLAIN_EVALUATOR = '''
+from eval_pipeline.evaluators.base import evaluator
+
+
+@evaluator
+def polite(*, output, **_):
+    """1.0 for every answer: a first, lenient version."""
+    return {factor}
+'''
+
+
+def with_project_evaluator(project: Path, factor: str) -> None:
+    (project.parent / "team_evals.py").write_text(PLAIN_EVALUATOR.format(factor=factor))
+    sys.modules.pop("team_evals", None)  # a new process would import the edited file
+    body = yaml.safe_load(project.read_text())
+    suite = body["suites"]["drive_thru"]
+    if "team_evals:polite" not in suite["evaluators"]:
+        suite["evaluators"].append("team_evals:polite")
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+
+
+def test_editing_a_project_evaluator_re_scores_the_baseline(project):
+    """The baseline was scored by `polite` returning 1.0; the edited `polite` returns 0.5.
+    Compared silently, that is a drop of 0.5 on every item; re-scored, there is none."""
+    with_project_evaluator(project, "1.0")
+    assert cli("run", "--suite", "drive_thru").exit_code == 0  # the production baseline
+    with_project_evaluator(project, "0.5")
+    report = project.parent / "gate.json"
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--baseline", "production",
+              "--json", str(report))  # fmt: skip
+    text = " ".join(ran.output.split())
+    assert ran.exit_code == 0, ran.output
+    assert "baseline re-scored with this run's evaluators (polite" in text
+    gate = json.loads(report.read_text())["gate"]
+    assert gate["comparable"] and "no agent calls" in gate["notes"][0]
+    tool = next(c for c in gate["checks"] if c["name"] == "paired_gate")
+    assert all(r["delta"] == 0.0 for r in tool["rows"])
+    assert last_line(ran.output) == "VERDICT: PASS (exit 0)"
+    sys.modules.pop("team_evals", None)
+
+
+def test_a_built_in_evaluator_changed_since_the_baseline_is_re_scored(project):
+    """As if the baseline was scored by an older eval-pipeline whose tool_call_accuracy
+    scored differently: its stored version and scores differ from today's."""
+    assert cli("run", "--suite", "drive_thru").exit_code == 0
+    store = ResultsStore(f"sqlite:///{project.parent.parent / 'home' / 'results.sqlite'}")
+    (baseline,) = store.list_runs(suite="drive_thru")
+    old = {**baseline.evaluator_versions, "tool_call_accuracy": "old-version"}
+    with store.engine.begin() as conn:
+        from sqlalchemy import text
+
+        conn.execute(text("UPDATE runs SET evaluator_versions = :v WHERE run_id = :r"),
+                     {"v": json.dumps(old), "r": baseline.run_id})  # fmt: skip
+        conn.execute(text("UPDATE item_scores SET value = 0.25 WHERE run_id = :r AND "
+                          "evaluator = 'tool_call_accuracy'"), {"r": baseline.run_id})  # fmt: skip
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--baseline", "production")
+    text_ = " ".join(ran.output.split())
+    assert ran.exit_code == 0, ran.output  # +0.75 against the stored scores; 0 re-scored
+    assert "tool_call_accuracy old-version →" in text_ and "re-scored" in text_
+
+
+# --- nothing passes untested ----------------------------------------------------------------
+def test_checks_that_test_nothing_say_so_instead_of_passing():
+    bare = Thresholds.model_validate({"primary_metric": "quality"})
+    checks = {name: outcome for name, outcome, _ in evaluate_thresholds(None, [], bare)}
+    for name in ("min_mean_scores", "all_items_pass", "category_floors"):
+        assert not checks[name].tested and checks[name].label(True) == "N/A"
+        assert checks[name].description.startswith("not tested: ")
+    assert not checks["all_items_pass"].description.rstrip().endswith(" on")
+    report = compare_runs(record("b"), record("c"), data({}), data({}), bare,
+                          dict.fromkeys(ITEMS, "a"))  # fmt: skip
+    found = {c.name: c for c in report.checks}
+    assert found["binary_gate"].label == "N/A" and "no pass/fail metrics" in (
+        found["binary_gate"].description
+    )
+    assert found["cost_latency"].label == "N/A"  # no maximum ratio: shown, not gated
+    assert found["paired_gate"].label == "PASS"
+
+
+def test_a_one_item_category_is_shown_not_tested():
+    """Before: "significantly worse" with CI [−1, −1] and p = 0 on a single item."""
+    categories = {i: "big" for i in ITEMS} | {ITEMS[0]: "tiny"}
+    report = compare_runs(record("b"), record("c"), data({}), data({ITEMS[0]: 0.0}),
+                          THRESHOLDS, categories)  # fmt: skip
+    deltas = next(c for c in report.checks if c.name == "category_deltas")
+    tiny = next(r for r in deltas.rows if r["category"] == "tiny")
+    assert tiny["delta"] == -1.0 and tiny["p_value"] is None and tiny["ci_low"] is None
+    assert "too few items to test (n=1 < 5)" in tiny["note"]
+    assert deltas.outcome == "pass" and "tiny" not in deltas.description.split("(")[0]
+    assert "1 with fewer than 5 items: not tested" in deltas.description
+
+
+# --- errors, verbose, the verdict -----------------------------------------------------------
+def refuse_some(body):
+    """A server that refuses two kinds of request: an unknown model for greetings, an
+    over-long context for orders with a burrito."""
+    said = " ".join(str(m.get("content")) for m in body.get("messages", [])
+                    if m.get("role") == "user").lower()  # fmt: skip
+    if "burrito" in said:
+        return (400, "This model's maximum context length is 4096 tokens")
+    if "hello" in said or "good morning" in said:
+        return (404, "The model `offline` does not exist")
+    return None
+
+
+def test_errors_are_shown_by_kind_in_every_output(project, monkeypatch):
+    out = project.parent / "out"
+    with LocalOpenAIServer(fault=refuse_some) as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "none")
+        monkeypatch.setenv("EVAL_LLM_MODEL", "offline")
+        ran = cli("run", "--suite", "drive_thru", "--cache", "off", "--json",
+                  str(out / "r.json"), "--report", str(out / "r.md"))  # fmt: skip
+    text = " ".join(ran.output.split())
+    body = json.loads((out / "r.json").read_text())
+    kinds = body["summary"]["errors_by_kind"]
+    assert set(kinds) == {"HTTP 400 server_error", "HTTP 404 server_error"}, kinds
+    long = kinds["HTTP 400 server_error"]
+    assert long["count"] >= 1 and "maximum context length" in long["example"]
+    assert "Errors by kind" in text and "HTTP 400 server_error" in text
+    assert "maximum context length" in text
+    markdown = (out / "r.md").read_text()
+    assert "## Errors (" in markdown and "maximum context length" in markdown
+    errored = [row for row in body["items"] if row["error"]]
+    assert len(errored) == body["summary"]["n_errors"] and all(r["error_kind"] for r in errored)
+    assert body["verdict"] in ("FAIL", "ERROR")
+    assert last_line(ran.output) == f"VERDICT: {body['verdict']} — " + (
+        ", ".join(body["failed"]) if body["verdict"] == "FAIL" else
+        f"{body['summary']['n_errors']} of 47 items errored"
+    ) + f" (exit {ran.exit_code})"  # fmt: skip
+
+
+def test_verbose_prints_one_block_per_case_and_the_last_line_is_the_verdict(project):
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--verbose")
+    assert ran.exit_code == 0
+    blocks = [line for line in ran.output.splitlines() if "· repeat 0" in line]
+    assert len(blocks) == 11
+    assert "tools called: lookup_menu_item" in ran.output and "latency" in ran.output
+    assert last_line(ran.output) == "VERDICT: PASS (exit 0)"
+    worse = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--prompt-version", "2",
+                "--threshold", "0.99")  # fmt: skip
+    assert worse.exit_code == 1
+    assert last_line(worse.output).startswith("VERDICT: FAIL — min_mean_scores")
+    missing = cli("run", "--suite", "nope")
+    assert missing.exit_code == 2 and last_line(missing.output).startswith("VERDICT: ERROR — ")
