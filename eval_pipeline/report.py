@@ -119,6 +119,11 @@ def print_report(console: Console, result: EvalResult) -> None:
     )
     if summary.cost_note:
         console.print(f"[yellow]Cost {escape(summary.cost_note)}[/]")
+    if summary.judge_calls:
+        judged = summary.judge_tokens
+        console.print(f"LLM judges (not in the agent's cost): {summary.judge_calls} call(s) · "
+                      f"tokens in/out: {judged.input:,} / {judged.output:,} · "
+                      f"cost: ${summary.judge_cost_usd:.4f}")  # fmt: skip
     gates = Table(title="Checks")
     for column in ("check", "severity", "result", "details"):
         gates.add_column(column)

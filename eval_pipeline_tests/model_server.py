@@ -154,16 +154,27 @@ def create_app(
     /models lists ``models``; ``quirks`` make it behave like a real server that is not
     OpenAI (LLAMA_CPP)."""
     make_model = chat_model or (lambda name: OfflineChatModel(model_name=name))
-    stats = {"requests": 0, "faults": 0, "rate_limited": 0}
+    stats: dict[str, Any] = {"requests": 0, "faults": 0, "rate_limited": 0, "in_flight": 0,
+                             "max_in_flight": 0}  # fmt: skip
     limit = SlidingWindowLimit(rate_limit) if rate_limit else None
     slot = asyncio.Lock()  # created in the server's loop on first use (Python 3.10+)
 
     async def chat_completions(request: Request) -> Response:
+        stats["in_flight"] += 1
+        stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
+        try:
+            return await answer(request)
+        finally:
+            stats["in_flight"] -= 1
+
+    async def answer(request: Request) -> Response:
         # The answer is due latency_s after this handler takes the request up, whatever the
         # model's own work takes: a provider's latency includes its compute (see answer_at).
         due = asyncio.get_running_loop().time() + latency_s
         body = await request.json()
         stats["requests"] += 1
+        by_model = stats.setdefault("by_model", {})
+        by_model[body.get("model")] = by_model.get(body.get("model"), 0) + 1
         if limit and (wait := limit.retry_after()) is not None:
             stats["rate_limited"] += 1
             error = {"message": "rate limit reached", "type": "rate_limit_exceeded"}

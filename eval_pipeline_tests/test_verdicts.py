@@ -183,3 +183,67 @@ def test_verbose_prints_one_block_per_case_and_the_last_line_is_the_verdict(proj
     assert last_line(worse.output).startswith("VERDICT: FAIL — min_mean_scores")
     missing = cli("run", "--suite", "nope")
     assert missing.exit_code == 2 and last_line(missing.output).startswith("VERDICT: ERROR — ")
+
+
+# --- LLM judges go through the runner -------------------------------------------------------
+def with_judge(project: Path) -> None:
+    body = yaml.safe_load(project.read_text())
+    body["suites"]["drive_thru"]["evaluators"].append(
+        {"llm_judge": {"rubric": "Is the answer polite?", "model": "judge-model",
+                       "name": "politeness"}}
+    )  # fmt: skip
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+
+
+@pytest.fixture
+def served(project, monkeypatch):
+    """The project with an LLM judge, against a model server that answers in 0.1 s."""
+    with_judge(project)
+
+    def judge_fails(body):
+        return (500, "judge overloaded") if failing and body["model"] == "judge-model" else None
+
+    failing: list[bool] = []
+    with LocalOpenAIServer(latency_s=0.1, fault=judge_fails,
+                           models=("offline", "judge-model")) as server:  # fmt: skip
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "none")
+        monkeypatch.setenv("EVAL_LLM_MODEL", "offline")
+        yield project, server.app.state.stats, failing
+
+
+def test_judge_calls_are_bounded_counted_apart_and_recorded_with_their_scores(served):
+    project, stats, _ = served
+    out = project.parent / "judged.json"
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--concurrency", "3",
+              "--cache", "off", "--json", str(out))  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    body = json.loads(out.read_text())
+    summary = body["summary"]
+    assert summary["judge_calls"] == 11 == stats["by_model"]["judge-model"]
+    assert summary["judge_tokens"]["input"] > 0 and summary["judge_cost_usd"] >= 0
+    assert stats["max_in_flight"] <= 3  # the judges kept to the run's concurrency too
+    # the agent's tokens are the agent's: no judge-model call among the items' usage
+    store = ResultsStore(f"sqlite:///{project.parent.parent / 'home' / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    assert all(set(o.usage) == {"offline"} for o in store.read_outputs(run.run_id))
+    detail = body["items"][0]["score_details"]["politeness"]
+    assert detail["metadata"]["judge_model"] == "judge-model" and detail["comment"]
+    assert detail["metadata"]["judge_calls"] == 1
+    stored = [s for s in store.read_scores(run.run_id) if s.evaluator == "politeness"]
+    assert len(stored) == 11 and all(s.metadata["judge_prompt_hash"] for s in stored)
+    assert "LLM judges (not in the agent's cost): 11 call(s)" in " ".join(ran.output.split())
+
+
+def test_a_failing_judge_call_is_retried_by_its_client_then_recorded_on_its_score(served):
+    project, stats, failing = served
+    failing.append(True)
+    out = project.parent / "judged.json"
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--cache", "off",
+              "--json", str(out))  # fmt: skip
+    body = json.loads(out.read_text())
+    assert stats["by_model"]["judge-model"] == 3 * 11  # 1 + max_retries per call, no more
+    judged = [r["score_details"]["politeness"] for r in body["items"]]
+    assert all(d["comment"].startswith("judge error (HTTP 500") for d in judged)
+    assert all(r["scores"]["politeness"] is None for r in body["items"])
+    assert ran.exit_code == 0  # the judge is not a gated metric here; the agent is fine

@@ -13,6 +13,7 @@ summarise+judge as three assets.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import Progress, RunnerConfig, run_agent, run_sync
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
-from eval_pipeline.core.scoring.summary import Summary, summarize
+from eval_pipeline.core.scoring.summary import Summary, judge_spending, summarize
 from eval_pipeline.core.scoring.thresholds import CheckOutcome, Thresholds, evaluate_thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -283,10 +284,19 @@ def _memoized(
 
 
 def score(
-    store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
+    store: ResultsStore,
+    run_id: str,
+    suite: Suite,
+    cases: Sequence[GoldenCase],
+    *,
+    judges: RunnerConfig | None = None,
+    prices: PriceTable | None = None,
 ) -> list[ItemScore]:
+    """Score every output; judges (model-backed evaluators) run under ``judges``'
+    concurrency, timeout and retries (default: the runner's defaults)."""
     with failure_recorded(store, run_id):
-        scores = score_items(cases, store.read_outputs(run_id), suite.evaluators)
+        scores = score_items(cases, store.read_outputs(run_id), suite.evaluators,
+                             judges=judges, prices=prices)  # fmt: skip
         store.write_scores(run_id, scores)
     return scores
 
@@ -336,6 +346,11 @@ def judge(
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=margin,
                                           rescored=rescored)  # fmt: skip
+        if rescored and (spent := judge_spending(base_data[1]))["judge_calls"]:
+            result.gate.notes.append(
+                f"re-scoring the baseline made {spent['judge_calls']} LLM judge call(s) "
+                f"(${spent['judge_cost_usd']:.4f})"
+            )
     except gating.NotComparable as exc:
         result.gate = gating.not_comparable_report(run, baseline, str(exc))
     return result
@@ -375,7 +390,8 @@ def evaluate(
     store.create_run(plan_.run)
     produce(store, plan_, agent, prices=prices, progress=progress)
     suite, run_id = plan_.suite, plan_.run.run_id
-    score(store, run_id, suite, plan_.cases)
+    judges = dataclasses.replace(plan_.runner, repeats=1)
+    score(store, run_id, suite, plan_.cases, judges=judges, prices=prices)
     summary = summarise(store, run_id, suite, plan_.cases)
     run = store.get_run(run_id) or plan_.run
     result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,

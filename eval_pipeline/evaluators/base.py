@@ -44,10 +44,13 @@ def evaluator(
     name: str | None = None,
     version: str | None = None,
     params: Mapping[str, Any] | None = None,
+    uses_model: bool = False,
 ) -> Any:
     """Declare an item evaluator named ``name`` (default: the function's name).
 
-    ``params`` are what a factory configured it with (they are part of its version)."""
+    ``params`` are what a factory configured it with (they are part of its version).
+    ``uses_model``: it calls a model (a judge), so it runs through the runner: bounded
+    concurrency, timeouts, retries, its tokens and cost counted apart from the agent's."""
 
     def declare(body: Callable[..., Any]) -> Evaluator:
         label = name or body.__name__
@@ -58,6 +61,7 @@ def evaluator(
                           metadata=metadata, **kwargs)  # fmt: skip
             return as_evaluation(label, result)
 
+        call.uses_model = uses_model  # type: ignore[attr-defined]
         return named(call, label, version or fingerprint(body, params))
 
     return declare(fn) if fn is not None else declare

@@ -58,7 +58,7 @@ def llm_judge(rubric: str, model: Any, *, name: str = "llm_judge") -> Evaluator:
     prompt_hash = judge_prompt_hash(rubric)
     identity = {"judge_model": model_name, "judge_prompt_hash": prompt_hash}
 
-    @evaluator(name=name, params={"rubric": rubric, **identity})
+    @evaluator(name=name, params={"rubric": rubric, **identity}, uses_model=True)
     def judge(*, input=None, output, **kwargs) -> Score:
         message = JUDGE_TEMPLATE.format(rubric=rubric, input=_text(input), output=_text(output))
         verdict = structured.invoke(message)

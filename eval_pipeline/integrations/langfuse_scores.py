@@ -87,7 +87,12 @@ def item_score_payloads(
             continue
         key = score_id(run_id, s.item_id, s.repeat, s.evaluator)
         traced_by = producer.get((s.item_id, s.repeat), run_id)
-        metadata = {"run_id": run_id, "item_id": s.item_id, "repeat": s.repeat}
+        metadata = {
+            **(s.metadata or {}),
+            "run_id": run_id,
+            "item_id": s.item_id,
+            "repeat": s.repeat,
+        }  # (the judge's model and prompt hash, when one scored)
         if traced_by != run_id:
             metadata["reused_from"] = traced_by
         payloads[key] = {
@@ -116,6 +121,7 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
             "value": float(s.value),
             "comment": _comment(s.comment),
             "dataType": "NUMERIC",
+            **({"metadata": s.metadata} if s.metadata else {}),
         }
     return payloads
 

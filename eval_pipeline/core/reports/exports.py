@@ -58,10 +58,17 @@ def model_line(run: RunRecord) -> str:
 def item_rows(result: EvalResult) -> list[dict[str, Any]]:
     """One row per case and repeat: its scores, error, latency, tokens and cost."""
     scores: dict[tuple[str, int], dict[str, Any]] = {}
+    details: dict[tuple[str, int], dict[str, Any]] = {}
     for s in result.scores:
         scores.setdefault((s.item_id, s.repeat), {})[s.evaluator] = s.value
+        if s.comment or s.metadata:  # why it scored so: the judge's reasoning, model, …
+            details.setdefault((s.item_id, s.repeat), {})[s.evaluator] = {
+                "comment": s.comment,
+                "metadata": s.metadata,
+            }
     return [
         {"item_id": o.item_id, "repeat": o.repeat, "scores": scores.get((o.item_id, o.repeat), {}),
+         "score_details": details.get((o.item_id, o.repeat), {}),
          "error": o.error, "error_kind": o.error_kind, "latency_ms": round(o.latency_ms, 1),
          "input_tokens": o.input_tokens, "output_tokens": o.output_tokens,
          "cost_usd": o.cost_usd, "attempts": o.attempts, "reused_from": o.source_run_id}
@@ -180,6 +187,13 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         f"{tokens.input:,} in / {tokens.output:,} out · cost ${summary.cost_usd:.4f}"
         + (f" {md_escape(summary.cost_note)}" if summary.cost_note else ""),
     ]
+    if summary.judge_calls:
+        judged = summary.judge_tokens
+        lines += [
+            "",
+            f"LLM judges (apart from the agent): {summary.judge_calls} call(s), tokens "
+            f"{judged.input:,} in / {judged.output:,} out, cost ${summary.judge_cost_usd:.4f}",
+        ]
     for title, chart in result.charts.items():
         relative = os.path.relpath(Path(chart).resolve(), Path(path).resolve().parent)
         lines += ["", f"![{md_escape(title)}]({Path(relative).as_posix()})"]

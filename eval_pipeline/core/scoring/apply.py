@@ -11,6 +11,9 @@ from langfuse import Evaluation
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.redact import redact
+from eval_pipeline.core.running.pricing import PriceTable
+from eval_pipeline.core.running.runner import RunnerConfig
+from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
 from eval_pipeline.core.scoring.summary import RunEvaluation
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.evaluators.base import Evaluator, RunEvaluator, evaluator_name
@@ -32,11 +35,16 @@ def score_items(
     evaluators: Sequence[Evaluator],
     *,
     error_value: float = 0.0,
+    judges: RunnerConfig | None = None,
+    prices: PriceTable | None = None,
 ) -> list[ItemScore]:
     """One score per (output, evaluator). An agent error scores ``error_value``;
-    an evaluator that raises records value None and the exception, so nothing is lost."""
+    an evaluator that raises records value None and the exception, so nothing is lost.
+    Evaluators that call a model (judges) run through the runner (``judges``: its
+    concurrency, timeout and retries; see judging.py), their tokens in the score."""
     by_id = {c.id: c for c in cases}
     scores: list[ItemScore] = []
+    jobs: list[JudgeJob] = []
     for out in outputs:
         case = by_id.get(out.item_id)
         for fn in evaluators:
@@ -49,6 +57,8 @@ def score_items(
                         out.item_id, out.repeat, name, error_value, f"agent error: {out.error}"
                     )
                 )
+            elif uses_model(fn):
+                jobs.append(JudgeJob(case, out, fn))
             else:
                 scores.extend(
                     evaluate_one(
@@ -57,7 +67,7 @@ def score_items(
                         metadata=case.metadata.model_dump(),
                     )
                 )  # fmt: skip
-    return scores
+    return scores + run_judges(jobs, judges, prices)
 
 
 def values_by_evaluator(scores: Iterable[ItemScore]) -> dict[str, list[float]]:

@@ -90,6 +90,10 @@ class Summary:
     cost_usd_spent: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)  # calls not in cost_usd
     errors_by_kind: dict[str, ErrorKind] = field(default_factory=dict)  # most frequent first
+    # Model-backed evaluators (LLM judges): their calls, tokens and cost, apart from the agent's
+    judge_calls: int = 0
+    judge_tokens: Tokens = field(default_factory=Tokens)
+    judge_cost_usd: float = 0.0
 
     @property
     def cost_note(self) -> str:
@@ -118,6 +122,7 @@ class Summary:
         values["passed"] = PassCount(**data["passed"]) if data.get("passed") else None
         values["latency_ms"] = Latency(**(data.get("latency_ms") or {}))
         values["tokens"] = Tokens(**(data.get("tokens") or {}))
+        values["judge_tokens"] = Tokens(**(data.get("judge_tokens") or {}))
         values["errors_by_kind"] = {
             k: ErrorKind(**v) for k, v in (data.get("errors_by_kind") or {}).items()
         }
@@ -210,7 +215,19 @@ def summarize(
         cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
         unpriced_models=sorted({m for o in outputs for m in o.unpriced_models}),
         errors_by_kind=errors_by_kind(outputs),
+        **judge_spending(scores),
     )
+
+
+def judge_spending(scores: Sequence[ItemScore]) -> dict[str, Any]:
+    """Calls, tokens and cost of the model-backed evaluators (from their scores' metadata)."""
+    spent = [s.metadata for s in scores if s.metadata and "judge_calls" in s.metadata]
+    return {
+        "judge_calls": int(sum(m["judge_calls"] for m in spent)),
+        "judge_tokens": Tokens(input=int(sum(m["judge_input_tokens"] for m in spent)),
+                               output=int(sum(m["judge_output_tokens"] for m in spent))),
+        "judge_cost_usd": round(sum(m["judge_cost_usd"] for m in spent), 6),
+    }  # fmt: skip
 
 
 EXAMPLE_CHARS = 300

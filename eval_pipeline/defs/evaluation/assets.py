@@ -40,7 +40,7 @@ from eval_pipeline.core.evaluation import RunRequest
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.running.memo import check_policy
 from eval_pipeline.core.scoring.apply import values_by_evaluator
-from eval_pipeline.core.scoring.summary import markdown_table, md_escape
+from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
@@ -256,14 +256,22 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         agent_run_outputs: dict[str, Any],
         suites: SuitesResource,
         results_store: ResultsStoreResource,
+        llm: LLMResource,
     ) -> Output[dict[str, Any]]:
-        """Score every recorded output with the suite's item evaluators."""
+        """Score every recorded output with the suite's item evaluators; LLM judges run
+        through the runner (concurrency, timeouts, retries), their cost counted apart."""
         suite = suites.get(agent_run_outputs["suite"])
         store, run_id = results_store.open(), agent_run_outputs["run_id"]
-        scores = evaluation.score(store, run_id, suite,
-                                  evaluation.cases_of_run(store, run_id, suite))  # fmt: skip
+        cases = evaluation.cases_of_run(store, run_id, suite)
+        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices())
         means = values_by_evaluator(scores)
+        spent = judge_spending(scores)
         metadata: dict[str, Any] = {"run_id": run_id, "scores": len(scores)}
+        if spent["judge_calls"]:
+            metadata |= {"judge_calls": spent["judge_calls"],
+                         "judge_cost_usd": spent["judge_cost_usd"],
+                         "judge_input_tokens": spent["judge_tokens"].input,
+                         "judge_output_tokens": spent["judge_tokens"].output}  # fmt: skip
         metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
         return Output(agent_run_outputs, metadata=metadata)
 
@@ -335,6 +343,11 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                     markdown_table(summary.by_difficulty, "difficulty")
                 ),
                 "cost_usd": summary.cost_usd,
+                **(
+                    {"judge_cost_usd": summary.judge_cost_usd, "judge_calls": summary.judge_calls}
+                    if summary.judge_calls
+                    else {}
+                ),
                 "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
                 **pictures,
             },
