@@ -346,6 +346,23 @@ def doctor() -> None:
 
 
 @main.command()
+def instance() -> None:
+    """Write the local Dagster instance settings (run queue, one run per partition, model
+    pool) to $DAGSTER_HOME (default .eval_home/dagster) and say how to open the UI."""
+    from eval_pipeline.defs.instance import write_local_instance
+
+    home = Path(os.environ.get("DAGSTER_HOME") or settings.eval_home() / "dagster")
+    path, ours = write_local_instance(home)
+    if ours:
+        console.print(f"Instance settings: {path}")
+    else:
+        console.print(f"[yellow]{path} exists and is not ours: left as it is[/] (doctor "
+                      "checks that it has a run queue and limits)")  # fmt: skip
+    console.print(f"Open the UI: DAGSTER_HOME={home} dagster dev -w workspace.yaml "
+                  "(or -m your_package.definitions)")  # fmt: skip
+
+
+@main.command()
 def demo() -> None:
     """Materialize the whole asset graph on embedded defaults and print the summary."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.eval_home() / "dagster")))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from dagster import DagsterInstance, MultiPartitionKey
 from rich.console import Console
@@ -17,62 +18,98 @@ from eval_pipeline import settings
 from eval_pipeline.agents.project import load_project
 from eval_pipeline.core import evaluation
 from eval_pipeline.defs import build_definitions
+from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.services import Services
-from eval_pipeline.report import print_result
+from eval_pipeline.report import print_gate, print_result, verdict_line
 
-# The report is the demo's output; Dagster's own step log stays in the run (see the UI).
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The report is the demo's output; Dagster's own step log (a failed gate's too) stays in
+# the run (see the UI).
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
+    """Per suite: golden_dataset_job, then eval_job on the production version (full tier)
+    and on the staging version (smoke tier, gated against production). The exit code is
+    the production runs': staging's v2 is the deliberately worse prompt, and the demo shows
+    the gate catching it."""
     home = Path(os.environ["DAGSTER_HOME"])
-    if not (home / "dagster.yaml").exists():
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    write_local_instance(home)  # the queue, tag limits and pools `dagster dev` will use
     project = load_project()
     defs = build_definitions(project.path)
     golden_job = defs.resolve_job_def("golden_dataset_job")
-    eval_job = defs.resolve_job_def("eval_job")
     instance = DagsterInstance.get()
     services = Services.from_env(project.prompts_dir)
-    store = defs.resources["results_store"].open()
+    demo = Demo(console, defs, instance, services)
     exit_code = 0
     for name in suites or project.suite_names:
         suite = project.suite(name)
-        prompt = services.prompt(suite, label="production")
-        key = evaluation.prompt_key(prompt)
-        instance.add_dynamic_partitions(prompt_version_partitions.name, [key])
-        described = f"{prompt.name} {key} (production label)" if prompt else "no prompt"
-        console.print(f"[bold]{name}[/]: golden_dataset_job → eval_job on {described}")
+        console.print(f"[bold]{name}[/]: golden_dataset_job → eval_job (production, staging)")
         loaded = golden_job.execute_in_process(
             partition_key=name, instance=instance, run_config=QUIET, raise_on_error=False
         )
         if not loaded.success:
             console.print(f"[red]golden_dataset[{name}] failed:[/]\n{_step_error(loaded)}")
             return 2
-        result = eval_job.execute_in_process(
-            partition_key=MultiPartitionKey({"suite": name, "prompt_version": key}),
-            instance=instance, run_config=QUIET, raise_on_error=False,
-        )  # fmt: skip
-        run = store.list_runs(suite=name, prompt_version=key, limit=1)[0]
-        summary = store.read_summary(run.run_id)
-        if summary is None:
-            console.print(f"[red]eval_job[{name}] failed:[/]\n{_step_error(result)}")
+        production = demo.evaluate(suite, "production", "full")
+        if production is None:
             return 2
-        cases = evaluation.cases_of_run(store, run.run_id, suite)
-        judged = evaluation.judge(store, run, suite, cases, summary,
-                                  baseline_note="see the run in the Dagster UI")  # fmt: skip
-        print_result(console, judged)
-        if not result.success:
-            console.print("[red]A blocking check failed: see the run in the Dagster UI.")
+        print_result(console, production)
+        if not production.passed:
             exit_code = 1
+        staging = demo.evaluate(suite, "staging", "smoke")
+        if staging is not None and staging.run.prompt_version != production.run.prompt_version:
+            console.rule(f"{name}: staging {staging.run.prompt_version} against production "
+                         f"{production.run.prompt_version}")  # fmt: skip
+            print_gate(console, staging.gate, staging.gate_note)
+            console.print(f"{verdict_line(staging, 1 if staging.failed else 0)}; staging "
+                          "holds the deliberately worse prompt")  # fmt: skip
     console.rule("Where to look next")
     console.print(
         f"Dagster UI: DAGSTER_HOME={instance.root_directory} dagster dev -w workspace.yaml\n"
+        "  (the production and staging versions are evaluated: the label sensor starts no run "
+        "until a label moves)\n"
         f"Results store: {settings.results_url()}\n"
-        "A worse prompt: eval-pipeline run --suite drive_thru --prompt-version 2"
+        "Gate a version yourself: eval-pipeline run --suite drive_thru --label staging "
+        "--tier smoke --baseline production"
     )
     return exit_code
+
+
+class Demo:
+    """Runs eval_job for a suite's labelled version and reads back the judged result."""
+
+    def __init__(self, console: Console, defs: Any, instance: DagsterInstance,
+                 services: Services):  # fmt: skip
+        self.console, self.instance, self.services = console, instance, services
+        self.job = defs.resolve_job_def("eval_job")
+        self.store = defs.resources["results_store"].open()
+
+    def evaluate(self, suite: Any, label: str, tier: str) -> evaluation.EvalResult | None:
+        prompt = self.services.prompt(suite, label=label)
+        key = evaluation.prompt_key(prompt)
+        self.instance.add_dynamic_partitions(prompt_version_partitions.name, [key])
+        config = {**QUIET, "ops": {"agent_run_outputs": {"config": {"tier": tier}}}}
+        result = self.job.execute_in_process(
+            partition_key=MultiPartitionKey({"suite": suite.name, "prompt_version": key}),
+            instance=self.instance, run_config=config, raise_on_error=False,
+            tags={"eval/label": label, "eval/tier": tier},
+        )  # fmt: skip
+        runs = self.store.list_runs(suite=suite.name, prompt_version=key, tier=tier, limit=1)
+        summary = self.store.read_summary(runs[0].run_id) if runs else None
+        if summary is None:
+            self.console.print(f"[red]eval_job[{suite.name} {key}] failed:[/]\n"
+                               f"{_step_error(result)}")  # fmt: skip
+            return None
+        run = runs[0]
+        cases = evaluation.cases_of_run(self.store, run.run_id, suite)
+        baseline, why_not = (None, "the production version itself")
+        if label != "production":
+            baseline, why_not = evaluation.baseline_for(
+                self.store, suite, run, "production", self.services.registry()
+            )
+        return evaluation.judge(self.store, run, suite, cases, summary, baseline=baseline,
+                                baseline_note=why_not)  # fmt: skip
 
 
 def _step_error(result) -> str:

@@ -235,20 +235,27 @@ def check_results_store() -> Finding:
 
 
 def check_dagster_instance() -> Finding:
+    """The instance `dagster dev` and the daemon use: reachable, and with the run queue,
+    the one-run-per-partition limit and the model pool (defs/instance.py)."""
     home = os.environ.get("DAGSTER_HOME")
     if not home:
-        return Finding("dagster instance", True, "DAGSTER_HOME not set: `dagster dev` uses a "
-                       "temporary instance (production: deploy/dagster.yaml)")  # fmt: skip
+        return Finding("dagster instance", True, "DAGSTER_HOME not set: `dagster dev` would "
+                       "use a temporary instance without the run queue and limits",
+                       "run `eval-pipeline instance` and use the DAGSTER_HOME it prints "
+                       "(production: deploy/dagster.yaml)")  # fmt: skip
     if not Path(home).is_dir():
-        fix = f"mkdir -p {home} and put deploy/dagster.yaml there (Postgres storage)"
+        fix = "run `eval-pipeline instance` (local) or put deploy/dagster.yaml there (Postgres)"
         return Finding("dagster instance", False, f"DAGSTER_HOME={home} is not a directory", fix)
     from dagster import DagsterInstance
+
+    from eval_pipeline.defs.instance import instance_problems
 
     try:
         with DagsterInstance.get() as instance:
             storage = type(instance.run_storage).__name__
             instance.get_runs_count()
             url = getattr(instance.run_storage, "postgres_url", None)
+            problems = instance_problems(instance)
     except Exception as exc:
         return _failure("dagster instance", exc, f"check {home}/dagster.yaml and the "
                         "DAGSTER_PG_* variables; is the Postgres server up?")  # fmt: skip
@@ -259,7 +266,12 @@ def check_dagster_instance() -> Finding:
         fix = "add `scheme: postgresql+psycopg2` under storage.postgres.postgres_db"
         detail = f"Postgres storage uses the {driver} driver"
         return Finding("dagster instance", False, f"{home}: {detail}", fix)
-    return Finding("dagster instance", True, f"{home}: {storage}")
+    if problems:
+        return Finding("dagster instance", False, f"{home}: " + "; ".join(problems),
+                       "run `eval-pipeline instance` (local SQLite) or use deploy/dagster.yaml "
+                       "(Postgres)")  # fmt: skip
+    return Finding("dagster instance", True, f"{home}: {storage}, runs queued, one per "
+                   "partition, model pool limited")  # fmt: skip
 
 
 CHECKS: tuple[Check, ...] = (

@@ -63,16 +63,33 @@ def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
     assert not (home / "results.sqlite").exists()
 
 
-def test_demo_summary_matches_the_store(home):
+def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(home):
+    """The demo evaluates production (full) and staging (smoke, gated) of every suite on a
+    Dagster instance with the project's queue and limits; opening the UI afterwards starts
+    no run: the label sensor finds every labelled version evaluated."""
+    from dagster import DagsterInstance
+
+    from eval_pipeline.defs.instance import LOCAL_INSTANCE, instance_problems
+    from eval_pipeline_tests.helpers import eval_resources, sensor_tick
+
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
-    (run,) = store.list_runs(suite="drive_thru")
+    (run,) = store.list_runs(suite="drive_thru", tier="full")
     summary = store.read_summary(run.run_id)
     assert run.status == "complete" and summary.n_cases == 47
     assert f"Cases: {summary.n_cases}" in result.output
     assert f"{summary.metrics['order_correctness']:.1%}" in result.output
-    assert (home / "dagster").is_dir()
+    (staging,) = store.list_runs(suite="drive_thru", tier="smoke")
+    assert staging.prompt_version == "v2" and "staging v2 against production v1" in result.output
+    assert "VERDICT: FAIL — min_mean_scores, paired_gate" in " ".join(result.output.split())
+    assert (home / "dagster" / "dagster.yaml").read_text() == LOCAL_INSTANCE
+    with DagsterInstance.from_config(str(home / "dagster")) as instance:
+        assert instance_problems(instance) == []
+        names = {r.dagster_run.job_name for r in instance.get_run_records()}
+        assert names == {"golden_dataset_job", "eval_job"}  # real jobs, not ephemeral ones
+        first_tick, _ = sensor_tick(instance, eval_resources(home))
+    assert first_tick.run_requests == []
 
 
 def test_demo_with_a_broken_dataset_says_what_to_fix(home, tmp_path, monkeypatch):

@@ -17,8 +17,10 @@ PLANTED = "sk-planted-doctor-3b9e1f"
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
+    from eval_pipeline.defs.instance import write_local_instance
+
     home = clean_cli_env(monkeypatch, tmp_path / "home")
-    (home / "dagster").mkdir(parents=True)
+    write_local_instance(home / "dagster")
     monkeypatch.setenv("COLUMNS", "250")  # one table row per line
     return home
 
@@ -90,7 +92,27 @@ def test_langfuse_with_wrong_keys_fails_without_showing_the_secret(home, monkeyp
 def test_a_missing_dagster_home_is_reported(home, monkeypatch, tmp_path):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "nowhere"))
     code, out = doctor()
-    assert code == 1 and "FAIL" in row(out, "dagster instance") and "mkdir -p" in out
+    assert code == 1 and "FAIL" in row(out, "dagster instance")
+    assert "eval-pipeline instance" in row(out, "dagster instance")
+
+
+def test_an_instance_without_the_run_queue_and_limits_is_named_and_fixed(home):
+    """What earlier demos wrote (telemetry only): `dagster dev` would run two runs of one
+    partition at once (interleaved results) and every model-calling step in parallel."""
+    (home / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n# mine\n")
+    from eval_pipeline.doctor import check_dagster_instance
+
+    code, out = doctor()
+    assert code == 1 and "FAIL" in row(out, "dagster instance")
+    found = check_dagster_instance()
+    assert "dagster/partition" in found.detail and 'pool "llm"' in found.detail
+    assert "eval-pipeline instance" in found.fix
+    kept = CliRunner().invoke(main, ["instance"], terminal_width=200)
+    assert "exists and is not ours: left as it is" in " ".join(kept.output.split())
+    (home / "dagster" / "dagster.yaml").unlink()
+    made = CliRunner().invoke(main, ["instance"], terminal_width=200)
+    assert made.exit_code == 0 and "dagster dev -w workspace.yaml" in made.output
+    assert check_dagster_instance().ok and doctor()[0] == 0
 
 
 @pytest.mark.postgres

@@ -257,3 +257,54 @@ def test_daily_schedule_requests_yesterday_for_every_suite():
         "day": "2026-11-21",
         "suite": "drive_thru",
     }
+
+
+def test_a_day_below_its_floors_and_clearly_below_the_previous_days_is_flagged(tmp_path):
+    """Three shipped days (tool_protocol 0.81–0.85) pass; a fourth where the agent adds
+    items without looking them up fails the floor and is clearly below the days before."""
+    from dagster import MultiPartitionKey, instance_for_test, materialize
+
+    from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline.defs.traces.assets import build_trace_assets
+    from eval_pipeline_tests.helpers import copy_project
+
+    project = copy_project(tmp_path)
+    traces = project.parent / "datasets" / "drive_thru" / "traces"
+    bad = (traces / "2026-11-21.jsonl").read_text().replace("lookup_menu_item", "menu_search")
+    (traces / "2026-11-22.jsonl").write_text(bad)
+    production_traces, trace_scores, _ = build_trace_assets(build_partitions(SUITE_NAMES))
+    resources = eval_resources(tmp_path, project=project)
+    (tmp_path / "dagster").mkdir()
+    found = {}
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        for day in ("2026-11-19", "2026-11-20", "2026-11-21", "2026-11-22"):
+            result = materialize(
+                [production_traces, trace_scores], instance=instance, resources=resources,
+                partition_key=MultiPartitionKey({"day": day, "suite": "drive_thru"}),
+            )  # fmt: skip
+            found[day] = {e.check_name: e for e in result.get_asset_check_evaluations()}
+            assert result.success  # severity warn: the run goes on
+    assert "trace_drop" not in found["2026-11-19"]  # no history yet: skipped, not "passed"
+    assert found["2026-11-21"]["trace_floors"].passed and found["2026-11-21"]["trace_drop"].passed
+    floors, drop = found["2026-11-22"]["trace_floors"], found["2026-11-22"]["trace_drop"]
+    assert not floors.passed and floors.severity.value == "WARN"
+    assert floors.description.startswith("WARN — drive_thru 2026-11-22: below floor: tool_proto")
+    assert floors.metadata["tool_protocol mean"].value < 0.75
+    assert not drop.passed and "tool_protocol" in drop.description
+    assert drop.metadata["tool_protocol previous"].value > 0.8
+    assert drop.metadata["tool_protocol p value"].value < 0.01
+
+
+def test_the_drop_rule_needs_history_a_margin_and_significance():
+    from eval_pipeline.core.scoring.thresholds import TraceThresholds
+    from eval_pipeline.core.traces.checks import DayStats, check_drop
+
+    config = TraceThresholds(drop_margin=0.05, alpha=0.01)
+    day = {"m": DayStats(0.80, 0.4, 200)}
+    history = [{"m": DayStats(0.90, 0.3, 200)}, {"m": DayStats(0.91, 0.29, 200)}]
+    assert not check_drop(day, history, config).passed  # 0.105 lower, p ≈ 0.001
+    assert check_drop({"m": DayStats(0.87, 0.34, 200)}, history, config).passed  # within margin
+    noisy = {"m": DayStats(0.80, 0.4, 8)}
+    assert check_drop(noisy, history, config).passed  # lower, but 8 traces prove nothing
+    untested = check_drop(day, history[:1], config)
+    assert not untested.tested and "needs 2 previous days" in untested.description

@@ -6,6 +6,8 @@ min_mean: {order_correctness: 0.85}          # ERROR, blocking
 all_items_pass: [no_hallucinated_items]      # 1.0 on every item, ERROR, blocking
 category_floors:                             # WARN
   order_correctness: {simple: 0.9}
+traces:                                      # production traces, per day (WARN by default)
+  floors: {tool_protocol: 0.75}
 ```
 """
 
@@ -43,6 +45,18 @@ class RegressionConfig(BaseModel):
     max_latency_ratio: float | None = Field(None, gt=0.0)
 
 
+class TraceThresholds(BaseModel):
+    """Checks on a day of production traces (the ``traces:`` section; core/traces/checks.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    floors: dict[str, float] = Field(default_factory=dict)  # reference-free metric → floor
+    severity: Literal["warn", "error"] = "warn"  # error: a failing day fails its run
+    drop_margin: float = Field(0.05, ge=0.0, le=1.0)  # "clearly below": at least this much …
+    alpha: float = Field(0.01, gt=0.0, lt=0.5)  # … and Welch's one-sided p below this
+    days: int = Field(7, ge=1, le=90)  # previous days compared with
+
+
 class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -51,6 +65,7 @@ class Thresholds(BaseModel):
     all_items_pass: list[str] = Field(default_factory=list)
     category_floors: dict[str, dict[str, float]] = Field(default_factory=dict)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
+    traces: TraceThresholds = Field(default_factory=TraceThresholds)
 
     @property
     def gated_metrics(self) -> list[str]:

@@ -75,8 +75,8 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
             skipped[name] = outcome.description
             continue
         label = outcome.label(blocking)
-        done.append(_result(name, label, outcome.description, partition,
-                            threshold_numbers(name, outcome), outcome.rows))  # fmt: skip
+        done.append(check_result(ASSET, name, label, outcome.description, partition,
+                                 threshold_numbers(name, outcome), outcome.rows))  # fmt: skip
     gate = result.gate
     for check in gate.checks if gate else ():
         if not check.tested:
@@ -85,8 +85,8 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gate_numbers(check)
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
-        done.append(_result(check.name, _label(check), check.description, partition, numbers,
-                            check.rows, check.worse_items))  # fmt: skip
+        done.append(check_result(ASSET, check.name, _label(check), check.description,
+                                 partition, numbers, check.rows, check.worse_items))  # fmt: skip
     if gate is None:
         for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
             skipped[name] = result.gate_note or "no baseline"
@@ -99,7 +99,8 @@ def _label(check: GateCheck) -> str:
     return check.outcome.upper()
 
 
-def _result(
+def check_result(
+    asset: str,
     name: str,
     label: str,
     description: str,
@@ -117,7 +118,7 @@ def _result(
     if label != "PASS":
         text = f"{label} — {text}"
     return AssetCheckResult(
-        asset_key=ASSET, check_name=name, passed=label == "PASS",
+        asset_key=asset, check_name=name, passed=label == "PASS",
         severity=AssetCheckSeverity.ERROR if label == "FAIL" else AssetCheckSeverity.WARN,
         description=text[:1000], metadata=metadata,
     )  # fmt: skip

@@ -7,34 +7,94 @@ candidate golden cases in a review file a person can promote into the dataset.
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 from dagster import (
+    AssetCheckSpec,
     AssetExecutionContext,
+    AssetKey,
+    AssetOut,
+    AssetRecordsFilter,
     AssetsDefinition,
     Config,
+    Failure,
     MetadataValue,
     MultiPartitionKey,
     Output,
     asset,
+    multi_asset,
 )
 
 from eval_pipeline import settings
 from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import md_escape
+from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
+from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
+from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.partitions import Partitions
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
 
 GROUP = "production"
 PROGRESS_EVERY = 10_000
+TRACE_SCORES_DESCRIPTION = (
+    "Reference-free scores of the sampled traces (hallucinated items, tool protocol, errors, "
+    "latency, cost), written back onto the traces in Langfuse, and checked against the "
+    "suite's `traces:` thresholds."
+)
+TRACE_CHECKS = {
+    "trace_floors": "Each reference-free metric's mean over the day's sampled traces is at "
+    "least its floor (`traces.floors`). Warns, or fails with `traces.severity: error`.",
+    "trace_drop": "No metric is clearly below the previous days: lower than all their traces "
+    "pooled (up to `traces.days` back) by at least `traces.drop_margin`, with Welch's "
+    f"one-sided p < `traces.alpha`. Needs {MIN_DAYS} previous days of scores.",
+}
+
+
+def previous_days(
+    context: AssetExecutionContext, day: date, suite: str, days: int
+) -> list[dict[str, DayStats]]:
+    """The metric statistics trace_scores recorded for the ``days`` days before ``day``."""
+    keys = [str(MultiPartitionKey({"day": (day - timedelta(days=k)).isoformat(), "suite": suite}))
+            for k in range(1, days + 1)]  # fmt: skip
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("trace_scores"), asset_partitions=keys),
+        limit=10 * days,
+    ).records
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:  # newest first: the first seen per partition is its latest
+        materialization = record.asset_materialization
+        if materialization and materialization.partition not in latest:
+            latest[materialization.partition] = {
+                k: v.value for k, v in materialization.metadata.items()
+            }
+    found = []
+    for meta in latest.values():  # (days before trace_scores recorded sd_/n_ have no n)
+        metrics = [key.removeprefix("mean_") for key in meta if key.startswith("mean_")]
+        found.append({
+            m: DayStats(float(meta[f"mean_{m}"]), float(meta.get(f"sd_{m}", 0.0)),
+                        int(meta.get(f"n_{m}", 0)))
+            for m in metrics
+        })  # fmt: skip
+    return found
+
+
+def trace_numbers(outcome: CheckOutcome) -> dict[str, float]:
+    """Each metric's numbers under labels naming it."""
+    numbers: dict[str, float] = {}
+    for row in outcome.rows:
+        metric = row["metric"]
+        for key in ("mean", "floor", "today", "previous", "delta", "p_value"):
+            if isinstance(row.get(key), int | float):
+                numbers[f"{metric} {key.replace('_', ' ')}"] = row[key]
+    return numbers
 
 
 class TraceSamplingConfig(Config):
@@ -112,28 +172,62 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
             },
         )
 
-    @asset(group_name=GROUP, partitions_def=partitions.traces)
+    @multi_asset(
+        outs={"trace_scores": AssetOut(group_name=GROUP, description=TRACE_SCORES_DESCRIPTION)},
+        check_specs=[
+            AssetCheckSpec(name, asset="trace_scores", description=text,
+                           partitions_def=partitions.traces)
+            for name, text in TRACE_CHECKS.items()
+        ],
+        partitions_def=partitions.traces,
+        can_subset=True,  # a check with nothing to test yields no result: shown skipped
+    )  # fmt: skip
     def trace_scores(
         context: AssetExecutionContext,
         production_traces: list[TraceRecord],
         suites: SuitesResource,
         services: ServicesResource,
         results_store: ResultsStoreResource,
-    ) -> Output[list[ItemScore]]:
-        """Reference-free scores (hallucinated items, tool protocol, errors, latency, cost)."""
-        _, suite_name = _keys(context)
+    ):
+        day, suite_name = _keys(context)
         suite = suites.get(suite_name)
         scores = score_traces(production_traces, suite.trace_evaluators)
         metadata: dict[str, Any] = {"traces": len(production_traces), "scores": len(scores)}
-        for name, values in sorted(values_by_evaluator(scores).items()):
-            metadata[f"mean_{name}"] = round(sum(values) / len(values), 4)
-            metadata[f"failing_{name}"] = sum(v < 1.0 for v in values)
+        today = {name: DayStats.of(values)
+                 for name, values in sorted(values_by_evaluator(scores).items())}  # fmt: skip
+        for name, day_stats in today.items():
+            metadata[f"mean_{name}"] = round(day_stats.mean, 4)
+            metadata[f"sd_{name}"] = round(day_stats.sd, 4)
+            metadata[f"n_{name}"] = day_stats.n
+            metadata[f"failing_{name}"] = sum(s.value is not None and s.value < 1.0
+                                              for s in scores if s.evaluator == name)  # fmt: skip
         report = services.get().write_back(  # the traces came from Langfuse: score them there
             results_store.open(), langfuse_scores.trace_score_payloads(scores)
         )
         if report is not None:
             metadata |= report.metadata()
-        return Output(scores, metadata=metadata)
+        config = suite.thresholds.traces
+        previous = previous_days(context, day, suite_name, config.days)
+        outcomes = {"trace_floors": check_floors(today, config),
+                    "trace_drop": check_drop(today, previous, config)}  # fmt: skip
+        partition = f"{suite_name} {day}"
+        untested = {k: o.description for k, o in outcomes.items() if not o.tested}
+        if untested:
+            metadata["checks_not_tested"] = MetadataValue.md(
+                "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in untested.items())
+            )
+        yield Output(scores, output_name="trace_scores", metadata=metadata)
+        selected = {key.name for key in context.selected_asset_check_keys}
+        blocking = config.severity == "error"
+        for name, outcome in outcomes.items():
+            if outcome.tested and name in selected:
+                yield check_result("trace_scores", name, outcome.label(blocking),
+                                   outcome.description, partition,
+                                   trace_numbers(outcome), outcome.rows)  # fmt: skip
+        failing = [f"- {k}: {o.description}" for k, o in outcomes.items() if not o.passed]
+        if blocking and failing:
+            raise Failure(description=f"{partition}: production traces below their "
+                          "thresholds\n" + "\n".join(failing), allow_retries=False)  # fmt: skip
 
     @asset(group_name=GROUP, partitions_def=partitions.traces)
     def golden_candidates(
