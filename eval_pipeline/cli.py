@@ -53,6 +53,9 @@ def main(project: Path | None) -> None:
 @click.option("--baseline", "baseline_label", default=None, metavar="LABEL",
               help="Gate against the latest full run of the version LABEL points to "
                    "(e.g. production).")  # fmt: skip
+@click.option("--baseline-run", "baseline_run_id", default=None, metavar="RUN_ID",
+              help="Gate against this run (e.g. the base commit's, in CI) instead of a "
+                   "label's latest full run.")  # fmt: skip
 @click.option("--margin", type=click.FloatRange(0, 1), default=None,
               help="Allowed drop before the gate fails (default 0.02).")  # fmt: skip
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
@@ -94,6 +97,7 @@ def run(
     label: str,
     prompt_version: int | None,
     baseline_label: str | None,
+    baseline_run_id: str | None,
     margin: float | None,
     threshold: float | None,
     cache: str,
@@ -111,7 +115,8 @@ def run(
 
     request = RunRequest(
         tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
-        baseline_label=baseline_label, margin=margin, min_primary=threshold,
+        baseline_label=baseline_label, baseline_run_id=baseline_run_id, margin=margin,
+        min_primary=threshold,
     )  # fmt: skip
     try:
         prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
@@ -343,6 +348,26 @@ def doctor() -> None:
     console.print(f"[red]{len(failed)} problem(s): {', '.join(failed)}[/]" if failed
                   else "[green]Everything needed to run evaluations is in place.[/]")  # fmt: skip
     sys.exit(EXIT_FAIL if failed else EXIT_PASS)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the names as a JSON list.")
+def suites(as_json: bool) -> None:
+    """The project's suites: name and dataset directory (relative to the project file),
+    one per line; with --json, the names (a CI matrix)."""
+    import json
+
+    from eval_pipeline.agents.project import ProjectError, load_project
+
+    try:
+        project = load_project()
+    except ProjectError as exc:
+        raise ConfigError(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(list(project.suite_names)))
+        return
+    for name in project.suite_names:
+        click.echo(f"{name}\t{project.config.suites[name].dataset}")
 
 
 @main.command()

@@ -108,3 +108,14 @@ def test_repeats_with_temperature_report_flaky_items_deterministically(home, mon
     assert "## Flaky items" in (home / "r0.md").read_text()
     flaky = first["flaky_items"][0]
     assert len(flaky["values"]) == 3 and flaky["variance"] > 0
+
+
+def test_a_baseline_run_named_by_id(home):
+    """CI names the base commit's run; a run that is not there (or another suite's) is a
+    configuration error before any model call."""
+    assert run("--prompt-version", "1", "--json", str(home / "base.json")).exit_code == 0
+    base_id = json.loads((home / "base.json").read_text())["run"]["run_id"]
+    gated = run("--prompt-version", "2", "--tier", "smoke", "--baseline-run", base_id)
+    assert gated.exit_code == 1 and f"vs baseline run {base_id}" in " ".join(gated.output.split())
+    missing = run("--tier", "smoke", "--baseline-run", "nope")
+    assert missing.exit_code == 2 and "baseline run nope is not there" in missing.output

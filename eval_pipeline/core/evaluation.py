@@ -61,6 +61,7 @@ class RunRequest:
     requests_per_second: float | None = None
     cache: str = "reuse"
     baseline_label: str | None = None  # gate against the version this label points to
+    baseline_run_id: str | None = None  # … or against this run (CI: the base commit's run)
     margin: float | None = None  # overrides the suite's regression margin
     min_primary: float | None = None  # an extra blocking floor on the primary metric
 
@@ -204,18 +205,25 @@ def baseline_for(
 
 
 def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) -> RunPlan:
-    """The plan with the baseline its request names (``--baseline LABEL``), checked for
-    comparability: missing (BaselineMissing) or not comparable (NotComparable) is an error
-    before any model call."""
-    if plan_.request.baseline_label is None:
+    """The plan with the baseline its request names (``--baseline LABEL`` or
+    ``--baseline-run ID``), checked for comparability: missing (BaselineMissing) or not
+    comparable (NotComparable) is an error before any model call."""
+    request, run = plan_.request, plan_.run
+    if request.baseline_run_id is not None:
+        baseline = store.get_run(request.baseline_run_id)
+        if baseline is None or baseline.status != "complete" or baseline.suite != run.suite:
+            found = f"is {baseline.status} ({baseline.suite})" if baseline else "is not there"
+            raise BaselineMissing(f"baseline run {request.baseline_run_id} {found} in the "
+                                  f"results store: name a complete run of {run.suite}")  # fmt: skip
+    elif request.baseline_label is not None:
+        label = request.baseline_label
+        baseline, reason = baseline_for(store, plan_.suite, run, label, labels)
+        if baseline is None:
+            how = (f"run `eval-pipeline run --suite {run.suite} --label {label}` first"
+                   if "no baseline yet" in reason else "label a prompt version first")  # fmt: skip
+            raise BaselineMissing(f"{reason} in the results store: {how}")
+    else:
         return plan_
-    label = plan_.request.baseline_label
-    run = plan_.run
-    baseline, reason = baseline_for(store, plan_.suite, run, label, labels)
-    if baseline is None:
-        how = (f"run `eval-pipeline run --suite {run.suite} --label {label}` first"
-               if "no baseline yet" in reason else "label a prompt version first")  # fmt: skip
-        raise BaselineMissing(f"{reason} in the results store: {how}")
     base_items = {o.item_id for o in store.read_outputs(baseline.run_id)}
     items = {c.id for c in plan_.cases}
     if problems := gating.comparability_problems(baseline, run, base_items, items):

@@ -1,0 +1,118 @@
+""".github/workflows/eval.yml, run as GitHub would run a pull request's job: its steps'
+scripts in order (bash -eo pipefail, GITHUB_ENV carried from step to step), in a git
+repository holding a copy of this project, on a fresh results store. An unchanged suite
+passes; a pull request that points production at the worse prompt fails the gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT, copy_project
+
+WORKFLOW = ROOT / ".github" / "workflows" / "eval.yml"
+
+
+def condition_holds(expression: str | None, event: str) -> bool:
+    """The `if:` expressions the workflow uses; any other fails the test (teach it here)."""
+    known = {None: True, "always()": True,
+             "github.event_name == 'pull_request'": event == "pull_request"}  # fmt: skip
+    assert expression in known, f"unexpected expression in the workflow: {expression}"
+    return known[expression]
+
+
+def run_job(job: dict, workspace: Path, event: str, extra_env: dict[str, str]) -> list:
+    """Every step with a `run:` (except the install: this environment has the package),
+    in order; returns (name, exit code, output) per step run."""
+    github_env = workspace / ".github_env"
+    github_env.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"GITHUB_WORKSPACE": str(workspace), "GITHUB_ENV": str(github_env),
+            "GITHUB_STEP_SUMMARY": str(workspace / ".summary"),
+            "GITHUB_OUTPUT": str(workspace / ".output"), "RUNNER_TEMP": str(workspace.parent),
+            "EVENT": event, "EVAL_HOME": str(workspace / ".eval_ci"), **extra_env}  # fmt: skip
+    results = []
+    for step in job["steps"]:
+        if "run" not in step or step.get("name") == "Install":
+            continue
+        env |= dict(line.split("=", 1) for line in github_env.read_text().splitlines() if line)
+        if not condition_holds(step.get("if"), event):
+            continue
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                               step["run"]], cwd=workspace, env=env, capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+        results.append((step.get("name"), done.returncode, done.stdout + done.stderr))
+        if done.returncode != 0 and step.get("if") != "always()":
+            break
+    return results
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+@pytest.fixture
+def repository(tmp_path) -> Path:
+    """A git repository with this project's files and the workflow, one commit (the base);
+    `.venv` is this environment's."""
+    workspace = copy_project(tmp_path / "checkout").parent
+    shutil.copytree(ROOT / ".github", workspace / ".github")
+    (workspace / ".venv").symlink_to(Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv"))
+    (workspace / ".gitignore").write_text(".venv\n.eval_ci\nout/\n.github_env\n.summary\n")
+    git("init", "-q", cwd=workspace)
+    git("add", "-A", cwd=workspace)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=workspace)
+    return workspace
+
+
+def jobs() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())["jobs"]
+
+
+def test_the_matrix_lists_every_suite(repository):
+    (step,) = run_job(jobs()["suites"], repository, "pull_request", {})
+    assert step[1] == 0, step[2]
+    line = (repository / ".output").read_text().strip()
+    assert json.loads(line.removeprefix("names=")) == [
+        "drive_thru", "product_discovery", "order_management", "research"
+    ]  # fmt: skip
+
+
+def test_an_unchanged_pull_request_passes(repository):
+    base = git("rev-parse", "HEAD", cwd=repository)
+    steps = run_job(jobs()["gate"], repository, "pull_request",
+                    {"SUITE": "drive_thru", "BASE_SHA": base})  # fmt: skip
+    names = [name for name, _, _ in steps]
+    assert names[:2] == ["Baseline - the base commit's agent and prompts on this branch's cases",
+                         "Gate"]  # fmt: skip
+    baseline, gate = steps[0], steps[1]
+    assert baseline[1] == 0, baseline[2]
+    assert gate[1] == 0, gate[2]
+    assert gate[2].strip().splitlines()[-1] == "VERDICT: PASS (exit 0)"
+    body = json.loads((repository / "out" / "drive_thru.json").read_text())
+    assert body["gate"]["baseline_run_id"] == json.loads(
+        (repository / "out" / "drive_thru-base.json").read_text())["run"]["run_id"]  # fmt: skip
+    assert "Regression gate" in (repository / ".summary").read_text()
+
+
+def test_a_pull_request_that_makes_production_worse_fails_the_gate(repository):
+    base = git("rev-parse", "HEAD", cwd=repository)
+    labels = repository / "prompts" / "labels.yaml"
+    data = yaml.safe_load(labels.read_text())
+    data["drive-thru/orchestrator"]["production"] = 2  # the worse prompt
+    labels.write_text(yaml.safe_dump(data))
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "worse", cwd=repository)
+    steps = run_job(jobs()["gate"], repository, "pull_request",
+                    {"SUITE": "drive_thru", "BASE_SHA": base})  # fmt: skip
+    baseline, gate = steps[0], steps[1]
+    assert baseline[1] == 0, baseline[2]
+    assert gate[1] == 1, gate[2]
+    assert gate[2].strip().splitlines()[-1].startswith("VERDICT: FAIL — ")
+    assert "paired_gate" in gate[2].strip().splitlines()[-1]
