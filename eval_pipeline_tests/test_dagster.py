@@ -101,6 +101,12 @@ def test_failing_blocking_check_fails_the_run(env):
     message = failure.event_specific_data.error.message
     assert "drive_thru v2: FAIL — blocking checks failed: min_mean_scores" in message
     assert "order_correctness 0.8936 < 0.95" in message  # the numbers, not just a name
+    # In a failed run Dagster would show a check without a result as "Execution failed":
+    # the checks that tested nothing say N/A and why, as warnings, never as passes.
+    floors = found["category_floors"]  # these thresholds set no floors
+    assert floors.passed is False and floors.severity.value == "WARN"
+    assert floors.description.startswith("N/A — drive_thru v2: not tested")
+    assert found["paired_gate"].description.startswith("N/A — drive_thru v2: ")
 
 
 def test_golden_dataset_check_results(env):
@@ -212,6 +218,9 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     pictures = same.asset_materializations_for_node("eval_summary")[0].metadata
     assert pictures["trend_chart"].value.startswith("![order_correctness trend](data:image/png")
     assert "category_delta_chart" in pictures
+    # the same pictures as tables short enough for Dagster to show inline
+    assert len(pictures["trend"].value) < 1000 and "| v1 |" in pictures["trend"].value
+    assert "| not_on_menu |" in pictures["category_change"].value
     cases = tmp_path / "datasets" / "drive_thru" / "cases.yaml"
     cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
     changed = evaluate(instance, resources, "v1", tier="full")

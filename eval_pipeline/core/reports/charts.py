@@ -102,3 +102,57 @@ def markdown_image(path: Path, alt: str) -> str:
     """An inline image (data URI) for Markdown that cannot reference local files."""
     data = base64.b64encode(Path(path).read_bytes()).decode()
     return f"![{alt}](data:image/png;base64,{data})"
+
+
+# Dagster shows Markdown metadata inline only under 1,000 characters (an image's data URI is
+# always longer and sits behind "[Show Markdown]"), so each chart also exists as a Markdown
+# table with text bars, trimmed to fit.
+INLINE_LIMIT = 1000
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def text_bar(fraction: float, width: int = 10) -> str:
+    """A bar of `fraction` (0..1) of `width` characters, in eighths of a character."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, rest = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[rest] if rest else "")
+
+
+def trend_markdown(points: Sequence[TrendPoint], metric: str) -> str:
+    """The latest full runs, newest last: when, version, mean ± 95% CI, a bar."""
+    header = f"| run | version | {metric} | |\n|---|---|---:|---|\n"
+    rows = [
+        f"| {p.when:%m-%d %H:%M} | {p.prompt_version} | {p.mean:.3f} ± {Z95 * p.se:.3f} "
+        f"| {text_bar(p.mean)} |\n"
+        for p in points
+    ]
+    return _fit(header, rows, keep="last")
+
+
+def delta_markdown(rows: Sequence[dict], metric: str) -> str:
+    """Candidate − baseline per category: Δ, a bar scaled to the largest change, and the
+    decision (worse / too few to test)."""
+    header = f"| category | n | Δ {metric} | | |\n|---|---:|---:|---|---|\n"
+    largest = max((abs(r["delta"]) for r in rows), default=0.0) or 1.0
+    lines = []
+    for r in rows:
+        sign = "▼" if r["delta"] < 0 else "▲" if r["delta"] > 0 else "·"
+        note = (
+            "too few to test"
+            if r["ci_low"] is None
+            else ("**worse**" if r["decision"] == "fail" else "")
+        )
+        bar = text_bar(abs(r["delta"]) / largest, width=8)
+        lines.append(f"| {r['category']} | {r['n']} | {r['delta']:+.3f} | {sign}{bar} | {note} |\n")
+    return _fit(header, lines, keep="first")
+
+
+def _fit(header: str, rows: list[str], keep: str) -> str:
+    """Drop rows (the oldest, or the last listed) until the table fits inline."""
+    rows = list(rows)
+    dropped = 0
+    while rows and len(header) + sum(map(len, rows)) + 40 > INLINE_LIMIT:
+        rows.pop(0 if keep == "last" else -1)
+        dropped += 1
+    more = f"\n({dropped} more in the chart)" if dropped else ""
+    return (header + "".join(rows)).rstrip("\n") + more

@@ -28,6 +28,7 @@ def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
             {
                 "name": n,
                 "passed": o.passed,
+                "result": o.label(b),  # PASS / FAIL / WARN / N/A
                 "blocking": b,
                 "description": o.description,
                 "rows": o.rows,

@@ -29,6 +29,7 @@ from eval_pipeline.core.scoring.gate import GateCheck
 from eval_pipeline.core.scoring.stats import MIN_PAIRED_N
 from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
+from eval_pipeline.defs.partitions import partitioned_check
 
 ASSET = "eval_summary"
 DESCRIPTIONS = {
@@ -53,19 +54,14 @@ BLOCKING = ("min_mean_scores", "all_items_pass", "paired_gate", "binary_gate", "
 
 def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
     return [
-        AssetCheckSpec(
-            name,
-            asset=ASSET,
-            description=text,
-            blocking=name in BLOCKING,
-            partitions_def=partitions_def,
-        )
+        partitioned_check(name, ASSET, text, partitions_def, blocking=name in BLOCKING)
         for name, text in DESCRIPTIONS.items()
     ]
 
 
 def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckResult], dict]:
-    """The results of the checks that tested something, and why the others did not."""
+    """The results of the checks that tested something (and, in a failing run, an N/A
+    warning for the others), and why the others did not test anything."""
     done: list[AssetCheckResult] = []
     skipped: dict[str, str] = {}
     for name, outcome, blocking in result.checks:
@@ -90,6 +86,12 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
     if gate is None:
         for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
             skipped[name] = result.gate_note or "no baseline"
+    if result.failed:
+        # Dagster shows a check without a result in a failed run as "Execution failed": say
+        # N/A with the reason instead (a warning, never a pass). In a passing run the UI
+        # shows such a check as skipped.
+        done += [check_result(ASSET, name, "N/A", why, partition, {}, [])
+                 for name, why in skipped.items()]  # fmt: skip
     return done, skipped
 
 

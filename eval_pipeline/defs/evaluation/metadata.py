@@ -124,8 +124,9 @@ def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], 
 def summary_pictures(
     store: ResultsStore, run: RunRecord, suite: Suite, gate: GateReport | None
 ) -> dict[str, Any]:
-    """Trend and per-category charts (PNG under EVAL_HOME/charts, also inline), flaky items
-    across repeats and across runs of this version."""
+    """Trend and per-category change as inline Markdown tables with text bars, and as PNG
+    charts (under EVAL_HOME/charts, in the metadata as data URIs that Dagster shows behind
+    "[Show Markdown]"); flaky items across repeats and across runs of this version."""
     metric = suite.thresholds.primary_metric
     folder = settings.eval_home() / "charts" / run.suite
     meta: dict[str, Any] = {}
@@ -133,11 +134,12 @@ def summary_pictures(
     if history:
         points = [charts.TrendPoint(r.started_at, m, se, r.prompt_version) for r, m, se in history]
         path = charts.trend_chart(points, metric, folder / f"{run.run_id}-trend.png")
+        meta["trend"] = MetadataValue.md(charts.trend_markdown(points, metric))
         meta["trend_chart"] = MetadataValue.md(charts.markdown_image(path, f"{metric} trend"))
-        meta["trend_chart_path"] = MetadataValue.path(str(path))
     if gate is not None and gate.comparable:
         rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
         path = charts.category_delta_chart(rows, metric, folder / f"{run.run_id}-categories.png")
+        meta["category_change"] = MetadataValue.md(charts.delta_markdown(rows, metric))
         meta["category_delta_chart"] = MetadataValue.md(charts.markdown_image(path, "deltas"))
     summary = store.read_summary(run.run_id)
     if summary is not None and (flaky := summary.flaky_items):

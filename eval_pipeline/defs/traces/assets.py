@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetOut,
@@ -38,7 +37,7 @@ from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, che
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result
-from eval_pipeline.defs.partitions import Partitions
+from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
 
@@ -175,8 +174,7 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
     @multi_asset(
         outs={"trace_scores": AssetOut(group_name=GROUP, description=TRACE_SCORES_DESCRIPTION)},
         check_specs=[
-            AssetCheckSpec(name, asset="trace_scores", description=text,
-                           partitions_def=partitions.traces)
+            partitioned_check(name, "trace_scores", text, partitions.traces)
             for name, text in TRACE_CHECKS.items()
         ],
         partitions_def=partitions.traces,
