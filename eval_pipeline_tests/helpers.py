@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dagster import SensorResult, build_sensor_context
 
 from eval_pipeline.agents.project import Project, load_project
@@ -27,7 +28,7 @@ from eval_pipeline.llm.settings import LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "eval-pipeline.yaml"
-SUITE_NAMES = ("drive_thru", "product_discovery", "order_management", "research")
+SUITE_NAMES = tuple(yaml.safe_load(PROJECT.read_text())["suites"])  # in the file's order
 
 
 @cache

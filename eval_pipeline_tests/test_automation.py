@@ -118,8 +118,11 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
     registry.set_label(PROMPT, new.version, "staging")
     moved = tick(instance, resources, quiet.cursor, project)
-    assert len(moved.run_requests) == 1
-    request = moved.run_requests[0]
+    # one run per suite of that prompt: the single-turn suite and the conversations
+    assert sorted(r.tags["eval/suite"] for r in moved.run_requests) == [
+        "drive_thru", "drive_thru_conversations"
+    ]  # fmt: skip
+    request = next(r for r in moved.run_requests if r.tags["eval/suite"] == "drive_thru")
     assert request.partition_key.keys_by_dimension == {
         "suite": "drive_thru",
         "prompt_version": f"v{new.version}",

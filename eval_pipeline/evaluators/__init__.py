@@ -25,6 +25,13 @@ from eval_pipeline.evaluators.behavioural import (
     groundedness,
     overall_with,
 )
+from eval_pipeline.evaluators.conversation import (
+    correction_honoured,
+    goal_completed,
+    no_hallucinated_items_any_turn,
+    tool_protocol_every_turn,
+    turn_efficiency,
+)
 from eval_pipeline.evaluators.drive_thru import (
     avg_order_correctness,
     no_hallucinated_items,
@@ -61,6 +68,11 @@ BUILTIN: dict[str, Callable[..., Evaluator]] = {
     "latency_within": latency_within,
     "cost_within": cost_within,
     "llm_judge": llm_judge,
+    "goal_completed": _plain(goal_completed),
+    "turn_efficiency": _plain(turn_efficiency),
+    "tool_protocol_every_turn": _plain(tool_protocol_every_turn),
+    "no_hallucinated_items_any_turn": _plain(no_hallucinated_items_any_turn),
+    "correction_honoured": _plain(correction_honoured),
 }
 BUILTIN_RUN: dict[str, Callable[..., RunEvaluator]] = {
     "avg_order_correctness": _plain(avg_order_correctness),

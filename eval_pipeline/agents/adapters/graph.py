@@ -10,6 +10,10 @@ input state; the output contract is read from the run:
 - ``tools_called``: their names; ``response``: the last AI text;
 - every field listed in ``state_fields``, taken from the final state and made JSON-able.
 
+A conversation case (core/conversation.py) runs turn by turn on one thread: each customer
+turn is one human message into the same state (the graph's checkpointer, or a fresh
+in-memory one), the conversation ends when ``done_field`` of the state turns true.
+
 Tokens are not read here: every model call is counted by llm/usage.py.
 """
 
@@ -28,6 +32,7 @@ from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, stepwise
 from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
 from eval_pipeline.core.running.agent import AgentResult
 
 RESERVED = ("messages", "tool_calls", "tools_called", "response")
@@ -43,6 +48,8 @@ class GraphOptions:
     state_fields: tuple[str, ...] = ()
     recursion_limit: int = 25
     stepwise: StepwiseSpec | None = None
+    done_field: str | None = None  # dotted path in the state: true once the agent has finished
+    customer: Customer | None = None  # plays conversation cases after their scripted turns
 
 
 class GraphAgent(ContextAgent):
@@ -53,15 +60,19 @@ class GraphAgent(ContextAgent):
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
     ) -> AgentResult:
-        state = graph_input(case.input, self.options.input_map)
         graph = self.graph
-        if graph.checkpointer not in (None, False):
+        spec = conversation_spec(case)
+        if graph.checkpointer not in (None, False) or spec is not None:
             graph = graph.copy({"checkpointer": InMemorySaver()})
         config = {
             "configurable": {"thread_id": f"{case.id}:{repeat}:{uuid.uuid4().hex}"},
             "callbacks": list(callbacks),
             "recursion_limit": self.options.recursion_limit,
         }
+        if spec is not None:
+            session = GraphSession(graph, config, self.options)
+            return AgentResult(await converse(session, spec, self.options.customer))
+        state = graph_input(case.input, self.options.input_map)
         final, made = await run_graph(graph, state, config)
         output = output_contract(final, made, self.options.state_fields)
         reference = (case.expected_output or {}).get(self.options.stepwise.reference) if (
@@ -70,6 +81,37 @@ class GraphAgent(ContextAgent):
         if reference:
             output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks)
         return AgentResult(output)
+
+
+class GraphSession:
+    """One thread of a graph: each customer turn continues the same state."""
+
+    def __init__(self, graph: Pregel, config: dict[str, Any], options: GraphOptions):
+        self.graph, self.config, self.options = graph, config, options
+        self.final: dict[str, Any] = {}
+        self.made: list[AIMessage] = []
+
+    async def send(self, text: str) -> AgentTurn:
+        final, made = await run_graph(self.graph, {"messages": [HumanMessage(content=text)]},
+                                      self.config)  # fmt: skip
+        self.final = final or self.final
+        self.made += made
+        state = {name: jsonable(self.final.get(name)) for name in self.options.state_fields}
+        finalized = False
+        if done := self.options.done_field:
+            head, _, rest = done.partition(".")
+            finalized = bool(lookup(jsonable(self.final.get(head)), rest or "."))
+        return AgentTurn(
+            customer=text,
+            reply=next((t for m in reversed(made) if (t := _text(m))), ""),
+            tool_calls=[{"name": c["name"], "args": c["args"], "id": c.get("id")}
+                        for m in made for c in m.tool_calls],
+            state=state,
+            finalized=finalized,
+        )  # fmt: skip
+
+    def output(self) -> dict[str, Any]:
+        return output_contract(self.final, self.made, self.options.state_fields)
 
 
 def graph_input(case_input: Any, input_map: Mapping[str, str] | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The drive-thru agent: a 4-node LangGraph state machine (seed 000).
+"""The drive-thru agent: a LangGraph state machine (seed 000), single- and multi-turn.
 
 orchestrator (LLM) → tools → update_order → orchestrator … → END
 
@@ -46,6 +46,7 @@ def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
     async def update_order(state: DriveThruState) -> dict:  # async: no thread hop
         order = (state.get("current_order") or Order()).model_copy(deep=True)
         notes = []
+        removed: list[int] = []
         for message in _last_tool_results(state["messages"]):
             try:
                 result = json.loads(str(message.content))
@@ -54,11 +55,19 @@ def build_graph(llm: Runnable, system_prompt: str) -> CompiledStateGraph:
             if result.get("status") == "added":
                 order.items.append(OrderItem.model_validate(result["line"]))
                 notes.append(f"added {result.get('summary')}")
+            elif result.get("status") == "changed":
+                order.items[result["line_no"] - 1] = OrderItem.model_validate(result["line"])
+                notes.append(f"changed line {result['line_no']} to {result.get('summary')}")
+            elif result.get("status") == "removed":
+                removed.append(result["line_no"])
+                notes.append(f"removed {result.get('summary')}")
             elif result.get("status") == "finalized":
                 order.finalized = True
                 notes.append("order finalized")
             elif result.get("status") == "error":
                 notes.append(f"tool error: {result.get('message')}")
+        # Line numbers refer to the order before this step: remove after the changes.
+        order.items = [i for n, i in enumerate(order.items, 1) if n not in set(removed)]
         return {"current_order": order, "reasoning": notes}
 
     builder = StateGraph(DriveThruState)

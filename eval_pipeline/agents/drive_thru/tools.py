@@ -1,6 +1,7 @@
-"""The agent's four tools. They read the shipped menu and the order so far (graph state,
-InjectedState) and return JSON strings; `update_order` applies what `add_item_to_order`
-returns."""
+"""The agent's tools. They read the shipped menu and the order so far (graph state,
+InjectedState) and return JSON strings; the graph's `update_order` node applies what
+`add_item_to_order`, `change_order_line` and `remove_order_line` return. Order lines are
+numbered from 1, as `get_current_order` shows them."""
 
 from __future__ import annotations
 
@@ -91,9 +92,50 @@ def add_item_to_order(
 
 @tool
 def get_current_order(state: State) -> str:
-    """Show the items in the customer's order so far."""
+    """Show the customer's order so far: numbered lines (line, item_id, name, quantity,
+    size, modifiers)."""
     order: Order = state.get("current_order") or Order()
-    return json.dumps({"status": "ok", "order": order.model_dump(mode="json")})
+    lines = [{"line": n, **item.model_dump(mode="json")} for n, item in enumerate(order.items, 1)]
+    return json.dumps({"status": "ok", "lines": lines, "finalized": order.finalized})
+
+
+@tool
+def change_order_line(
+    line: int, state: State, quantity: int | None = None, size: str | None = None
+) -> str:
+    """Change the quantity and/or the size of one order line (its number from
+    get_current_order)."""
+    order: Order = state.get("current_order") or Order()
+    if not 1 <= line <= len(order.items):
+        return _error(f"no order line {line}: the order has {len(order.items)} line(s)")
+    current = order.items[line - 1]
+    fields = current.model_dump(mode="json")
+    if quantity is not None:
+        if quantity < 1 or quantity > 50:
+            return _error(f"quantity must be between 1 and 50, got {quantity}")
+        fields["quantity"] = quantity
+    if size is not None:
+        item = load_menu().item(current.item_id)
+        sizes = {s.value for s in item.sizes} if item else set()
+        if size not in sizes:
+            return _error(f"{current.name} comes in {', '.join(sorted(sizes)) or 'one size'}")
+        fields["size"] = size
+    changed = OrderItem.model_validate(fields)
+    summary = f"{changed.quantity} × {changed.name}" + (
+        f" ({changed.size})" if changed.size else ""
+    )
+    return json.dumps({"status": "changed", "line_no": line,
+                       "line": changed.model_dump(mode="json"), "summary": summary})  # fmt: skip
+
+
+@tool
+def remove_order_line(line: int, state: State) -> str:
+    """Remove one order line (its number from get_current_order)."""
+    order: Order = state.get("current_order") or Order()
+    if not 1 <= line <= len(order.items):
+        return _error(f"no order line {line}: the order has {len(order.items)} line(s)")
+    removed = order.items[line - 1]
+    return json.dumps({"status": "removed", "line_no": line, "summary": removed.name})
 
 
 @tool
@@ -109,4 +151,5 @@ def _error(message: str) -> str:
     return json.dumps({"status": "error", "message": message})
 
 
-TOOLS = on_event_loop([lookup_menu_item, add_item_to_order, get_current_order, finalize_order])
+TOOLS = on_event_loop([lookup_menu_item, add_item_to_order, get_current_order,
+                       change_order_line, remove_order_line, finalize_order])  # fmt: skip

@@ -26,7 +26,13 @@ from eval_pipeline.agents.adapters.graph import GraphAgent, GraphOptions
 from eval_pipeline.agents.adapters.http import HttpAgent
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec
 from eval_pipeline.agents.context import AgentContext
-from eval_pipeline.agents.project.schema import AgentConfig, ProjectConfig, SuiteConfig
+from eval_pipeline.agents.customer import LLMCustomer, customer_version
+from eval_pipeline.agents.project.schema import (
+    AgentConfig,
+    CustomerConfig,
+    ProjectConfig,
+    SuiteConfig,
+)
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -174,7 +180,10 @@ class _Resolver:
             categories=tuple(c.categories) if c.categories is not None else None,
             absence_categories=tuple(c.absence_categories), validate_case=validator,
             watched_labels=tuple(c.watched_labels), repeats=c.repeats,
-            agent_version=_expand(c.version) if c.version else "1",
+            agent_version=(_expand(c.version) if c.version else "1") + (
+                f"+customer-{customer_version(c.customer.model or '', c.customer.sees)}"
+                if c.customer else ""
+            ),
             memoize=bool(c.version) or not is_http,
             agent_description=description, trace_name=c.trace_name or "",
             trace_evaluators=trace_evaluators, source_paths=sources,
@@ -184,7 +193,7 @@ class _Resolver:
     def agent(self) -> tuple[Callable[..., Agent], str, tuple[Path, ...]]:
         spec = self.config.agent
         agent = spec if isinstance(spec, AgentConfig) else AgentConfig(graph=spec)
-        make = partial(build_agent, self.project, self.name, agent)
+        make = partial(build_agent, self.project, self.name, agent, self.config.customer)
         if agent.kind == "http":
             return make, f"http {agent.http}", ()
         path = agent.graph or agent.callable or ""
@@ -197,7 +206,7 @@ class _Resolver:
             self.problem("agent", f"{path} is a {type(target).__name__}: expected {expected}")
         if kind == "callable" and not isinstance(spec, AgentConfig):
             agent = AgentConfig(callable=path)
-            make = partial(build_agent, self.project, self.name, agent)
+            make = partial(build_agent, self.project, self.name, agent, self.config.customer)
         if kind == "callable" and (agent.input_map or agent.state_fields or agent.stepwise):
             self.problem("agent", "input_map, state_fields and stepwise apply to graphs; "
                          f"{path} is a callable fn(input, ctx)")  # fmt: skip
@@ -307,8 +316,8 @@ class _Resolver:
 
 
 def build_agent(
-    project: Project, suite: str, agent: AgentConfig, prompt: PromptVersion | None,
-    llm: LLMSettings, dataset_dir: Path,
+    project: Project, suite: str, agent: AgentConfig, customer: CustomerConfig | None,
+    prompt: PromptVersion | None, llm: LLMSettings, dataset_dir: Path,
 ) -> Agent:  # fmt: skip
     """The agent for one run of ``suite`` with ``prompt`` on ``llm`` (factories run here)."""
     ctx = AgentContext(suite=suite, dataset_dir=dataset_dir, settings=llm, prompt_version=prompt)
@@ -331,8 +340,19 @@ def build_agent(
         recursion_limit=agent.recursion_limit,
         stepwise=StepwiseSpec(stepwise.node, stepwise.reference, stepwise.args_mode)
         if stepwise else None,
+        done_field=agent.done_field,
+        customer=simulated_customer(customer, llm) if customer else None,
     )  # fmt: skip
     return GraphAgent(graph, options, ctx)
+
+
+def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
+    """The customer on the run's endpoint (recorded and replayed with the run's calls),
+    pinned at temperature 0, on its own model when the suite names one."""
+    pinned: dict[str, Any] = {"temperature": 0.0}
+    if config.model:
+        pinned["model"] = config.model
+    return LLMCustomer(create_chat_model(llm.model_copy(update=pinned)), config.sees)
 
 
 def _call_factory(factory: Callable[..., Any], ctx: AgentContext) -> Any:

@@ -59,6 +59,7 @@ class AgentConfig(BaseModel):
     state_fields: list[str] = Field(default_factory=list)  # final-state fields to output
     recursion_limit: int = Field(25, ge=1)
     stepwise: StepwiseConfig | None = None
+    done_field: str | None = None  # conversations: a state field (dotted) true once finished
 
     @field_validator("graph", "callable")
     @classmethod
@@ -80,13 +81,24 @@ class AgentConfig(BaseModel):
                 "give exactly one of graph, callable or http"
                 + (f" (got {', '.join(kinds)})" if kinds else "")
             )
-        if self.http and (self.input_map or self.state_fields or self.stepwise):
-            raise ValueError("input_map, state_fields and stepwise apply to graphs, not http")
+        if self.http and (self.input_map or self.state_fields or self.stepwise or self.done_field):
+            raise ValueError(
+                "input_map, state_fields, stepwise and done_field apply to graphs, not http"
+            )
         return self
 
     @property
     def kind(self) -> str:
         return "graph" if self.graph else "callable" if self.callable else "http"
+
+
+class CustomerConfig(BaseModel):
+    """``customer:``: the simulated customer of the suite's conversation cases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None  # default: the run's model (offline without an endpoint)
+    sees: list[str] = Field(default_factory=list)  # state fields shown to the customer
 
 
 class SuiteConfig(BaseModel):
@@ -107,6 +119,7 @@ class SuiteConfig(BaseModel):
     trace_evaluators: list[EvaluatorEntry] = Field(default_factory=list)
     source: list[str] | None = None  # paths or package names: the agent's code version
     version: str | None = None  # the agent's own version (needed to memoize HTTP agents)
+    customer: CustomerConfig | None = None
 
     @field_validator("agent")
     @classmethod

@@ -173,7 +173,10 @@ async def _run_with_retries(
                     backoff_delay(exc, attempt, config.backoff_base_s, config.backoff_max_s)
                 )
                 continue
-            return finished(attempt, output=None, error=_describe(exc), error_kind=error_kind(exc))
+            # A conversation that failed mid-way keeps the turns played before the failure.
+            partial = getattr(exc, "partial_output", None)
+            return finished(attempt, output=partial, error=_describe(exc),
+                            error_kind=error_kind(exc))  # fmt: skip
         return finished(attempt, output=result.output)
     raise AssertionError("unreachable: the loop returns on the last attempt")
 

@@ -56,6 +56,23 @@ QUESTION_START = re.compile(
     r"^(what|when|where|why|how|who|which|do|does|is|are|was|were|can you|could you)\b"
 )
 GREETING = re.compile(r"\b(hi|hello|hey|good (?:morning|afternoon|evening)|howdy)\b")
+# Later turns of a conversation: the customer is done, or changes what is ordered.
+DONE = re.compile(
+    r"\b(that'?s (?:all|it|everything)|that is (?:all|it)|nothing else|i'?m (?:good|done)|"
+    r"that'?ll be (?:all|it))\b"
+)
+REMOVE = re.compile(
+    r"\b(?:remove|take off|cancel|drop|scratch)\s+(?:the\s+|my\s+)?(?P<phrase>[\w\s'-]+)"
+)
+RESIZE = re.compile(
+    r"\b(?:change|make|switch)\s+(?:the\s+|my\s+)?(?P<phrase>[\w\s'-]+?)\s+(?:to\s+)?(?:a\s+)?"
+    r"(?P<size>small|medium|large)\b"
+)
+REQUANTIFY = re.compile(
+    r"\bmake (?:that|it|those|them|the (?P<phrase>[\w\s'-]+?))\s+(?P<n>\d+|"
+    + "|".join(sorted(NUMBERS, key=len, reverse=True))
+    + r")\b(?:\s+(?P<tail>[\w\s'-]+))?"
+)
 MENU_LINE = re.compile(r"^\s*-\s*(?P<name>.+?)\s*\[(?P<id>[A-Za-z0-9_.-]+)\]", re.MULTILINE)
 MODIFIER_LIST = re.compile(r"modifiers: ([^;)]+)")
 
@@ -108,7 +125,7 @@ def parse_utterance(
     # Keep menu names that contain separators ("Hotcakes and Sausage") in one piece.
     for name in sorted(known_names, key=len, reverse=True):
         if " and " in name:
-            pattern = r"\b" + r"\s+".join(re.escape(w) + "s?" for w in name.split()) + r"\b"
+            pattern = r"\b" + r"[\s,]+".join(re.escape(w) + "s?" for w in name.split()) + r"\b"
             body = re.sub(pattern, name.replace(" ", "_"), body.replace(",", " , "))
     chunks = [c.strip() for c in re.split(r",|\band\b|\bplus\b|\balso\b|[.!?;]", body)]
     mentions: list[Mention] = []
@@ -184,6 +201,11 @@ def respond(turn: Turn) -> AIMessage:
     if not has_human:
         return AIMessage(content="Welcome! What can I get started for you?")
     utterance, calls = _turn_calls(turn)
+    lowered = utterance.lower()
+    if DONE.search(lowered):
+        return _finish(calls)
+    if change := _change_request(lowered):
+        return _change(change, calls)
     rules = directives(turn.system)
     menu = menu_from_prompt(turn.system)
     intent, mentions = parse_utterance(utterance, list(menu), ingredients_from_prompt(turn.system))
@@ -286,3 +308,81 @@ def _closest(phrase: str, menu: dict[str, str]) -> str | None:
     scored = [(len(words & set(name.split())), name) for name in menu]
     best = max(scored, default=(0, ""))
     return menu[best[1]] if best[0] else None
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """A change to an order line: remove it, or set its quantity or size. ``phrase`` names
+    the line (empty: the last line ordered)."""
+
+    action: str  # remove | quantity | size
+    phrase: str
+    quantity: int | None = None
+    size: str | None = None
+
+
+def _change_request(text: str) -> ChangeRequest | None:
+    if m := REMOVE.search(text):
+        return ChangeRequest("remove", _norm(m["phrase"]))
+    if m := RESIZE.search(text):
+        phrase = "" if m["phrase"] in {"that", "it"} else _norm(m["phrase"])
+        return ChangeRequest("size", phrase, size=m["size"])
+    if m := REQUANTIFY.search(text):
+        n = int(m["n"]) if m["n"].isdigit() else NUMBERS[m["n"]]
+        return ChangeRequest("quantity", _norm(m["phrase"] or m["tail"] or ""), quantity=n)
+    return None
+
+
+def _change(request: ChangeRequest, calls: dict[str, tuple[dict, Any]]) -> AIMessage:
+    """Read the order, then change or remove the line the customer means."""
+    if "call_order" not in calls:
+        return AIMessage(content="", tool_calls=[
+            {"name": "get_current_order", "args": {}, "id": "call_order"}])  # fmt: skip
+    if "call_change" in calls:
+        result = calls["call_change"][1]
+        if isinstance(result, dict) and result.get("status") in {"changed", "removed"}:
+            done = "removed" if result["status"] == "removed" else "now"
+            return AIMessage(content=f"Done: {done} {result.get('summary')}. Anything else?")
+        return AIMessage(content=f"Sorry, I couldn't change that ({_message(result)}).")
+    lines = (calls["call_order"][1] or {}).get("lines") or []
+    line = _line_for(request.phrase, lines)
+    if line is None:
+        return AIMessage(content=f"I don't see {request.phrase or 'that'} on your order.")
+    if request.action == "remove":
+        call = {"name": "remove_order_line", "args": {"line": line}, "id": "call_change"}
+    else:
+        args: dict[str, Any] = {"line": line}
+        args |= (
+            {"quantity": request.quantity}
+            if request.action == "quantity"
+            else {"size": request.size}
+        )
+        call = {"name": "change_order_line", "args": args, "id": "call_change"}
+    return AIMessage(content="", tool_calls=[call])
+
+
+def _line_for(phrase: str, lines: list[dict[str, Any]]) -> int | None:
+    """The line whose item name shares the most words with the phrase; the last line when
+    the customer said "that"."""
+    if not lines:
+        return None
+    if not phrase:
+        return int(lines[-1]["line"])
+    words = set(phrase.split())
+    scored = [(len(words & set(_norm(line["name"]).split())), int(line["line"])) for line in lines]
+    best = max(scored)
+    return best[1] if best[0] else None
+
+
+def _finish(calls: dict[str, tuple[dict, Any]]) -> AIMessage:
+    if "call_finish" not in calls:
+        return AIMessage(content="", tool_calls=[
+            {"name": "finalize_order", "args": {}, "id": "call_finish"}])  # fmt: skip
+    result = calls["call_finish"][1]
+    if isinstance(result, dict) and result.get("status") == "finalized":
+        return AIMessage(content="Thank you! Please pull up to the window.")
+    return AIMessage(content=f"Your order is empty ({_message(result)}). What would you like?")
+
+
+def _message(result: Any) -> str:
+    return str(result.get("message")) if isinstance(result, dict) else str(result)

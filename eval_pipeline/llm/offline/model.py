@@ -27,6 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from eval_pipeline.core.running.agent import current_item
 from eval_pipeline.llm.offline import (
+    customer,
     drive_thru,
     judge,
     order_management,
@@ -43,6 +44,7 @@ POLICIES: list[tuple[frozenset[str], Policy]] = [
     (frozenset({"search_products", "get_reviews"}), product_discovery.respond),
     (frozenset({"get_order_status", "request_return"}), order_management.respond),
     (frozenset({"JudgeVerdict"}), judge.respond),
+    (frozenset({"CustomerReply"}), customer.respond),
     (frozenset({"search"}), research.respond),
 ]
 

@@ -1,0 +1,214 @@
+"""Conversation cases: the drive-thru graph driven turn by turn on one thread, by scripted
+turns and by the simulated customer (the offline model playing it)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from eval_pipeline.agents.adapters.graph import GraphAgent
+from eval_pipeline.agents.customer import LLMCustomer, customer_version
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.conversation import ConversationSpecError, conversation_spec
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.evaluators import BUILTIN
+from eval_pipeline.llm.offline.customer import next_words
+from eval_pipeline.llm.offline.model import OfflineChatModel
+from eval_pipeline_tests.helpers import agent, suite
+
+SUITE = "drive_thru_conversations"
+HB = {"item_id": "hash-brown", "name": "Hash Brown", "quantity": 2}
+MUFFIN = {"item_id": "egg-mcmuffin", "name": "Egg McMuffin", "quantity": 1}
+
+
+def case(conversation: dict, items: list[dict], **expected) -> GoldenCase:
+    return GoldenCase.model_validate({
+        "id": "conv-test", "input": {"conversation": conversation},
+        "expected_output": {"expected_items": items, **expected},
+        "metadata": {"category": "test", "difficulty": "easy", "tier": "smoke"},
+    })  # fmt: skip
+
+
+def play(conversation: dict, items: list[dict], version: int = 1, **expected) -> dict:
+    (out,) = run_agent_sync(agent(SUITE, version), [case(conversation, items, **expected)],
+                            RunnerConfig(max_attempts=1))  # fmt: skip
+    assert out.error is None, out.error
+    return out.output
+
+
+def test_the_order_is_carried_across_turns_and_the_agent_finalizes():
+    output = play({"turns": ["I'll have a Hash Brown", "Actually, make that two", "That's all"]},
+                  [HB])  # fmt: skip
+    transcript = output["transcript"]
+    assert [t["turn"] for t in transcript] == [1, 2, 3]
+    assert set(transcript[0]) == {"turn", "customer", "agent", "tool_calls", "state",
+                                  "finalized"}  # fmt: skip
+    # turn 1 added one; turn 2 changed that line (the state came from turn 1), not a new line
+    assert [i["quantity"] for i in transcript[0]["state"]["current_order"]["items"]] == [1]
+    assert [c["name"] for c in transcript[1]["tool_calls"]] == [
+        "get_current_order", "change_order_line"
+    ]  # fmt: skip
+    assert [i["quantity"] for i in transcript[1]["state"]["current_order"]["items"]] == [2]
+    assert transcript[2]["finalized"] and output["stop_reason"] == "agent_finalized"
+    assert output["turns"] == 3 and output["current_order"]["finalized"] is True
+    # the whole thread's messages: three customer turns in one conversation
+    assert sum(m["role"] == "user" for m in output["messages"]) == 3
+    assert output["tools_called"].count("finalize_order") == 1
+
+
+def test_stop_when_the_script_ends_and_at_the_turn_limit():
+    scripted = play({"turns": ["I'll have a Hash Brown"]}, [HB])
+    assert scripted["stop_reason"] == "customer_done" and scripted["turns"] == 1
+    # a customer who never gets what it wants: the modifier does not exist, so it repeats
+    stubborn = play(
+        {"customer": {"max_turns": 3}},
+        [{**MUFFIN, "modifiers": [{"modifier_id": "add-syrup", "name": "Add Syrup"}]}],
+    )
+    assert stubborn["stop_reason"] == "turn_limit" and stubborn["turns"] == 3
+
+
+def test_the_simulated_customer_answers_clarifies_corrects_and_finishes():
+    output = play(
+        {"turns": ["I'll have a McMuffin"], "customer": {"max_turns": 6}},
+        [{"item_id": "sausage-mcmuffin", "name": "Sausage McMuffin", "quantity": 2}],
+    )
+    said = [t["customer"] for t in output["transcript"]]
+    assert "Which" in output["transcript"][0]["agent"]  # v1 asks which McMuffin
+    assert said[1] == "I'd like 2 Sausage McMuffin."  # the customer answers from its goal
+    assert said[-1] == "That's all, thanks." and output["stop_reason"] == "agent_finalized"
+
+
+def test_agent_error_mid_conversation_keeps_the_turns_before(monkeypatch):
+    made = agent(SUITE, 1)
+    assert isinstance(made, GraphAgent)
+    broken = "make that two"
+
+    real_send = __import__("eval_pipeline.agents.adapters.graph", fromlist=["GraphSession"])
+    original = real_send.GraphSession.send
+
+    async def failing(self, text):
+        if broken in text.lower():
+            raise RuntimeError("model server went away")
+        return await original(self, text)
+
+    monkeypatch.setattr(real_send.GraphSession, "send", failing)
+    conversation = {"turns": ["I'll have a Hash Brown", "Make that two", "That's all"]}
+    (out,) = run_agent_sync(made, [case(conversation, [HB])], RunnerConfig(max_attempts=1))
+    assert out.error == "ConversationFailed: agent at turn 2 failed: RuntimeError: model " \
+                        "server went away"  # fmt: skip
+    assert out.output["stop_reason"] == "error" and out.output["turns"] == 1
+    assert out.output["transcript"][0]["customer"] == "I'll have a Hash Brown"
+    assert out.output["current_order"]["items"][0]["item_id"] == "hash-brown"
+
+
+def test_a_failing_simulated_customer_is_an_error_of_the_item():
+    class Broken:
+        version = "broken"
+
+        async def next_utterance(self, view):
+            raise ValueError("the customer model answered without CustomerReply: 'hi'")
+
+    made = agent(SUITE, 1)
+    made.options = dataclasses.replace(made.options, customer=Broken())
+    conversation = {"turns": ["I'll have a Hash Brown"], "customer": {"max_turns": 4}}
+    (out,) = run_agent_sync(made, [case(conversation, [HB])], RunnerConfig(max_attempts=1))
+    assert out.error.startswith("ConversationFailed: simulated customer failed: ValueError")
+    assert out.output["turns"] == 1 and out.output["stop_reason"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("conversation", "message"),
+    [
+        ("hello", "a mapping with turns and/or customer"),
+        ({"turns": ["hi", ""]}, "input.conversation.turns: a list of non-empty strings"),
+        ({"customer": {"max_turns": 0}}, "max_turns: a whole number from 1 to 50, got 0"),
+        ({"customer": {"mood": "angry"}}, "unknown field(s) ['mood']"),
+        ({"goal": []}, "give turns, a customer, or both"),
+    ],
+)  # fmt: skip
+def test_bad_conversation_cases_name_the_field(conversation, message):
+    with pytest.raises(ConversationSpecError, match=r"case conv-test: input\.conversation") as e:
+        conversation_spec(case(conversation, [HB]))
+    assert message in str(e.value)
+
+
+def test_the_offline_customer_follows_the_goal():
+    want = [HB, MUFFIN]
+    assert next_words(want, [], False, []) == ("I'd like 2 Hash Brown.", False)
+    assert next_words(want, [{**HB, "quantity": 1}, MUFFIN], False, ["Got it."]) == (
+        "No, make that 2 Hash Brown.", False)  # fmt: skip
+    extra = {"item_id": "big-breakfast", "name": "Big Breakfast", "quantity": 1}
+    removal = next_words(want, [HB, MUFFIN, extra], False, [""])
+    assert removal == ("Please remove the Big Breakfast.", False)
+    assert next_words(want, [HB, MUFFIN], False, [""]) == ("That's all, thanks.", False)
+    assert next_words(want, [HB, MUFFIN], True, [""]) == ("", True)
+    asked = ["Which mcmuffin would you like: Egg McMuffin or Sausage McMuffin?"]
+    assert next_words([MUFFIN], [], False, asked) == ("I'd like 1 Egg McMuffin.", False)
+
+
+def test_the_customer_has_a_version_of_its_model_and_prompt():
+    customer = LLMCustomer(OfflineChatModel(), sees=["current_order"])
+    assert customer.version == customer_version("offline", ["current_order"])
+    assert customer.version != customer_version("gpt-4o-mini", ["current_order"])
+    assert customer.version != customer_version("offline", [])
+    loaded = suite(SUITE)
+    assert f"+customer-{customer_version('', ['current_order'])}" in loaded.agent_version
+
+
+def test_conversation_metrics_on_v1_and_v2():
+    """v2 (no lookup rule, guesses, no clarifying questions) breaks the protocol and puts
+    items the customer never asked for on the order on the way."""
+    conversation = {"turns": ["Can I get a Big Mac?"], "customer": {"max_turns": 6}}
+    goal = [{"item_id": "sausage-burrito", "name": "Sausage Burrito", "quantity": 1}]
+    metrics = {name: BUILTIN[name]() for name in (
+        "goal_completed", "turn_efficiency", "tool_protocol_every_turn",
+        "no_hallucinated_items_any_turn")}  # fmt: skip
+    scored = {}
+    for version in (1, 2):
+        output = play(conversation, goal, version)
+        scored[version] = {
+            name: fn(input={"conversation": conversation}, output=output,
+                     expected_output={"expected_items": goal, "max_turns_needed": 3}).value
+            for name, fn in metrics.items()
+        }  # fmt: skip
+    assert scored[1] == dict.fromkeys(metrics, 1.0)
+    assert scored[2]["no_hallucinated_items_any_turn"] == 0.0  # the guess (Big Breakfast)
+    assert scored[2]["tool_protocol_every_turn"] < 1.0
+    assert scored[2]["turn_efficiency"] < 1.0 and scored[2]["goal_completed"] == 1.0
+
+
+def test_correction_honoured_is_not_applicable_without_a_correction():
+    fn = BUILTIN["correction_honoured"]()
+    output = play({"turns": ["Two Hash Browns", "That's all"]}, [HB])
+    assert fn(output=output, expected_output={"expected_items": [HB]}).value is None
+    corrected = {"turn": 1, "item_id": "hash-brown", "quantity": 2}
+    assert fn(output=output, expected_output={"correction": corrected}).value == 1.0
+    wrong = {"turn": 1, "item_id": "hash-brown", "quantity": 3}
+    result = fn(output=output, expected_output={"correction": wrong})
+    assert result.value == 0.0 and "after turn 1: 2 × hash-brown, asked for 3" in result.comment
+
+
+def test_over_http_the_customer_runs_on_its_own_pinned_model():
+    """The agent and the simulated customer on a real OpenAI-compatible endpoint: the
+    customer's calls go to its own model, through the same client path (tool calling)."""
+    from eval_pipeline.agents.project.loader import simulated_customer
+    from eval_pipeline.agents.project.schema import CustomerConfig
+    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline_tests.model_server import LocalOpenAIServer
+
+    with LocalOpenAIServer() as server:
+        settings = LLMSettings.create(base_url=server.base_url, api_key="sk-test", model="agent-m")
+        made = agent(SUITE, 1, settings)
+        customer = simulated_customer(CustomerConfig(model="customer-m", sees=["current_order"]),
+                                      settings)  # fmt: skip
+        made.options = dataclasses.replace(made.options, customer=customer)
+        conversation = {"turns": ["I'll have a McMuffin"], "customer": {"max_turns": 6}}
+        goal = [{"item_id": "sausage-mcmuffin", "name": "Sausage McMuffin", "quantity": 1}]
+        (out,) = run_agent_sync(made, [case(conversation, goal)], RunnerConfig(max_attempts=1))
+        by_model = server.app.state.stats["by_model"]
+    assert out.error is None, out.error
+    assert out.output["stop_reason"] == "agent_finalized" and out.output["turns"] == 3
+    assert by_model["customer-m"] == 2  # the answer to "which?" and "that's all"
+    assert by_model["agent-m"] >= 6
+    assert set(out.usage) == {"agent-m", "customer-m"}  # the customer's tokens are counted
