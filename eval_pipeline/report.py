@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from eval_pipeline.core.calibration import Calibration
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.gate import GateReport
@@ -170,3 +171,28 @@ def _slice_table(title: str, rows: Mapping[str, SliceRow]) -> Table:
 
 def _pct(value: Any) -> str:
     return "–" if value is None else f"{float(value):.1%}"
+
+
+def print_calibration(console: Console, result: Calibration) -> None:
+    """Judge against people: the agreement table, the disagreements, what the judge cost."""
+    a = result.agreement
+    table = Table(title=f"{result.suite}: judge '{result.rubric}' against people (n={a.n})")
+    table.add_column("")
+    table.add_column("people: pass", justify="right")
+    table.add_column("people: fail", justify="right")
+    table.add_row("judge: pass", str(a.both_pass), str(a.judge_only_pass))
+    table.add_row("judge: fail", str(a.human_only_pass), str(a.both_fail))
+    console.print(table)
+    console.print(f"{a.line()}  (a judge score ≥ {result.pass_score:g} is a pass)")
+    for d in result.disagreements:
+        score = "error" if d.judge_score is None else f"{d.judge_score:.2f}"
+        console.print(f"  {escape(d.id)}: judge {score}, people {d.human} — "
+                      f"{escape(d.reasoning)}")  # fmt: skip
+    if result.judge_errors:
+        console.print(f"[yellow]{result.judge_errors} judge call(s) failed: left out[/]")
+    console.print(f"Judge calls: {result.judge_calls} · tokens in/out: "
+                  f"{result.judge_input_tokens:,} / {result.judge_output_tokens:,} · "
+                  f"cost: ${result.judge_cost_usd:.4f}")  # fmt: skip
+    verdict = "BELOW FLOOR" if result.below_floor else "OK"
+    console.print(f"AGREEMENT: {verdict} — kappa floor {result.min_kappa:g} "
+                  f"(thresholds judges.min_kappa)")  # fmt: skip

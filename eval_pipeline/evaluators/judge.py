@@ -42,6 +42,11 @@ def judge_prompt_hash(rubric: str) -> str:
 
 
 def _text(value: Any) -> str:
+    """What the judge reads: a conversation's turns (core/conversation.py), the answer
+    text of an output, or the value as JSON."""
+    if isinstance(value, dict) and isinstance(value.get("transcript"), list):
+        return "\n".join(f"Customer: {t.get('customer', '')}\nAssistant: {t.get('agent', '')}"
+                         for t in value["transcript"])  # fmt: skip
     if isinstance(value, dict) and isinstance(value.get("response"), str):
         return value["response"]
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

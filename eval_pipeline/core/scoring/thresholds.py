@@ -57,6 +57,16 @@ class TraceThresholds(BaseModel):
     days: int = Field(7, ge=1, le=90)  # previous days compared with
 
 
+class JudgeThresholds(BaseModel):
+    """Calibration of the suite's LLM judges against people (the ``judges:`` section;
+    core/calibration.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_kappa: float = Field(0.4, ge=-1.0, le=1.0)  # below: the judge_agreement check warns
+    pass_score: float = Field(0.5, ge=0.0, le=1.0)  # a judge score at or above it is a pass
+
+
 class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -66,6 +76,7 @@ class Thresholds(BaseModel):
     category_floors: dict[str, dict[str, float]] = Field(default_factory=dict)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     traces: TraceThresholds = Field(default_factory=TraceThresholds)
+    judges: JudgeThresholds = Field(default_factory=JudgeThresholds)
 
     @property
     def gated_metrics(self) -> list[str]:

@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dagster import (
+    AssetsDefinition,
     AssetSelection,
     Definitions,
     define_asset_job,
     in_process_executor,
 )
 
-from eval_pipeline.defs.evaluation.assets import EvaluationAssets, build_evaluation_assets
+from eval_pipeline.defs.evaluation.assets import GROUP, EvaluationAssets, build_evaluation_assets
+from eval_pipeline.defs.evaluation.judges import build_judge_calibration
 from eval_pipeline.defs.partitions import Partitions
 
 if TYPE_CHECKING:
@@ -24,23 +26,27 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class EvaluationDefs:
     assets: EvaluationAssets
+    judge_calibration: AssetsDefinition
     eval_job: UnresolvedAssetJobDefinition
     golden_dataset_job: UnresolvedAssetJobDefinition
 
     def definitions(self) -> Definitions:
         a = self.assets
         return Definitions(
-            assets=[a.golden_dataset, a.langfuse_dataset, *a.evaluation],
+            assets=[a.golden_dataset, a.langfuse_dataset, self.judge_calibration, *a.evaluation],
             jobs=[self.golden_dataset_job, self.eval_job],
         )
 
 
 def build_evaluation(partitions: Partitions) -> EvaluationDefs:
     assets = build_evaluation_assets(partitions)
+    judge_calibration = build_judge_calibration(partitions, GROUP)
     # One job per partitions definition: Dagster refuses jobs that mix them.
     golden_dataset_job = define_asset_job(
         "golden_dataset_job",
-        selection=AssetSelection.assets(assets.golden_dataset, assets.langfuse_dataset),
+        selection=AssetSelection.assets(
+            assets.golden_dataset, assets.langfuse_dataset, judge_calibration
+        ),
     )
     # The three steps run strictly one after another, so a process per step (the default
     # multiprocess executor) buys nothing and costs an interpreter start and a code load per
@@ -51,4 +57,4 @@ def build_evaluation(partitions: Partitions) -> EvaluationDefs:
         selection=AssetSelection.assets(*assets.evaluation),
         executor_def=in_process_executor,
     )
-    return EvaluationDefs(assets, eval_job, golden_dataset_job)
+    return EvaluationDefs(assets, judge_calibration, eval_job, golden_dataset_job)

@@ -1,8 +1,10 @@
 """The offline model as a deterministic judge (for ``llm_judge`` with JudgeVerdict).
 
 It grades the agent answer in the judge prompt with transparent heuristics: an empty
-answer scores 0; otherwise it starts at 0.5 and gains for politeness and for mentioning
-what the rubric names, and loses for dismissive phrasing. Not a real judge: a stable one.
+answer scores 0; a rubric asking for short answers scores the words per reply (≤ 15: 1.0,
+≤ 30: 0.5, else 0); otherwise it starts at 0.5 and gains for politeness and for mentioning
+what the rubric names, and loses for dismissive phrasing. In a conversation ("Customer:" /
+"Assistant:" lines) only the assistant's lines count. Not a real judge: a stable one.
 """
 
 from __future__ import annotations
@@ -20,9 +22,18 @@ def respond(turn: Any) -> AIMessage:
     prompt = next((str(m.content) for m in turn.messages if isinstance(m, HumanMessage)), "")
     rubric = _section(prompt, "Rubric:", "User input:").lower()
     answer = _section(prompt, "Agent answer:", "Return a score").strip()
+    replies = [line.removeprefix("Assistant:").strip() for line in answer.splitlines()
+               if line.startswith("Assistant:")]  # fmt: skip
+    if replies:
+        answer = "\n".join(replies)
     lower = answer.lower()
     if not answer or answer in ('""', "null"):
         score, why = 0.0, "the agent gave no answer"
+    elif any(w in rubric for w in ("short", "concise", "brief")):
+        words = [len(r.split()) for r in replies or [answer]]
+        per_reply = sum(words) / len(words)
+        score = 1.0 if per_reply <= 15 else 0.5 if per_reply <= 30 else 0.0
+        why = f"{per_reply:.0f} words per reply"
     else:
         score, notes = 0.5, []
         if any(p in lower for p in POLITE):
