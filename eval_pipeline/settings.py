@@ -37,6 +37,11 @@ def eval_home() -> Path:
     return Path(os.environ.get("EVAL_HOME") or project_dir() / ".eval_home")
 
 
+def replay_dir(suite: str) -> Path:
+    """Where each day's production failures of a suite wait to be replayed (``<day>.yaml``)."""
+    return eval_home() / "replay" / suite
+
+
 def results_url() -> str:
     """EVAL_RESULTS_URL (e.g. postgresql+psycopg://…) or a SQLite file under EVAL_HOME."""
     return os.environ.get("EVAL_RESULTS_URL") or f"sqlite:///{eval_home() / 'results.sqlite'}"

@@ -83,7 +83,7 @@ def test_drive_thru_smoke_path_against_each_supported_release(server, cli, tmp_p
     server.add_observations(json.loads(line) for line in lines.splitlines())
     langfuse = LangfuseResource(**{k.removeprefix("LANGFUSE_").lower(): v
                                    for k, v in server.env().items()})  # fmt: skip
-    production_traces, trace_scores, _ = build_trace_assets(build_partitions(SUITE_NAMES))
+    production_traces, trace_scores, *_ = build_trace_assets(build_partitions(SUITE_NAMES))
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         result = materialize(

@@ -198,7 +198,7 @@ def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline.defs.traces.assets import build_trace_assets
 
-    production_traces, trace_scores, golden_candidates = build_trace_assets(
+    production_traces, trace_scores, golden_candidates, _ = build_trace_assets(
         build_partitions(SUITE_NAMES)
     )
     resources = eval_resources(tmp_path)
@@ -272,7 +272,7 @@ def test_a_day_below_its_floors_and_clearly_below_the_previous_days_is_flagged(t
     traces = project.parent / "datasets" / "drive_thru" / "traces"
     bad = (traces / "2026-11-21.jsonl").read_text().replace("lookup_menu_item", "menu_search")
     (traces / "2026-11-22.jsonl").write_text(bad)
-    production_traces, trace_scores, _ = build_trace_assets(build_partitions(SUITE_NAMES))
+    production_traces, trace_scores, *_ = build_trace_assets(build_partitions(SUITE_NAMES))
     resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir()
     found = {}

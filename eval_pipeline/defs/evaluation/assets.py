@@ -37,12 +37,13 @@ from pydantic import Field, field_validator
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import dataset_version
 from eval_pipeline.core.evaluation import RunRequest
-from eval_pipeline.core.prompts import parse_version_key
+from eval_pipeline.core.prompts import PromptVersion, parse_version_key
 from eval_pipeline.core.running.memo import check_policy
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
 from eval_pipeline.defs.evaluation.metadata import (
     dataset_metadata,
@@ -61,9 +62,11 @@ from eval_pipeline.defs.resources import (
     SuitesResource,
 )
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
+from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
+from eval_pipeline.llm.settings import LLMSettings
 
 GROUP = "evaluation"
 SUMMARY_DESCRIPTION = (
@@ -123,6 +126,19 @@ def abandoned_runs(
         if dagster_run is None or dagster_run.is_finished:
             stale.append(run)
     return stale
+
+
+def candidate(
+    suite: Suite, version_key: str, found: Services, llm: LLMResource, timeout_s: float
+) -> tuple[PromptVersion | None, LLMSettings]:
+    """The partition's prompt version and the model settings it runs with; a model the
+    endpoint does not serve fails here, before anything is written."""
+    version = parse_version_key(version_key) or None
+    prompt = found.prompt(suite, version=version) if version else None
+    settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
+    settings = settings.for_item_timeout(timeout_s)
+    require_model(settings, model_source(prompt))
+    return prompt, settings
 
 
 def _keys(context: AssetExecutionContext) -> tuple[str, str]:
@@ -211,11 +227,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         suite_name, version_key = _keys(context)
         suite = suites.get(suite_name)
         found = services.get()
-        version = parse_version_key(version_key) or None
-        prompt = found.prompt(suite, version=version) if version else None
-        settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
-        settings = settings.for_item_timeout(config.timeout_s)
-        require_model(settings, model_source(prompt))  # before anything is written
+        prompt, settings = candidate(suite, version_key, found, llm, config.timeout_s)
         store = results_store.open()
         for stale in abandoned_runs(context, store, suite_name, version_key):
             reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "

@@ -15,6 +15,7 @@ from dagster import (
 
 from eval_pipeline.defs.evaluation.assets import GROUP, EvaluationAssets, build_evaluation_assets
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
+from eval_pipeline.defs.evaluation.replay import build_failure_replay
 from eval_pipeline.defs.partitions import Partitions
 
 if TYPE_CHECKING:
@@ -27,13 +28,20 @@ if TYPE_CHECKING:
 class EvaluationDefs:
     assets: EvaluationAssets
     judge_calibration: AssetsDefinition
+    failure_replay: AssetsDefinition
     eval_job: UnresolvedAssetJobDefinition
     golden_dataset_job: UnresolvedAssetJobDefinition
 
     def definitions(self) -> Definitions:
         a = self.assets
         return Definitions(
-            assets=[a.golden_dataset, a.langfuse_dataset, self.judge_calibration, *a.evaluation],
+            assets=[
+                a.golden_dataset,
+                a.langfuse_dataset,
+                self.judge_calibration,
+                *a.evaluation,
+                self.failure_replay,
+            ],
             jobs=[self.golden_dataset_job, self.eval_job],
         )
 
@@ -41,6 +49,7 @@ class EvaluationDefs:
 def build_evaluation(partitions: Partitions) -> EvaluationDefs:
     assets = build_evaluation_assets(partitions)
     judge_calibration = build_judge_calibration(partitions, GROUP)
+    failure_replay = build_failure_replay(partitions, GROUP)
     # One job per partitions definition: Dagster refuses jobs that mix them.
     golden_dataset_job = define_asset_job(
         "golden_dataset_job",
@@ -54,7 +63,7 @@ def build_evaluation(partitions: Partitions) -> EvaluationDefs:
     # step vs 1.2 s in the run worker's own process. Pools still limit the llm step.
     eval_job = define_asset_job(
         "eval_job",
-        selection=AssetSelection.assets(*assets.evaluation),
+        selection=AssetSelection.assets(*assets.evaluation, failure_replay),
         executor_def=in_process_executor,
     )
-    return EvaluationDefs(assets, judge_calibration, eval_job, golden_dataset_job)
+    return EvaluationDefs(assets, judge_calibration, failure_replay, eval_job, golden_dataset_job)

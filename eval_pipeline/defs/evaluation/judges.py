@@ -2,7 +2,6 @@
 labelled set with each judge that has labels (core/calibration.py) and the
 `judge_agreement` check warns when a judge agrees with people less than the floor."""
 
-
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,

@@ -1,4 +1,5 @@
-"""Production traces: production_traces[day × suite] → trace_scores → golden_candidates.
+"""Production traces: production_traces[day × suite] → trace_scores → golden_candidates and
+production_failures.
 
 A reproducible sample of a day's traces of each suite's agent (Langfuse or local JSONL),
 scored with the suite's reference-free evaluators; the worst and most novel become
@@ -35,6 +36,7 @@ from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
 from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
+from eval_pipeline.core.traces.replay import failure_cases, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
@@ -272,4 +274,29 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
             },
         )
 
-    return [production_traces, trace_scores, golden_candidates]
+    @asset(group_name=GROUP, partitions_def=partitions.traces)
+    def production_failures(
+        context: AssetExecutionContext,
+        production_traces: list[TraceRecord],
+        trace_scores: list[ItemScore],
+    ) -> Output[str]:
+        """The day's sampled traces that failed a reference-free evaluator or that the user
+        corrected, as teacher-forced cases (trace ids kept) for the next candidate to replay
+        (`failure_replay` in eval_job)."""
+        day, suite_name = _keys(context)
+        cases = failure_cases(production_traces, trace_scores, day)
+        path = write_failures(settings.replay_dir(suite_name) / f"{day}.yaml", suite_name, cases)
+        reasons = Counter(r for c in cases for r in c.metadata.model_dump()["failed"])
+        rows = "\n".join(
+            f"| {c.metadata.model_dump()['trace_id']} | "
+            f"{', '.join(c.metadata.model_dump()['failed'])} |"
+            for c in cases[:50]
+        )
+        return Output(str(path), metadata={
+            "failures": len(cases), "of_traces": len(production_traces),
+            **{f"failed_{k}": v for k, v in sorted(reasons.items())},
+            "replay_file": MetadataValue.path(str(path)),
+            "traces": MetadataValue.md("| trace id | failed |\n|---|---|\n" + rows),
+        })  # fmt: skip
+
+    return [production_traces, trace_scores, golden_candidates, production_failures]

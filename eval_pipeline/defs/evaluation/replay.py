@@ -1,0 +1,125 @@
+"""`failure_replay[suite × version]`: the version under evaluation replays the newest day
+of production failures (`production_failures`, core/traces/replay.py). Part of eval_job,
+so the sensor's run for a staging version says how many of yesterday's failures it fixes.
+With Langfuse, each original trace gets an `eval_replay_fixed_<version>` score (lineage)."""
+
+from collections.abc import Iterator
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetOut,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+
+from eval_pipeline import settings
+from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.traces.replay import ReplayReport, judge_replay, latest_failures
+from eval_pipeline.defs.evaluation.assets import candidate
+from eval_pipeline.defs.partitions import Partitions, partitioned_check
+from eval_pipeline.defs.resources import (
+    LLMResource,
+    ResultsStoreResource,
+    ServicesResource,
+    SuitesResource,
+)
+from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.integrations import langfuse_scores
+
+ASSET = "failure_replay"
+CHECK = "replay_fixes"
+TIMEOUT_S = 120.0
+ASSET_DESCRIPTION = (
+    "This version on the newest day's production failures: how many it fixes and how many "
+    "still fail, per trace id."
+)
+DESCRIPTION = (
+    "Warns while some of the newest day's production failures (failed a reference-free "
+    "evaluator, or corrected by the user) still fail with this version: a failure is fixed "
+    "when every evaluator it failed now scores 1.0 (the primary metric against the user's "
+    "correction). Not tested when there are no production failures to replay."
+)
+
+
+def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition:
+    @multi_asset(
+        outs={ASSET: AssetOut(group_name=group, description=ASSET_DESCRIPTION)},
+        check_specs=[partitioned_check(CHECK, ASSET, DESCRIPTION, partitions.evals)],
+        partitions_def=partitions.evals,
+        can_subset=True,  # nothing to replay: no check result, shown skipped
+        pool="llm",
+    )
+    def failure_replay(
+        context: AssetExecutionContext,
+        suites: SuitesResource,
+        services: ServicesResource,
+        llm: LLMResource,
+        results_store: ResultsStoreResource,
+    ) -> Iterator[Any]:
+        keys = context.partition_key.keys_by_dimension
+        suite_name, version_key = keys["suite"], keys["prompt_version"]
+        suite = suites.get(suite_name)
+        path, cases = latest_failures(settings.replay_dir(suite_name))
+        if not cases:
+            yield MaterializeResult(asset_key=ASSET, metadata={
+                "replayed": 0, "note": "no production failures to replay (production_failures "
+                "has not run for this suite, or found none)"})  # fmt: skip
+            return
+        found = services.get()
+        prompt, llm_settings = candidate(suite, version_key, found, llm, TIMEOUT_S)
+        agent = suite.make_agent(prompt, llm_settings)
+        outputs = run_agent_sync(agent, cases, RunnerConfig(timeout_s=TIMEOUT_S),
+                                 prices=llm.prices())  # fmt: skip
+        primary = next((f for f in suite.evaluators
+                        if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
+        report, _ = judge_replay(cases, outputs, suite.trace_evaluators, primary)
+        lineage = [ItemScore(r.trace_id, 0, f"replay_fixed_{version_key}", float(r.fixed),
+                             _comment(r, version_key)) for r in report.rows]  # fmt: skip
+        written = found.write_back(results_store.open(),
+                                   langfuse_scores.trace_score_payloads(lineage))  # fmt: skip
+        partition = f"{suite_name} {version_key}"
+        metadata: dict[str, Any] = {
+            "replayed": len(report.rows), "fixed": report.fixed,
+            "still_failing": report.still_failing, "failures_file": MetadataValue.path(str(path)),
+            "traces": MetadataValue.md(_table(report)), "langfuse": found.description,
+        }  # fmt: skip
+        if written is not None:
+            metadata |= written.metadata()
+        context.log.info(f"{partition}: {report.line()}")
+        yield MaterializeResult(asset_key=ASSET, metadata=metadata)
+        if CHECK in {k.name for k in context.selected_asset_check_keys}:
+            label = "PASS" if not report.still_failing else "WARN"
+            yield AssetCheckResult(
+                asset_key=ASSET, check_name=CHECK, passed=not report.still_failing,
+                severity=AssetCheckSeverity.WARN,
+                description=("" if label == "PASS" else "WARN — ") + f"{partition}: "
+                + report.line() + f" (from {path.name if path else '?'})",
+                metadata={"partition": partition, "fixed": report.fixed,
+                          "still_failing": report.still_failing,
+                          "replayed": len(report.rows)},
+            )  # fmt: skip
+
+    return failure_replay
+
+
+def _comment(row: Any, version: str) -> str:
+    if row.fixed:
+        return f"{version} fixes it (failed in production: {', '.join(row.failed_in_production)})"
+    why = row.error or ", ".join(row.still_failing)
+    return f"{version} still fails: {why}"
+
+
+def _table(report: ReplayReport) -> str:
+    lines = ["| trace id | failed in production | with this version |", "|---|---|---|"]
+    for r in report.rows[:50]:
+        now = "fixed" if r.fixed else (r.error or "still fails: " + ", ".join(r.still_failing))
+        lines.append(f"| {r.trace_id} | {', '.join(r.failed_in_production)} | {now[:80]} |")
+    if len(report.rows) > 50:
+        lines.append(f"| … {len(report.rows) - 50} more | | |")
+    return "\n".join(lines)
