@@ -169,3 +169,25 @@ def test_stepwise_calls_are_counted_in_tokens():
     assert steps > 0 and "steps" not in free_only.output
     assert with_steps.usage["offline"]["calls"] == free_only.usage["offline"]["calls"] + steps
     assert with_steps.input_tokens > free_only.input_tokens
+
+
+def test_a_project_can_have_an_llm_judge_step_similarity_for_every_step():
+    """Seed 004's option: `stepwise: {judge: {steps: all}}` judges tool steps and answers with
+    a pinned LLM judge instead of matching them (matching stays the default)."""
+    from eval_pipeline.agents.project.loader import stepwise_spec
+    from eval_pipeline.agents.project.schema import StepJudgeConfig, StepwiseConfig
+    from eval_pipeline.llm.settings import LLMSettings
+
+    matched = forced(ScriptedModel(), stepwise_spec(StepwiseConfig(node="agent"),
+                                                    LLMSettings.create()))  # fmt: skip
+    assert not any(s["comment"].startswith("judge") for s in matched["steps"])
+    config = StepwiseConfig(node="agent", judge=StepJudgeConfig(steps="all", pass_at=0.5))
+    judged = forced(ScriptedModel(), stepwise_spec(config, LLMSettings.create()))
+    kinds = {s["kind"] for s in judged["steps"]}
+    assert kinds == {"tool_calls", "answer"}
+    assert all(s["comment"].startswith("judge ") for s in judged["steps"]), judged["steps"]
+    tool_steps = [s for s in judged["steps"] if s["kind"] == "tool_calls"]
+    assert all(s["score"] == 1.0 for s in tool_steps)  # the scripted model repeats the reference
+    answers_only = StepwiseConfig(node="agent", judge=StepJudgeConfig())
+    spec = stepwise_spec(answers_only, LLMSettings.create())
+    assert spec.answer_judge is not None and spec.step_judge is None

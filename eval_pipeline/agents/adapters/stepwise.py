@@ -5,8 +5,9 @@ prefix (the messages before that step, as its input state) and stops once the ag
 has produced its next message (``interrupt_after`` that node): one model call per step, no
 replay of earlier steps. The message is scored against the reference step: tool calls must
 be the same tools with matching arguments (``args_mode``), a final answer must contain the
-reference answer's key facts (or satisfy an answer judge). ``survived_until`` is the index
-of the first failed step divided by the number of steps (1.0 if none failed).
+reference answer's key facts. Optionally (seed 004) an LLM judges step similarity instead:
+for answers (``answer_judge``) or for tool steps too (``step_judge``). ``survived_until`` is
+the index of the first failed step divided by the number of steps (1.0 if none failed).
 
 A step that fails with an error is recorded on that step (score 0, the error) and counts as
 failed; the item keeps its full run's output.
@@ -14,6 +15,7 @@ failed; the item keeps its full run's output.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +32,13 @@ from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls
 
 # (produced answer, reference answer) -> (acceptable, why): e.g. judge_answers(llm_judge(...))
 AnswerJudge = Callable[[str, str], tuple[bool, str]]
+# (produced tool calls, reference tool calls) -> (acceptable, why): e.g. judge_steps(...)
+StepJudge = Callable[[list[dict[str, Any]], list[dict[str, Any]]], tuple[bool, str]]
+STEP_RUBRIC = (
+    "The agent's step does the same thing as the reference step (User input): the same "
+    "tools for the same purpose, arguments that mean the same, or an answer that states "
+    "the same facts. Wording and argument order do not matter."
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class StepwiseSpec:
     reference: str = "trajectory"  # where in expected_output the reference trajectory is
     args_mode: str = "exact"
     answer_judge: AnswerJudge | None = None
+    step_judge: StepJudge | None = None  # tool steps judged instead of matched
 
 
 def judge_answers(judge: Callable[..., Any], *, pass_at: float = 0.7) -> AnswerJudge:
@@ -45,6 +55,17 @@ def judge_answers(judge: Callable[..., Any], *, pass_at: float = 0.7) -> AnswerJ
 
     def decide(produced: str, reference: str) -> tuple[bool, str]:
         verdict = judge(input=reference, output={"response": produced})
+        return verdict.value >= pass_at, f"judge {verdict.value:.2f}: {verdict.comment}"
+
+    return decide
+
+
+def judge_steps(judge: Callable[..., Any], *, pass_at: float = 0.7) -> StepJudge:
+    """Use an ``llm_judge`` evaluator to decide whether tool steps are the same step."""
+
+    def decide(produced: list[dict[str, Any]], reference: list[dict[str, Any]]) -> tuple[bool, str]:
+        verdict = judge(input=json.dumps(reference, sort_keys=True),
+                        output=json.dumps(produced, sort_keys=True))  # fmt: skip
         return verdict.value >= pass_at, f"judge {verdict.value:.2f}: {verdict.comment}"
 
     return decide
@@ -102,7 +123,10 @@ def _score(index: int, expected: dict[str, Any], produced: Any, spec: StepwiseSp
     )
     want_calls = expected["tool_calls"]
     if want_calls:
-        ok, why = strict_calls_match(got_calls or [], want_calls, spec.args_mode)
+        if got_calls and spec.step_judge is not None:
+            ok, why = spec.step_judge(got_calls, want_calls)
+        else:
+            ok, why = strict_calls_match(got_calls or [], want_calls, spec.args_mode)
         if not got_calls:
             ok, why = False, "answered instead of calling tools"
         elif len(got_calls) != len(want_calls):

@@ -12,7 +12,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,19 @@ from eval_pipeline import settings
 from eval_pipeline.agents.adapters.callable import CallableAgent
 from eval_pipeline.agents.adapters.graph import GraphAgent, GraphOptions
 from eval_pipeline.agents.adapters.http import HttpAgent
-from eval_pipeline.agents.adapters.stepwise import StepwiseSpec
+from eval_pipeline.agents.adapters.stepwise import (
+    STEP_RUBRIC,
+    StepwiseSpec,
+    judge_answers,
+    judge_steps,
+)
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
 from eval_pipeline.agents.project.schema import (
     AgentConfig,
     CustomerConfig,
     ProjectConfig,
+    StepwiseConfig,
     SuiteConfig,
 )
 from eval_pipeline.core.prompts import PromptVersion
@@ -39,6 +45,7 @@ from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, l
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators import BUILTIN, BUILTIN_RUN
 from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.evaluators.judge import llm_judge
 from eval_pipeline.llm.factory import create_chat_model
 from eval_pipeline.llm.settings import LLMSettings
 
@@ -338,12 +345,27 @@ def build_agent(
     options = GraphOptions(
         input_map=agent.input_map, state_fields=tuple(agent.state_fields),
         recursion_limit=agent.recursion_limit,
-        stepwise=StepwiseSpec(stepwise.node, stepwise.reference, stepwise.args_mode)
-        if stepwise else None,
+        stepwise=stepwise_spec(stepwise, llm) if stepwise else None,
         done_field=agent.done_field,
         customer=simulated_customer(customer, llm) if customer else None,
     )  # fmt: skip
     return GraphAgent(graph, options, ctx)
+
+
+def stepwise_spec(config: StepwiseConfig, llm: LLMSettings) -> StepwiseSpec:
+    """Teacher-forced steps matched deterministically, or judged by a pinned LLM judge."""
+    spec = StepwiseSpec(config.node, config.reference, config.args_mode)
+    if config.judge is None:
+        return spec
+    pinned: dict[str, Any] = {"temperature": 0.0}
+    if config.judge.model:
+        pinned["model"] = config.judge.model
+    judge = llm_judge(STEP_RUBRIC, create_chat_model(llm.model_copy(update=pinned)),
+                      name="step_similarity")  # fmt: skip
+    at = config.judge.pass_at
+    return replace(spec, answer_judge=judge_answers(judge, pass_at=at),
+                   step_judge=judge_steps(judge, pass_at=at) if config.judge.steps == "all"
+                   else None)  # fmt: skip
 
 
 def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:

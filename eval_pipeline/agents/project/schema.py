@@ -43,6 +43,17 @@ class StepwiseConfig(BaseModel):
     node: str = Field(min_length=1)  # the graph node that calls the model
     reference: str = "trajectory"  # the key of expected_output holding the reference
     args_mode: Literal["exact", "ignore", "subset", "superset"] = "exact"
+    judge: StepJudgeConfig | None = None  # an LLM judges step similarity (default: matching)
+
+
+class StepJudgeConfig(BaseModel):
+    """``stepwise: {judge: …}``: seed 004's LLM step-similarity judge instead of matching."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None  # default: the configured endpoint's model (pinned, temp 0)
+    steps: Literal["answers", "all"] = "answers"  # all: tool steps too
+    pass_at: float = Field(0.7, ge=0.0, le=1.0)  # a judge score at or above it passes
 
 
 class AgentConfig(BaseModel):

@@ -2,7 +2,8 @@
 
 It grades the agent answer in the judge prompt with transparent heuristics: an empty
 answer scores 0; a rubric asking for short answers scores the words per reply (≤ 15: 1.0,
-≤ 30: 0.5, else 0); otherwise it starts at 0.5 and gains for politeness and for mentioning
+≤ 30: 0.5, else 0); a step-similarity rubric ("same step") scores the share of words the
+produced step shares with the reference (Jaccard); otherwise it starts at 0.5 and gains for politeness and for mentioning
 what the rubric names, and loses for dismissive phrasing. In a conversation ("Customer:" /
 "Assistant:" lines) only the assistant's lines count. Not a real judge: a stable one.
 """
@@ -29,6 +30,12 @@ def respond(turn: Any) -> AIMessage:
     lower = answer.lower()
     if not answer or answer in ('""', "null"):
         score, why = 0.0, "the agent gave no answer"
+    elif "same step" in rubric:  # seed 004's step similarity: shared words with the reference
+        reference = set(re.findall(r"[a-z0-9]+", _section(prompt, "User input:", "Agent answer:")
+                                   .lower()))  # fmt: skip
+        produced = set(re.findall(r"[a-z0-9]+", lower))
+        score = len(reference & produced) / len(reference | produced) if reference else 0.0
+        score, why = round(score, 3), f"{score:.0%} of the words shared with the reference step"
     elif any(w in rubric for w in ("short", "concise", "brief")):
         words = [len(r.split()) for r in replies or [answer]]
         per_reply = sum(words) / len(words)
