@@ -4,8 +4,9 @@ It grades the agent answer in the judge prompt with transparent heuristics: an e
 answer scores 0; a rubric asking for short answers scores the words per reply (≤ 15: 1.0,
 ≤ 30: 0.5, else 0); a step-similarity rubric ("same step") scores the share of words the
 produced step shares with the reference (Jaccard); otherwise it starts at 0.5 and gains for
-politeness and for mentioning what the rubric names, and loses for dismissive phrasing. In a conversation ("Customer:" /
-"Assistant:" lines) only the assistant's lines count. Not a real judge: a stable one.
+politeness and for mentioning what the rubric names, and loses for dismissive phrasing. In
+a conversation ("Customer:" / "Assistant:" lines) only the assistant's lines count. Not a
+real judge: a stable one.
 """
 
 from __future__ import annotations
