@@ -54,7 +54,7 @@ def print_errors(console: Console, result: EvalResult) -> None:
 
 def print_cases(console: Console, result: EvalResult) -> None:
     """One block per case and repeat: scores (with the evaluator's comment when below
-    1.0), tools called and missed, latency, tokens, the error."""
+    1.0), tools called and missed, a conversation's turns, latency, tokens, the error."""
     cases = {c.id: c for c in result.cases}
     scores: dict[tuple[str, int], list] = {}
     for s in result.scores:
@@ -74,6 +74,7 @@ def print_cases(console: Console, result: EvalResult) -> None:
             line = f"  tools called: {', '.join(called or []) or 'none'}"
             line += f" · missing: {', '.join(missed)}" if missed else ""
             console.print(escape(line), highlight=False)
+        print_transcript(console, out.output)
         console.print(f"  latency {out.latency_ms:,.0f} ms · tokens {out.input_tokens:,} / "
                       f"{out.output_tokens:,} · attempts {out.attempts}"
                       + (f" · reused from {out.source_run_id}" if out.source_run_id else ""),
@@ -81,6 +82,21 @@ def print_cases(console: Console, result: EvalResult) -> None:
         if out.error:
             console.print(f"  [red]error[/] ({escape(out.error_kind or '')}): "
                           f"{escape(out.error[:500])}")  # fmt: skip
+
+
+def print_transcript(console: Console, output: Any, width: int = 100) -> None:
+    """A conversation's turns, one line per side, and why it stopped."""
+    turns = output.get("transcript") if isinstance(output, dict) else None
+    if not isinstance(turns, list):
+        return
+    for t in turns:
+        tools = ", ".join(c.get("name", "?") for c in t.get("tool_calls") or [])
+        console.print(f"  {t.get('turn')}. customer: {escape(str(t.get('customer'))[:width])}",
+                      highlight=False)  # fmt: skip
+        agent = str(t.get("agent") or "")[:width] + (f"  [tools: {tools}]" if tools else "")
+        console.print(f"     agent: {escape(agent)}", highlight=False)
+    console.print(f"  stopped: {output.get('stop_reason')} after {output.get('turns')} turn(s)",
+                  highlight=False)  # fmt: skip
 
 
 def print_report(console: Console, result: EvalResult) -> None:

@@ -212,3 +212,18 @@ def test_over_http_the_customer_runs_on_its_own_pinned_model():
     assert by_model["customer-m"] == 2  # the answer to "which?" and "that's all"
     assert by_model["agent-m"] >= 6
     assert set(out.usage) == {"agent-m", "customer-m"}  # the customer's tokens are counted
+
+
+def test_verbose_prints_the_turns_and_why_the_conversation_stopped():
+    from rich.console import Console
+
+    from eval_pipeline.report import print_transcript
+
+    output = play({"turns": ["I'll have a Hash Brown", "That's all"]}, [HB])
+    console = Console(record=True, width=120)
+    print_transcript(console, output)
+    text = console.export_text()
+    assert "1. customer: I'll have a Hash Brown" in text
+    assert "agent: Got it: 1 × Hash Brown. Anything else?" in text
+    assert "[tools: finalize_order]" in text
+    assert text.rstrip().endswith("stopped: agent_finalized after 2 turn(s)")

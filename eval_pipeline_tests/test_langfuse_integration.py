@@ -107,7 +107,10 @@ def registry_hash(version: int) -> str:
 def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, server):
     instance, resources, tmp_path = env
     first, _ = sensor_tick(instance, resources)
-    assert len(first.run_requests) == 2  # never evaluated: production v1 (full), staging v2
+    # never evaluated: production v1 (full) and staging v2 of each suite of this prompt
+    drive_thru_suites = {"drive_thru", "drive_thru_conversations"}
+    assert {r.tags["eval/suite"] for r in first.run_requests} == drive_thru_suites
+    assert len(first.run_requests) == 2 * len(drive_thru_suites)
 
     v3 = server.seed_prompt(
         PROMPT, local_version(1)["prompt"], type=local_version(1)["type"],
@@ -115,7 +118,8 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     )  # fmt: skip
     server.client().update_prompt(name=PROMPT, version=v3, new_labels=["staging"])
     moved, _ = sensor_tick(instance, resources, first.cursor)
-    (request,) = moved.run_requests
+    assert {r.tags["eval/suite"] for r in moved.run_requests} == drive_thru_suites
+    request = next(r for r in moved.run_requests if r.tags["eval/suite"] == "drive_thru")
     assert request.tags["eval/label"] == "staging"
     assert (request.tags["eval/from_version"], request.tags["eval/to_version"]) == ("v2", f"v{v3}")
     assert f"v{v3}" in instance.get_dynamic_partitions("prompt_version")

@@ -19,10 +19,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from eval_pipeline.core.conversation import CustomerView
+from eval_pipeline.core.conversation import GOAL_MARK, SCREEN_MARK, CustomerView
 
-GOAL_MARK = "GOAL (JSON):"
-SCREEN_MARK = "WHAT YOU SEE (JSON):"
 CUSTOMER_PROMPT = """You are a customer talking to an assistant (an agent under test).
 Play the customer only: say what a customer would say next, in one or two short sentences.
 

@@ -21,6 +21,10 @@ from typing import Any, Protocol
 
 from eval_pipeline.core.cases import GoldenCase
 
+# How the simulated customer's prompt marks its goal and what it sees (agents/customer.py);
+# the offline model reads them back (llm/offline/customer.py).
+GOAL_MARK = "GOAL (JSON):"
+SCREEN_MARK = "WHAT YOU SEE (JSON):"
 DEFAULT_MAX_TURNS = 8
 MAX_TURNS_LIMIT = 50
 STOP_REASONS = ("agent_finalized", "customer_done", "turn_limit", "error")

@@ -46,9 +46,10 @@ def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
 
 @evaluator
 def turn_efficiency(*, output, input=None, expected_output=None, **kwargs) -> Score:
-    """Turns a good agent needs ÷ turns taken (1.0 at or under; 0.0 when not finished)."""
+    """Turns a good agent needs ÷ turns taken (1.0 at or under); 0.0 when the conversation
+    hit the turn limit or failed (finished: the agent finished, or the customer was done)."""
     turns = int((output or {}).get("turns") or 0)
-    if (output or {}).get("stop_reason") != FINALIZED or not turns:
+    if (output or {}).get("stop_reason") not in (FINALIZED, "customer_done") or not turns:
         return Score(0.0, f"not finished after {turns} turns")
     needed = (expected_output or {}).get("max_turns_needed")
     if needed is None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from eval_pipeline.agents.customer import GOAL_MARK, SCREEN_MARK
+from eval_pipeline.core.conversation import GOAL_MARK, SCREEN_MARK
 
 if TYPE_CHECKING:
     from eval_pipeline.llm.offline.model import Turn
