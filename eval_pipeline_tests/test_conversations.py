@@ -98,6 +98,7 @@ def test_agent_error_mid_conversation_keeps_the_turns_before(monkeypatch):
     assert out.error == "ConversationFailed: agent at turn 2 failed: RuntimeError: model " \
                         "server went away"  # fmt: skip
     assert out.output["stop_reason"] == "error" and out.output["turns"] == 1
+    assert out.error_kind == "RuntimeError"  # the cause, not the wrapper, counts by kind
     assert out.output["transcript"][0]["customer"] == "I'll have a Hash Brown"
     assert out.output["current_order"]["items"][0]["item_id"] == "hash-brown"
 

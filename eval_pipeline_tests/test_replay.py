@@ -116,8 +116,10 @@ def test_dagster_production_failures_feed_the_candidates_replay(tmp_path, monkey
             meta = result.asset_materializations_for_node("failure_replay")[0].metadata
             (check,) = result.get_asset_check_evaluations()
             outcome[version] = (meta["fixed"].value, meta["still_failing"].value, check)
-            some_trace = saved["cases"][0]["metadata"]["trace_id"]
-            assert some_trace in meta["traces"].value  # lineage: the trace ids in the report
+            listed = [c["metadata"]["trace_id"] for c in saved["cases"]
+                      if c["metadata"]["trace_id"] in meta["traces"].value]  # fmt: skip
+            assert listed  # lineage: the trace ids in the report (as many as fit inline)
+            assert len(meta["traces"].value) < 1000
         fixed_v1, failing_v1, _ = outcome["v1"]
         fixed_v2, failing_v2, check_v2 = outcome["v2"]
         assert fixed_v1 + failing_v1 == fixed_v2 + failing_v2 == found["failures"].value

@@ -126,7 +126,7 @@ def trend_markdown(points: Sequence[TrendPoint], metric: str) -> str:
         f"| {text_bar(p.mean)} |\n"
         for p in points
     ]
-    return _fit(header, rows, keep="last")
+    return fit_inline(header, rows, keep="last")
 
 
 def delta_markdown(rows: Sequence[dict], metric: str) -> str:
@@ -144,15 +144,16 @@ def delta_markdown(rows: Sequence[dict], metric: str) -> str:
         )
         bar = text_bar(abs(r["delta"]) / largest, width=8)
         lines.append(f"| {r['category']} | {r['n']} | {r['delta']:+.3f} | {sign}{bar} | {note} |\n")
-    return _fit(header, lines, keep="first")
+    return fit_inline(header, lines, keep="first")
 
 
-def _fit(header: str, rows: list[str], keep: str) -> str:
-    """Drop rows (the oldest, or the last listed) until the table fits inline."""
+def fit_inline(header: str, rows: list[str], keep: str, more: str = "in the chart") -> str:
+    """Drop rows (the first ones with keep="last", else the last ones) until the Markdown
+    table fits Dagster's inline limit; say how many were left out."""
     rows = list(rows)
     dropped = 0
     while rows and len(header) + sum(map(len, rows)) + 40 > INLINE_LIMIT:
         rows.pop(0 if keep == "last" else -1)
         dropped += 1
-    more = f"\n({dropped} more in the chart)" if dropped else ""
-    return (header + "".join(rows)).rstrip("\n") + more
+    note = f"\n({dropped} more {more})" if dropped else ""
+    return (header + "".join(rows)).rstrip("\n") + note

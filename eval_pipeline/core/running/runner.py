@@ -168,17 +168,29 @@ async def _run_with_retries(
             exc = raised
             if deadline.expired():  # (not a TimeoutError the agent's own code raised)
                 exc = ItemTimeout(f"no answer within {config.timeout_s:g} s (per-item timeout)")
-            if attempt < config.max_attempts and is_retryable(exc) and not retried_by_client(exc):
+            cause = _cause(exc)
+            if (
+                attempt < config.max_attempts
+                and is_retryable(cause)
+                and not retried_by_client(cause)
+            ):
                 await asyncio.sleep(
-                    backoff_delay(exc, attempt, config.backoff_base_s, config.backoff_max_s)
+                    backoff_delay(cause, attempt, config.backoff_base_s, config.backoff_max_s)
                 )
                 continue
-            # A conversation that failed mid-way keeps the turns played before the failure.
-            partial = getattr(exc, "partial_output", None)
-            return finished(attempt, output=partial, error=_describe(exc),
-                            error_kind=error_kind(exc))  # fmt: skip
+            return finished(attempt, output=getattr(exc, "partial_output", None),
+                            error=_describe(exc), error_kind=error_kind(cause))  # fmt: skip
         return finished(attempt, output=result.output)
     raise AssertionError("unreachable: the loop returns on the last attempt")
+
+
+def _cause(exc: Exception) -> Exception:
+    """What failed the item. A conversation that failed mid-way (ConversationFailed) keeps
+    the turns played before it in ``partial_output``; its cause (an HTTP status, a
+    timeout…) decides the retry and the error kind."""
+    if getattr(exc, "partial_output", None) is not None and isinstance(exc.__cause__, Exception):
+        return exc.__cause__
+    return exc
 
 
 class ItemTimeout(TimeoutError):

@@ -18,6 +18,7 @@ from dagster import (
 )
 
 from eval_pipeline import settings
+from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.replay import ReplayReport, judge_replay, latest_failures
@@ -116,10 +117,11 @@ def _comment(row: Any, version: str) -> str:
 
 
 def _table(report: ReplayReport) -> str:
-    lines = ["| trace id | failed in production | with this version |", "|---|---|---|"]
-    for r in report.rows[:50]:
-        now = "fixed" if r.fixed else (r.error or "still fails: " + ", ".join(r.still_failing))
-        lines.append(f"| {r.trace_id} | {', '.join(r.failed_in_production)} | {now[:80]} |")
-    if len(report.rows) > 50:
-        lines.append(f"| … {len(report.rows) - 50} more | | |")
-    return "\n".join(lines)
+    """Still-failing traces first; as many rows as Dagster shows inline."""
+    header = "| trace id | failed in production | with this version |\n|---|---|---|\n"
+    rows = [
+        f"| {r.trace_id} | {', '.join(r.failed_in_production)} | "
+        f"{'fixed' if r.fixed else (r.error or 'fails: ' + ', '.join(r.still_failing))[:60]} |\n"
+        for r in sorted(report.rows, key=lambda r: r.fixed)
+    ]
+    return fit_inline(header, rows, keep="first", more="in the failures file")
