@@ -19,6 +19,7 @@ from typing import Any
 
 from eval_pipeline.evaluators.base import Score, evaluator
 from eval_pipeline.evaluators.drive_thru import order_correctness
+from eval_pipeline.evaluators.traces import blind_add_at
 
 FINALIZED = "agent_finalized"
 
@@ -65,15 +66,11 @@ def tool_protocol_every_turn(*, output, **kwargs) -> Score:
     turns = _transcript(output)
     if not turns:
         return Score(0.0, "no turns")
-    broken = []
-    for turn in turns:
-        looked_up = False
-        for call in turn.get("tool_calls") or []:
-            if call.get("name") == "lookup_menu_item":
-                looked_up = True
-            elif call.get("name") == "add_item_to_order" and not looked_up:
-                broken.append(turn.get("turn"))
-                break
+    broken = [
+        turn.get("turn")
+        for turn in turns
+        if blind_add_at(c.get("name") for c in turn.get("tool_calls") or []) is not None
+    ]
     value = 1 - len(broken) / len(turns)
     return Score(round(value, 6), f"adds without a lookup at turns {broken}" if broken else
                  "lookups before adds on every turn")  # fmt: skip

@@ -8,19 +8,29 @@ items are scored by ``no_hallucinated_items``, which needs no reference either.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.drive_thru import tools_called
+
+
+def blind_add_at(names: Iterable[str]) -> int | None:
+    """The index of the first add_item_to_order before any lookup_menu_item, or None."""
+    looked_up = False
+    for i, name in enumerate(names):
+        if name == "lookup_menu_item":
+            looked_up = True
+        elif name == "add_item_to_order" and not looked_up:
+            return i
+    return None
 
 
 @evaluator
 def tool_protocol(*, output, **kwargs) -> Score:
     """1.0 if every add_item_to_order came after a lookup_menu_item (no adds: 1.0)."""
-    looked_up = False
-    for i, name in enumerate(tools_called(output)):
-        if name == "lookup_menu_item":
-            looked_up = True
-        elif name == "add_item_to_order" and not looked_up:
-            return Score(0.0, f"add_item_to_order (call {i + 1}) before any lookup")
+    blind = blind_add_at(tools_called(output))
+    if blind is not None:
+        return Score(0.0, f"add_item_to_order (call {blind + 1}) before any lookup")
     return Score(1.0, "lookups before adds")
 
 
