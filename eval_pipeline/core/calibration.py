@@ -29,6 +29,7 @@ from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
 from eval_pipeline.core.scoring.agreement import Agreement, cohen_kappa
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
+from eval_pipeline.core.scoring.summary import judge_spending
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators.base import evaluator_name, evaluator_version
@@ -153,15 +154,14 @@ def calibrate(
     if not pairs:
         first = next(iter(scores.values()))
         raise CalibrationError(f"the judge failed on every label: {first.comment}")
-    spent = [s.metadata or {} for s in scores.values()]
+    spent = judge_spending(list(scores.values()))
     return Calibration(
         suite=suite.name, rubric=rubric, judge_version=evaluator_version(judge),
         agreement=cohen_kappa(pairs), min_kappa=config.min_kappa, pass_score=config.pass_score,
-        disagreements=disagreements, judge_errors=errors,
-        judge_calls=sum(int(m.get("judge_calls", 0)) for m in spent),
-        judge_input_tokens=sum(int(m.get("judge_input_tokens", 0)) for m in spent),
-        judge_output_tokens=sum(int(m.get("judge_output_tokens", 0)) for m in spent),
-        judge_cost_usd=round(sum(float(m.get("judge_cost_usd", 0.0)) for m in spent), 6),
+        disagreements=disagreements, judge_errors=errors, judge_calls=spent["judge_calls"],
+        judge_input_tokens=spent["judge_tokens"].input,
+        judge_output_tokens=spent["judge_tokens"].output,
+        judge_cost_usd=spent["judge_cost_usd"],
     )  # fmt: skip
 
 
