@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetExecutionContext,
     AssetOut,
     AssetsDefinition,
@@ -21,8 +19,9 @@ from eval_pipeline import settings
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.records import ItemScore
-from eval_pipeline.core.traces.replay import ReplayReport, judge_replay, latest_failures
+from eval_pipeline.core.traces.replay import ReplayReport, ReplayRow, judge_replay, latest_failures
 from eval_pipeline.defs.evaluation.assets import candidate
+from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -96,20 +95,15 @@ def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition
         yield MaterializeResult(asset_key=ASSET, metadata=metadata)
         if CHECK in {k.name for k in context.selected_asset_check_keys}:
             label = "PASS" if not report.still_failing else "WARN"
-            yield AssetCheckResult(
-                asset_key=ASSET, check_name=CHECK, passed=not report.still_failing,
-                severity=AssetCheckSeverity.WARN,
-                description=("" if label == "PASS" else "WARN — ") + f"{partition}: "
-                + report.line() + f" (from {path.name if path else '?'})",
-                metadata={"partition": partition, "fixed": report.fixed,
-                          "still_failing": report.still_failing,
-                          "replayed": len(report.rows)},
-            )  # fmt: skip
+            numbers = {"fixed": report.fixed, "still_failing": report.still_failing,
+                       "replayed": len(report.rows)}  # fmt: skip
+            yield check_result(ASSET, CHECK, label, f"{report.line()} (from {path.name})",
+                               partition, numbers, [])  # fmt: skip
 
     return failure_replay
 
 
-def _comment(row: Any, version: str) -> str:
+def _comment(row: ReplayRow, version: str) -> str:
     if row.fixed:
         return f"{version} fixes it (failed in production: {', '.join(row.failed_in_production)})"
     why = row.error or ", ".join(row.still_failing)
