@@ -61,6 +61,12 @@ def failure_cases(
     return cases
 
 
+def lineage(case: GoldenCase) -> tuple[str, tuple[str, ...]]:
+    """The production trace a replay case came from, and what it failed there."""
+    extra = case.metadata.model_extra or {}
+    return str(extra["trace_id"]), tuple(extra.get("failed") or ())
+
+
 def _teacher_forced(record: TraceRecord) -> dict[str, Any]:
     """The trace's input; a multi-turn trace replays its customer turns on one thread."""
     messages = (record.output or {}).get("messages") if isinstance(record.output, dict) else None
@@ -134,7 +140,7 @@ def judge_replay(
     by_name: Mapping[str, Evaluator] = {evaluator_name(f): f for f in trace_evaluators}
     rows, scores = [], []
     for case, out in zip(cases, outputs, strict=True):
-        failed = tuple(case.metadata.model_dump().get("failed") or ())
+        trace_id, failed = lineage(case)
         meta = {
             "latency_ms": out.latency_ms,
             "cost_usd": out.cost_usd,
@@ -152,6 +158,6 @@ def judge_replay(
                 scores.append(score)
                 if score.value is None or score.value < 1.0:
                     still.append(name)
-        rows.append(ReplayRow(str(case.metadata.model_dump()["trace_id"]), case.id, failed,
+        rows.append(ReplayRow(trace_id, case.id, failed,
                               tuple(dict.fromkeys(still)), out.error))  # fmt: skip
     return ReplayReport(tuple(rows)), scores

@@ -36,7 +36,7 @@ from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
 from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
-from eval_pipeline.core.traces.replay import failure_cases, write_failures
+from eval_pipeline.core.traces.replay import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
@@ -286,11 +286,10 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         day, suite_name = _keys(context)
         cases = failure_cases(production_traces, trace_scores, day)
         path = write_failures(settings.replay_dir(suite_name) / f"{day}.yaml", suite_name, cases)
-        reasons = Counter(r for c in cases for r in c.metadata.model_dump()["failed"])
+        traced = [lineage(c) for c in cases]
+        reasons = Counter(r for _, failed in traced for r in failed)
         rows = "\n".join(
-            f"| {c.metadata.model_dump()['trace_id']} | "
-            f"{', '.join(c.metadata.model_dump()['failed'])} |"
-            for c in cases[:50]
+            f"| {trace_id} | {', '.join(failed)} |" for trace_id, failed in traced[:50]
         )
         return Output(str(path), metadata={
             "failures": len(cases), "of_traces": len(production_traces),
