@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import ValidationError
 
 from eval_pipeline import settings
@@ -299,11 +300,9 @@ class _Resolver:
         if not isinstance(params.get("rubric"), str):
             self.problem(fieldname, "llm_judge needs a rubric (a string)")
             return None
-        pinned = {"temperature": float(params.pop("temperature", 0.0))}  # a judge is pinned
-        if params.get("model"):
-            pinned["model"] = str(params["model"])
-        settings_ = LLMSettings.from_env().model_copy(update=pinned)
-        return {**params, "model": create_chat_model(settings_)}
+        temperature = float(params.pop("temperature", 0.0))  # a judge is pinned
+        model = pinned_model(LLMSettings.from_env(), params.get("model"), temperature)
+        return {**params, "model": model}
 
     # --- thresholds --------------------------------------------------------------------
     def thresholds(self, dataset: Path, evaluators: tuple) -> Thresholds:
@@ -357,10 +356,7 @@ def stepwise_spec(config: StepwiseConfig, llm: LLMSettings) -> StepwiseSpec:
     spec = StepwiseSpec(config.node, config.reference, config.args_mode)
     if config.judge is None:
         return spec
-    pinned: dict[str, Any] = {"temperature": 0.0}
-    if config.judge.model:
-        pinned["model"] = config.judge.model
-    judge = llm_judge(STEP_RUBRIC, create_chat_model(llm.model_copy(update=pinned)),
+    judge = llm_judge(STEP_RUBRIC, pinned_model(llm, config.judge.model),
                       name="step_similarity")  # fmt: skip
     at = config.judge.pass_at
     return replace(spec, answer_judge=judge_answers(judge, pass_at=at),
@@ -371,10 +367,18 @@ def stepwise_spec(config: StepwiseConfig, llm: LLMSettings) -> StepwiseSpec:
 def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
     """The customer on the run's endpoint (recorded and replayed with the run's calls),
     pinned at temperature 0, on its own model when the suite names one."""
-    pinned: dict[str, Any] = {"temperature": 0.0}
-    if config.model:
-        pinned["model"] = config.model
-    return LLMCustomer(create_chat_model(llm.model_copy(update=pinned)), config.sees)
+    return LLMCustomer(pinned_model(llm, config.model), config.sees)
+
+
+def pinned_model(
+    settings: LLMSettings, model: str | None, temperature: float = 0.0
+) -> BaseChatModel:
+    """A chat model on ``settings``' endpoint at a fixed temperature, on ``model`` when given
+    (judges and the simulated customer: their answers must not drift between runs)."""
+    pinned: dict[str, Any] = {"temperature": temperature}
+    if model:
+        pinned["model"] = str(model)
+    return create_chat_model(settings.model_copy(update=pinned))
 
 
 def _call_factory(factory: Callable[..., Any], ctx: AgentContext) -> Any:
