@@ -52,7 +52,6 @@ class LLMCustomer:
         self.model = model.bind_tools([CustomerReply], tool_choice="CustomerReply")
         self.sees = tuple(sees)
         name = str(getattr(model, "model_name", None) or getattr(model, "model", "unknown"))
-        self.model_name = name
         self.version = customer_version(name, self.sees)
 
     async def next_utterance(self, view: CustomerView) -> str | None:
