@@ -23,11 +23,12 @@ from eval_pipeline.agents.project import AgentBuildError, Project, ProjectError,
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import DatasetError
 from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan, RunRequest
-from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import Progress
+from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.scoring.gate import NotComparable
 from eval_pipeline.core.scoring.thresholds import ThresholdsError
 from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
@@ -76,6 +77,9 @@ def prepare(
 ) -> Prepared:
     """Everything up to the first model call: any problem raises SetupError."""
     request = request or RunRequest()
+    if recording == "record" and request.shards != 1:
+        raise SetupError("--record writes one recordings file from one process: record "
+                         "without --workers, then replay with them")  # fmt: skip
     if recording == "record":  # every request must go out to be recorded
         request = replace(request, cache="refresh")
     elif recording == "replay":  # every answer must come from the recordings
@@ -114,6 +118,40 @@ def prepare(
     return Prepared(loaded, services, store, plan, agent, llm)
 
 
+@dataclass(frozen=True)
+class ProjectShardWorker:
+    """Runs one shard of a CLI/API run in a worker process (``--workers``): loads the
+    project there, plans the same run again and builds the agent as ``prepare`` did."""
+
+    project: Path
+    suite: str
+    prompt: PromptVersion | None
+    llm: LLMSettings
+    request: RunRequest
+    run_id: str
+    store_url: str
+
+    def __call__(self, shard: Shard, updates: evaluation.ShardUpdates) -> None:
+        loaded = load_project(self.project)
+        chosen = loaded.suite(self.suite)
+        plan = evaluation.plan(chosen, self.prompt, self.llm.public_params(), self.request,
+                               run_id=self.run_id, notes=self.llm.notes)  # fmt: skip
+        services = Services.from_env(loaded.prompts_dir)
+        agent = services.traced(chosen.make_agent(self.prompt, self.llm), run_id=self.run_id,
+                                suite=chosen.name, version=plan.run.prompt_version)  # fmt: skip
+        with ResultsStore(self.store_url) as store:
+            evaluation.produce(store, plan, agent, shard=shard,
+                               prices=PriceTable.from_file(settings.prices_file()),
+                               progress=evaluation.shard_progress(shard, updates))  # fmt: skip
+        services.flush()
+
+
+def shard_worker(prepared: Prepared) -> ProjectShardWorker:
+    plan = prepared.plan
+    return ProjectShardWorker(prepared.project.path, plan.suite.name, plan.prompt, prepared.llm,
+                              plan.request, plan.run.run_id, prepared.store.url)  # fmt: skip
+
+
 def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
     """Run every stage, then write the scores back to Langfuse when it is configured (never
     fails the run: undelivered scores wait in the outbox)."""
@@ -121,7 +159,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     try:
         result = evaluation.evaluate(store, plan, prepared.agent,
                                      prices=PriceTable.from_file(settings.prices_file()),
-                                     progress=progress)  # fmt: skip
+                                     progress=progress,
+                                     shard_worker=shard_worker(prepared))  # fmt: skip
     except Exception as exc:  # recorded on the run by the stage that failed
         message = redact(f"{type(exc).__name__}: {exc}")
         raise RunFailed(f"run {plan.run.run_id} failed: {message}") from exc
@@ -155,13 +194,15 @@ def evaluate(
     threshold: float | None = None,
     cache: str = "reuse",
     recording: Recording = "off",
+    workers: int = 1,
 ) -> EvalResult:
     """Evaluate ``suite`` of the project file (found from the working directory unless
     ``project`` names it) and gate it; ``result.passed`` says whether every blocking check
-    passed, ``result.failed`` which did not."""
+    passed, ``result.failed`` which did not. ``workers`` > 1 splits the items over that many
+    processes, sharing ``concurrency``."""
     request = RunRequest(tier=tier, repeats=repeats, concurrency=concurrency,
                          timeout_s=timeout_s, cache=cache, baseline_label=baseline,
-                         margin=margin, min_primary=threshold)  # fmt: skip
+                         margin=margin, min_primary=threshold, shards=workers)  # fmt: skip
     prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
                        request=request, recording=recording)  # fmt: skip
     return run_prepared(prepared)

@@ -42,7 +42,11 @@ def main(project: Path | None) -> None:
 @click.option("--tier", type=click.Choice(["smoke", "full"]), default="full", show_default=True)
 @click.option("--repeat", "repeats", type=click.IntRange(1, 100), default=None,
               help="Runs per case (default: the suite's).")  # fmt: skip
-@click.option("--concurrency", type=click.IntRange(1, 512), default=8, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 512), default=8, show_default=True,
+              help="Items in flight, in all (split over --workers).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Processes the items are split over, sharing --concurrency and one memo "
+                   "(one core runs ~250 model calls/s; see BENCHMARKS.md).")  # fmt: skip
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0,
               show_default=True,
               help="Seconds one attempt of one item may take, all its model calls "
@@ -93,6 +97,7 @@ def run(
     tier: str,
     repeats: int | None,
     concurrency: int,
+    workers: int,
     timeout_s: float,
     label: str,
     prompt_version: int | None,
@@ -116,7 +121,7 @@ def run(
     request = RunRequest(
         tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
         baseline_label=baseline_label, baseline_run_id=baseline_run_id, margin=margin,
-        min_primary=threshold,
+        min_primary=threshold, shards=workers,
     )  # fmt: skip
     try:
         prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,

@@ -14,8 +14,12 @@ summarise+judge as three assets.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import queue
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,6 +33,7 @@ from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import Progress, RunnerConfig, run_agent, run_sync
+from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
 from eval_pipeline.core.scoring.summary import Summary, judge_spending, summarize
@@ -64,6 +69,7 @@ class RunRequest:
     baseline_run_id: str | None = None  # … or against this run (CI: the base commit's run)
     margin: float | None = None  # overrides the suite's regression margin
     min_primary: float | None = None  # an extra blocking floor on the primary metric
+    shards: int | None = 1  # processes the items are split over; None: by size (shards.py)
 
 
 @dataclass
@@ -78,7 +84,12 @@ class RunPlan:
     runner: RunnerConfig
     cache: CachePolicy
     request: RunRequest
+    shards: list[Shard]
     baseline: RunRecord | None = None
+
+    @property
+    def n_items(self) -> int:
+        return len(self.cases) * self.runner.repeats
 
 
 @dataclass
@@ -174,6 +185,8 @@ def plan(
         requests_per_second=request.requests_per_second,
         base_seed=int(model_params.get("seed") or 0),
     )  # fmt: skip
+    count = request.shards or auto_count(len(cases) * repeats, request.concurrency)
+    shard_list = split(count, len(cases), request.concurrency, request.requests_per_second)
     policy = check_policy(request.cache)
     if not suite.memoize and policy != "off":
         policy = "off"
@@ -181,7 +194,7 @@ def plan(
             f"suite {suite.name}: nothing says when its agent service changed, so no output "
             "is reused from the memo (give the suite a `version:`)"
         )
-    return RunPlan(suite, prompt, run, all_cases, cases, runner, policy, request)
+    return RunPlan(suite, prompt, run, all_cases, cases, runner, policy, request, shard_list)
 
 
 def baseline_for(
@@ -240,15 +253,24 @@ def produce(
     plan_: RunPlan,
     agent: Agent,
     *,
+    shard: Shard | None = None,
     prices: PriceTable | None = None,
     progress: Progress | None = None,
 ) -> list[ItemOutput]:
     """Run the agent on the cases the memo cannot answer (see core/running/memo.py);
-    reused outputs name the run that produced them in ``source_run_id``."""
-    run, cases, policy = plan_.run, plan_.cases, plan_.cache
+    reused outputs name the run that produced them in ``source_run_id``. With ``shard``,
+    only that shard's cases, under its share of the budget: its outputs replace only its
+    own items in the store, so shards may run in any order, in any process."""
+    run, cases, runner, policy = plan_.run, plan_.cases, plan_.runner, plan_.cache
+    if shard is not None:
+        cases = shard.select(cases)
+        runner = dataclasses.replace(runner, concurrency=shard.concurrency,
+                                     requests_per_second=shard.requests_per_second)  # fmt: skip
     with failure_recorded(store, run.run_id):
+        if shard is not None:
+            _same_dataset(store, run)
         scope = MemoScope.of(run)
-        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(plan_.runner.repeats)}
+        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(runner.repeats)}
         known = _memoized(store, keys, policy, run.run_id)
         writer = None
         if policy != "off":
@@ -259,7 +281,7 @@ def produce(
                 return await run_agent(
                     agent,
                     cases,
-                    plan_.runner,
+                    runner,
                     prices=prices,
                     progress=progress,
                     known=known,
@@ -272,12 +294,45 @@ def produce(
                     await close()
 
         outputs = run_sync(produce_all())
-        store.write_outputs(run.run_id, outputs)
+        if shard is None:
+            store.write_outputs(run.run_id, outputs)
+        else:
+            store.write_outputs(run.run_id, outputs, items=[c.id for c in cases])
         if plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
             store.add_notes(run.run_id, [
                 f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "
                 "prompt versions and labels make no difference to it (read ctx.prompt)"
             ])  # fmt: skip
+    return outputs
+
+
+def _same_dataset(store: ResultsStore, run: RunRecord) -> None:
+    """A shard plans the run again in its own process: its cases must be the run's."""
+    stored = store.get_run(run.run_id)
+    if stored is None:
+        raise DatasetError([f"run {run.run_id!r} is not in the results store"])
+    if stored.dataset_version != run.dataset_version:
+        raise DatasetError([
+            f"the dataset of {run.suite} changed while run {run.run_id} was in progress "
+            f"(version {stored.dataset_version} → {run.dataset_version}); start a new run"
+        ])  # fmt: skip
+
+
+def check_complete(
+    store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase]
+) -> list[ItemOutput]:
+    """The run's outputs once every shard has finished: one per (case, repeat) (the store's
+    key forbids two), or an error naming what is missing (the run is marked failed)."""
+    with failure_recorded(store, run.run_id):
+        outputs = store.read_outputs(run.run_id)
+        wanted = {(c.id, r) for c in cases for r in range(run.repeats)}
+        found = {(o.item_id, o.repeat) for o in outputs}
+        problems = [f"{len(v)} {what} (first: {min(v)[0]} repeat {min(v)[1]})"
+                    for what, v in (("missing", wanted - found), ("not in the run", found - wanted))
+                    if v]  # fmt: skip
+        if problems:
+            raise RuntimeError(f"run {run.run_id}: the shards did not produce one "
+                               f"output per item: {'; '.join(problems)}")  # fmt: skip
     return outputs
 
 
@@ -393,10 +448,17 @@ def evaluate(
     *,
     prices: PriceTable | None = None,
     progress: Progress | None = None,
+    shard_worker: ShardWorker | None = None,
 ) -> EvalResult:
-    """Every stage of a planned run in this process (the CLI, the Python API)."""
+    """Every stage of a planned run (the CLI, the Python API): the agent's items in this
+    process, or, for a plan of several shards, in one ``shard_worker`` process per shard."""
     store.create_run(plan_.run)
-    produce(store, plan_, agent, prices=prices, progress=progress)
+    if len(plan_.shards) == 1:
+        produce(store, plan_, agent, prices=prices, progress=progress)
+    elif shard_worker is None:
+        raise ValueError(f"{len(plan_.shards)} shards need a shard worker to run them")
+    else:
+        produce_in_processes(store, plan_, shard_worker, progress=progress)
     suite, run_id = plan_.suite, plan_.run.run_id
     judges = dataclasses.replace(plan_.runner, repeats=1)
     score(store, run_id, suite, plan_.cases, judges=judges, prices=prices)
@@ -405,6 +467,55 @@ def evaluate(
     result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,
                    margin=plan_.request.margin, min_primary=plan_.request.min_primary)  # fmt: skip
     return result
+
+
+class ShardWorker(Protocol):
+    """Runs one shard in a fresh process: plans the run again (same run id), builds the
+    agent there and calls ``produce(..., shard=shard)``; reports progress on ``updates`` as
+    (shard index, done, total). Must pickle (it crosses into the worker process)."""
+
+    def __call__(self, shard: Shard, updates: ShardUpdates) -> None: ...
+
+
+class ShardUpdates(Protocol):
+    def put(self, item: tuple[int, int, int]) -> None: ...
+
+
+def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) -> Progress:
+    """A worker's progress callback: sends (shard, done, total) at most every ``every_s``."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= every_s:
+            last[0] = now
+            updates.put((shard.index, done, total))
+
+    return report
+
+
+def produce_in_processes(
+    store: ResultsStore, plan_: RunPlan, worker: ShardWorker, *, progress: Progress | None = None
+) -> list[ItemOutput]:
+    """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
+    gets), all at once; then the run's outputs are checked complete (``check_complete``)."""
+    context = multiprocessing.get_context("spawn")
+    with failure_recorded(store, plan_.run.run_id), context.Manager() as manager:
+        updates = manager.Queue()
+        done = [0] * len(plan_.shards)
+        with ProcessPoolExecutor(len(plan_.shards), mp_context=context) as pool:
+            futures = [pool.submit(worker, shard, updates) for shard in plan_.shards]
+            while not all(f.done() for f in futures) or not updates.empty():
+                try:
+                    index, shard_done, _ = updates.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                done[index] = shard_done
+                if progress:
+                    progress(sum(done), plan_.n_items)
+            for future in futures:
+                future.result()  # a shard that failed fails the run (its error, re-raised)
+    return check_complete(store, plan_.run, plan_.cases)
 
 
 def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenCase]:

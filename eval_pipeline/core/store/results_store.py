@@ -6,7 +6,7 @@ crash leaves either the previous state or the new one, never half of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -188,9 +188,22 @@ class ResultsStore:
             else:
                 conn.execute(insert(runs).values(**row))
 
-    def write_outputs(self, run_id: str, outputs: Iterable[ItemOutput]) -> int:
+    def write_outputs(
+        self, run_id: str, outputs: Iterable[ItemOutput], *, items: Sequence[str] | None = None
+    ) -> int:
+        """Replace the run's outputs; with ``items`` (a shard's case ids) only those items'."""
         rows = [{"run_id": run_id, **asdict(o)} for o in outputs]
-        return self._replace(item_outputs, run_id, rows)
+        if items is None:
+            return self._replace(item_outputs, run_id, rows)
+        with self.engine.begin() as conn:
+            for start in range(0, len(items), 500):  # under every database's parameter limit
+                chunk = list(items[start : start + 500])
+                conn.execute(delete(item_outputs).where(
+                    item_outputs.c.run_id == run_id, item_outputs.c.item_id.in_(chunk)
+                ))  # fmt: skip
+            if rows:
+                conn.execute(insert(item_outputs), rows)
+        return len(rows)
 
     def write_scores(self, run_id: str, scores: Iterable[ItemScore]) -> int:
         rows = [{"run_id": run_id, **asdict(s)} for s in scores]

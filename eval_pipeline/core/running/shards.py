@@ -1,0 +1,76 @@
+"""Split one run's items into shards that run apart (Dagster steps, CLI worker processes)
+under the run's one budget.
+
+Why: one event loop spends ~3.6 ms of CPU per model call, so one process tops out near
+280 calls/s however many items are in flight (BENCHMARKS.md). A shard is a slice of the
+run's cases, all repeats of a case together, run by ``evaluation.produce`` in a process
+(or pod) of its own; the run stays one run: one run id, one memo, one summary.
+
+The budget is the run's, split: with concurrency C and R starts per second, shard i of N
+runs C/N items at once (the remainder to the first shards) and starts R/N per second, so
+all shards together never exceed what was asked of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eval_pipeline.core.cases import GoldenCase
+
+# Above ~32 items in flight one event loop is CPU-bound (BENCHMARKS.md, throughput).
+CONCURRENCY_PER_SHARD = 32
+# Below this a shard's process start (~3 s of imports) costs more than it saves.
+MIN_ITEMS_PER_SHARD = 200
+
+
+class ShardingError(ValueError):
+    """A shard count the run cannot use; the message says what would work."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One slice of a run: which cases (every ``count``-th from ``index``) and its budget."""
+
+    index: int
+    count: int
+    concurrency: int
+    requests_per_second: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"shard {self.index + 1}/{self.count}"
+
+    def select(self, cases: Sequence[GoldenCase]) -> list[GoldenCase]:
+        """This shard's cases: round-robin over the run's, so categories and lengths spread
+        evenly and every case lands in exactly one shard."""
+        return list(cases[self.index :: self.count])
+
+
+def auto_count(items: int, concurrency: int) -> int:
+    """The shard count a run gets when none is asked for: one per CONCURRENCY_PER_SHARD
+    items in flight, at most one per MIN_ITEMS_PER_SHARD items (1 for small runs)."""
+    by_concurrency = math.ceil(concurrency / CONCURRENCY_PER_SHARD)
+    return max(1, min(by_concurrency, items // MIN_ITEMS_PER_SHARD))
+
+
+def split(
+    count: int, n_cases: int, concurrency: int, requests_per_second: float | None
+) -> list[Shard]:
+    """``count`` shards sharing the run's concurrency and rate (see the module docstring)."""
+    if count < 1:
+        raise ShardingError(f"shards must be at least 1 (got {count})")
+    if count > concurrency:
+        raise ShardingError(
+            f"shards={count} but concurrency={concurrency}: every shard needs at least one "
+            f"item in flight; raise the concurrency or use at most {concurrency} shards"
+        )
+    if count > n_cases:
+        raise ShardingError(
+            f"shards={count} but the run has {n_cases} cases (a case's repeats stay in one "
+            f"shard): use at most {n_cases} shards"
+        )
+    base, extra = divmod(concurrency, count)
+    rate = requests_per_second / count if requests_per_second else None
+    return [Shard(i, count, base + (1 if i < extra else 0), rate) for i in range(count)]
