@@ -1,8 +1,10 @@
 """A run worker: executes eval_job for one partition as a real Dagster run, or re-executes
 a failed run from failure (as the UI's "Re-execute from failure" does, parent tags included).
 
-    python -m eval_pipeline_tests.crash_target SUITE VERSION
+    python -m eval_pipeline_tests.crash_target SUITE VERSION [SHARDS]
     python -m eval_pipeline_tests.crash_target --reexecute RUN_ID
+
+With SHARDS > 1 the run's shards run as steps in processes of their own (multiprocess).
 
 Settings come from the environment (DAGSTER_HOME, EVAL_RESULTS_URL, EVAL_LLM_BASE_URL, …),
 as in a deployment; the test kills this process group with SIGKILL half-way.
@@ -22,7 +24,11 @@ from dagster import (
 
 from eval_pipeline.definitions import defs
 
-RUN_CONFIG = {"ops": {"agent_run_outputs": {"config": {"tier": "full", "concurrency": 2}}}}
+
+def run_config(shards: int) -> dict:
+    config = {"tier": "full", "concurrency": 2, "shards": shards}
+    mode = {"multiprocess": {}} if shards > 1 else {"in_process": {}}
+    return {"ops": {"agent_run_outputs": {"config": config}}, "execution": {"config": mode}}
 
 
 def eval_job():
@@ -42,9 +48,10 @@ def main(args: list[str]) -> int:
             result = execute_job(reconstructable(eval_job), instance, tags=parent.tags,
                                  reexecution_options=options)  # fmt: skip
         else:
-            suite, version = args
+            suite, version, shards = (*args, "1")[:3]
             instance.add_dynamic_partitions("prompt_version", [version])
-            result = execute_job(reconstructable(eval_job), instance, run_config=RUN_CONFIG,
+            result = execute_job(reconstructable(eval_job), instance,
+                                 run_config=run_config(int(shards)),
                                  tags=partition_tags(suite, version))  # fmt: skip
         return 0 if result.success else 1
 

@@ -7,8 +7,12 @@ from urllib.parse import urlparse
 
 from dagster import DagsterInstance, MultiPartitionKey, RunConfig, RunRequest
 
+from eval_pipeline.agents.project import ProjectError
+from eval_pipeline.core.cases import DatasetError, select_tier
 from eval_pipeline.core.label_moves import WatchedPrompt
-from eval_pipeline.defs.evaluation.assets import EvalRunConfig
+from eval_pipeline.core.running.shards import auto_count
+from eval_pipeline.defs.evaluation.execution import execution_config
+from eval_pipeline.defs.evaluation.outputs import EvalRunConfig
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.defs.resources import SuitesResource
 from eval_pipeline.llm.settings import LLMSettings
@@ -41,17 +45,34 @@ def eval_run_request(
     version: str,
     tier: str,
     *,
+    items: int,
     run_key: str,
     tags: dict[str, str],
     cache: str = "reuse",
 ) -> RunRequest:
+    """A run of eval_job for one partition; ``items`` (the tier's cases × repeats) decides
+    whether its shards get processes of their own (execution.py)."""
     config = EvalRunConfig(tier=tier, cache=cache)
+    shards = auto_count(items, config.concurrency)
     return RunRequest(
         run_key=run_key,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
-        run_config=RunConfig(ops={"agent_run_outputs": config}),
+        run_config={
+            **RunConfig(ops={"agent_run_outputs": config}).to_config_dict(),
+            **execution_config(shards),
+        },
         tags={**tags, "eval/model_provider": model_provider()},
     )
+
+
+def planned_items(suites: SuitesResource, suite: str, tier: str) -> int:
+    """How many items a run of ``suite`` at ``tier`` will have (0 if its dataset is broken:
+    the run itself then fails with the reason)."""
+    try:
+        chosen = suites.get(suite)
+        return len(select_tier(chosen.load_cases(), tier)) * chosen.repeats
+    except (DatasetError, ProjectError):
+        return 0
 
 
 def model_provider() -> str:

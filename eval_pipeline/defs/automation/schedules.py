@@ -16,6 +16,7 @@ from eval_pipeline.defs.automation.common import (
     env_setting,
     eval_run_request,
     missing_partitions,
+    planned_items,
     watched_prompts,
 )
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -69,6 +70,7 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
                 w.suite,
                 version,
                 "full",
+                items=planned_items(suites, w.suite, "full"),
                 cache="refresh",  # the nightly run is the fresh measurement: no memoized items
                 run_key=f"nightly:{day}:{w.suite}",
                 tags={

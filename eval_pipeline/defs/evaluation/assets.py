@@ -15,45 +15,34 @@ from typing import Any
 from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
-    AssetDep,
     AssetExecutionContext,
     AssetIn,
     AssetsDefinition,
     AssetSpec,
     BetaWarning,
-    Config,
-    DagsterRun,
     Failure,
     MaterializeResult,
     MetadataValue,
-    MultiPartitionKey,
     MultiToSingleDimensionPartitionMapping,
+    Nothing,
     Output,
     asset,
     multi_asset,
 )
-from pydantic import Field, field_validator
 
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import dataset_version
-from eval_pipeline.core.evaluation import RunRequest
-from eval_pipeline.core.prompts import PromptVersion, parse_version_key
-from eval_pipeline.core.running.memo import check_policy
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
-from eval_pipeline.core.store.records import RunRecord
-from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
 from eval_pipeline.defs.evaluation.metadata import (
     dataset_metadata,
     errors_metadata,
-    outputs_metadata,
-    progress_logger,
     steps_metadata,
     summary_pictures,
     tools_metadata,
 )
+from eval_pipeline.defs.evaluation.outputs import build_agent_run_outputs
 from eval_pipeline.defs.partitions import Partitions
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -62,11 +51,6 @@ from eval_pipeline.defs.resources import (
     SuitesResource,
 )
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
-from eval_pipeline.integrations.services import Services
-from eval_pipeline.llm.endpoint import model_source, require_model
-from eval_pipeline.llm.provider_stats import PROVIDER_STATS
-from eval_pipeline.llm.provider_stats import describe as describe_provider
-from eval_pipeline.llm.settings import LLMSettings
 
 GROUP = "evaluation"
 SUMMARY_DESCRIPTION = (
@@ -77,74 +61,6 @@ SUMMARY_DESCRIPTION = (
 with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
     warnings.simplefilter("ignore", BetaWarning)
     SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
-
-
-class EvalRunConfig(Config):
-    """Per-run knobs (Launchpad / run config / sensor and CLI run requests)."""
-
-    tier: str = "full"
-    repeats: int = 0  # 0 = the suite's default
-    concurrency: int = 8
-    timeout_s: float = Field(120.0, description="Seconds one attempt of one item may take.")
-    requests_per_second: float | None = None
-    cache: str = Field(
-        default="reuse",
-        description="reuse: take memoized item outputs, run the rest; refresh: run every "
-        "item again and overwrite the memo (nightly); off: ignore the memo.",
-    )
-
-    @field_validator("cache")
-    @classmethod
-    def _known_policy(cls, value: str) -> str:
-        return check_policy(value)
-
-    def request(self) -> RunRequest:
-        return RunRequest(
-            tier=self.tier, repeats=self.repeats or None, concurrency=self.concurrency,
-            timeout_s=self.timeout_s, requests_per_second=self.requests_per_second,
-            cache=self.cache,
-        )  # fmt: skip
-
-
-def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
-    """Stable across Dagster re-executions (same root run): a re-executed run replaces its
-    results and takes the items its crashed attempt completed from the memo."""
-    root = dagster_run.root_run_id or dagster_run.run_id
-    return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
-
-
-def abandoned_runs(
-    context: AssetExecutionContext, store: ResultsStore, suite: str, version_key: str
-) -> list[RunRecord]:
-    """This partition's results-store runs still 'running' although their Dagster run has
-    ended (killed worker marked failed by run monitoring, or canceled)."""
-    stale = []
-    for run in store.list_runs(suite=suite, prompt_version=version_key, status="running"):
-        if not run.dagster_run_id or run.dagster_run_id == context.run.run_id:
-            continue
-        dagster_run = context.instance.get_run_by_id(run.dagster_run_id)
-        if dagster_run is None or dagster_run.is_finished:
-            stale.append(run)
-    return stale
-
-
-def candidate(
-    suite: Suite, version_key: str, found: Services, llm: LLMResource, timeout_s: float
-) -> tuple[PromptVersion | None, LLMSettings]:
-    """The partition's prompt version and the model settings it runs with; a model the
-    endpoint does not serve fails here, before anything is written."""
-    version = parse_version_key(version_key) or None
-    prompt = found.prompt(suite, version=version) if version else None
-    settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
-    settings = settings.for_item_timeout(timeout_s)
-    require_model(settings, model_source(prompt))
-    return prompt, settings
-
-
-def _keys(context: AssetExecutionContext) -> tuple[str, str]:
-    key = context.partition_key
-    assert isinstance(key, MultiPartitionKey), "evaluation assets are suite × prompt_version"
-    return key.keys_by_dimension["suite"], key.keys_by_dimension["prompt_version"]
 
 
 @dataclass(frozen=True)
@@ -209,58 +125,9 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                     "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
         return MaterializeResult(metadata=metadata)
 
-    @asset(
-        group_name=GROUP,
-        partitions_def=partitions.evals,
-        deps=[AssetDep(golden_dataset, partition_mapping=SUITE_OF_EVAL)],
-        pool="llm",
-    )
-    def agent_run_outputs(
-        context: AssetExecutionContext,
-        config: EvalRunConfig,
-        suites: SuitesResource,
-        services: ServicesResource,
-        llm: LLMResource,
-        results_store: ResultsStoreResource,
-    ) -> Output[dict[str, Any]]:
-        """Run the agent with this partition's prompt version on every case of the tier."""
-        suite_name, version_key = _keys(context)
-        suite = suites.get(suite_name)
-        found = services.get()
-        prompt, settings = candidate(suite, version_key, found, llm, config.timeout_s)
-        store = results_store.open()
-        for stale in abandoned_runs(context, store, suite_name, version_key):
-            reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "
-                      "it (its completed items stay in the memo)")  # fmt: skip
-            store.fail_run(stale.run_id, reason)
-            context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
-        plan = evaluation.plan(
-            suite, prompt, settings.public_params(), config.request(),
-            run_id=eval_run_id(suite_name, version_key, context.run),
-            dagster_run_id=context.run.run_id, notes=settings.notes,
-        )  # fmt: skip
-        agent = suite.make_agent(prompt, settings)
-        store.create_run(plan.run)
-        run = plan.run
-        context.log.info(
-            f"{run.run_id}: {len(plan.cases)} cases × {run.repeats} on {settings.model} "
-            f"with {run.prompt_name or 'no prompt'} {run.prompt_version} ({run.prompt_hash})"
-        )
-        agent = found.traced(agent, run_id=run.run_id, suite=suite_name, version=version_key,
-                             metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
-        provider_before = PROVIDER_STATS.snapshot()
-        outputs = evaluation.produce(store, plan, agent, prices=llm.prices(),
-                                     progress=progress_logger(context.log, run.run_id))  # fmt: skip
-        found.flush()
-        ref = {"run_id": run.run_id, "suite": suite_name, "prompt_version": version_key,
-               "tier": config.tier}  # fmt: skip
-        metadata = outputs_metadata(run, settings, outputs)
-        if settings.provider != "offline":  # every request the client sent
-            provider = describe_provider(provider_before, PROVIDER_STATS.snapshot())
-            metadata |= {f"provider_{k}": v for k, v in provider.items()}
-        metadata["prompt_registry"] = found.registry().description
-        metadata["langfuse"] = found.description
-        return Output(ref, metadata=metadata)
+    golden_dataset_in = AssetIn(golden_dataset.key, partition_mapping=SUITE_OF_EVAL,
+                                dagster_type=Nothing)  # fmt: skip
+    agent_run_outputs = build_agent_run_outputs(partitions.evals, golden_dataset_in, GROUP)
 
     @asset(group_name=GROUP, partitions_def=partitions.evals)
     def item_scores(

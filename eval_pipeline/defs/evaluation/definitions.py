@@ -10,10 +10,10 @@ from dagster import (
     AssetSelection,
     Definitions,
     define_asset_job,
-    in_process_executor,
 )
 
 from eval_pipeline.defs.evaluation.assets import GROUP, EvaluationAssets, build_evaluation_assets
+from eval_pipeline.defs.evaluation.execution import eval_executor
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
 from eval_pipeline.defs.evaluation.replay import build_failure_replay
 from eval_pipeline.defs.partitions import Partitions
@@ -57,13 +57,12 @@ def build_evaluation(partitions: Partitions) -> EvaluationDefs:
             assets.golden_dataset, assets.langfuse_dataset, judge_calibration
         ),
     )
-    # The three steps run strictly one after another, so a process per step (the default
-    # multiprocess executor) buys nothing and costs an interpreter start and a code load per
-    # step: measured on a drive_thru smoke run, 14.5 s of step execution with a process per
-    # step vs 1.2 s in the run worker's own process. Pools still limit the llm step.
+    # In one process unless the run has several shards (execution.py): a process per step
+    # costs an interpreter start and a code load per step (a drive_thru smoke run: 14.5 s
+    # of step execution with a process per step vs 1.2 s in the run worker's own process).
     eval_job = define_asset_job(
         "eval_job",
         selection=AssetSelection.assets(*assets.evaluation, failure_replay),
-        executor_def=in_process_executor,
+        executor_def=eval_executor(),
     )
     return EvaluationDefs(assets, judge_calibration, failure_replay, eval_job, golden_dataset_job)

@@ -18,7 +18,6 @@ from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.llm.settings import LLMSettings
 
 MAX_TABLE_ROWS = 25
 
@@ -38,9 +37,7 @@ def dataset_metadata(suite: Suite, cases: Sequence[GoldenCase]) -> dict[str, Any
     }
 
 
-def outputs_metadata(
-    run: RunRecord, settings: LLMSettings, outputs: Sequence[ItemOutput]
-) -> dict[str, Any]:
+def outputs_metadata(run: RunRecord, outputs: Sequence[ItemOutput]) -> dict[str, Any]:
     summary = summarize([], outputs, [])
     errors = [o for o in outputs if o.error]
     meta: dict[str, Any] = {
@@ -48,9 +45,9 @@ def outputs_metadata(
         "items": len(outputs),
         "errors": len(errors),
         "dataset_version": run.dataset_version,
-        "model": settings.model,
-        "provider": settings.provider,
-        "temperature": settings.temperature,
+        "model": run.model,
+        "provider": str(run.model_params.get("provider", "")),
+        "temperature": run.model_params.get("temperature"),
         "prompt": f"{run.prompt_name} {run.prompt_version}" if run.prompt_name else "none",
         "prompt_hash": run.prompt_hash,
         "latency_p50_ms": summary.latency_ms.p50 or 0.0,

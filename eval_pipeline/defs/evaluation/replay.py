@@ -20,8 +20,8 @@ from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.replay import ReplayReport, ReplayRow, judge_replay, latest_failures
-from eval_pipeline.defs.evaluation.assets import candidate
 from eval_pipeline.defs.evaluation.checks import check_result
+from eval_pipeline.defs.evaluation.outputs import candidate
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,

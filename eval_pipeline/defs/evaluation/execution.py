@@ -1,0 +1,56 @@
+"""Where eval_job's steps run: in the run worker's process, in processes of their own, or
+in Kubernetes pods of their own.
+
+- Locally (default): Dagster's ``multi_or_in_process_executor``. A run of one shard runs
+  in the run worker's process (a process per step would add an interpreter start and a
+  code load per step: ~3 s each); a run of several shards asks for ``multiprocess`` in its
+  run config, so each shard step gets a process (``execution_config``).
+- ``EVAL_EXECUTOR=k8s``: dagster-k8s' ``k8s_job_executor``, every step a Kubernetes Job of
+  its own, so a run's shards spread over nodes (docs/kubernetes.md). Needs the ``k8s``
+  extra (``pip install 'eval-pipeline[k8s]'``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dagster import ExecutorDefinition, OpExecutionContext, multi_or_in_process_executor
+
+EXECUTORS = ("local", "k8s")
+IN_ONE_PROCESS = {"in_process", "execute_in_process_executor"}
+
+
+def eval_executor() -> ExecutorDefinition:
+    """The executor EVAL_EXECUTOR names (read when the code location loads)."""
+    name = os.environ.get("EVAL_EXECUTOR") or "local"
+    if name not in EXECUTORS:
+        raise ValueError(f"EVAL_EXECUTOR={name!r}: use one of {', '.join(EXECUTORS)}")
+    if name == "local":
+        return multi_or_in_process_executor
+    try:
+        from dagster_k8s import k8s_job_executor
+    except ImportError as exc:
+        raise ImportError(
+            "EVAL_EXECUTOR=k8s needs dagster-k8s: pip install 'eval-pipeline[k8s]'"
+        ) from exc
+    return k8s_job_executor
+
+
+def execution_config(shards: int) -> dict[str, Any]:
+    """The run config's `execution` part for a run expected to have ``shards`` shards:
+    locally, in one process for one shard, a process per step for more; nothing (the
+    executor's own defaults) under Kubernetes."""
+    if (os.environ.get("EVAL_EXECUTOR") or "local") != "local":
+        return {}
+    mode = {"in_process": {}} if shards <= 1 else {"multiprocess": {}}
+    return {"execution": {"config": mode}}
+
+
+def separate_processes(context: OpExecutionContext) -> bool:
+    """Whether this run's steps run in processes (or pods) of their own."""
+    name = context.job_def.executor_def.name
+    if name == multi_or_in_process_executor.name:
+        chosen = (context.run.run_config.get("execution") or {}).get("config") or {}
+        return "in_process" not in chosen  # Dagster's default is multiprocess
+    return name not in IN_ONE_PROCESS

@@ -1,0 +1,297 @@
+"""agent_run_outputs: the agent's outputs of one evaluation run, produced in shards.
+
+    plan_shards ─┬─ run_shard[shard_0] ─┬─ collect_outputs
+                 └─ run_shard[shard_1] ─┘
+
+plan_shards records the run and yields one dynamic output per shard (core/running/
+shards.py); each run_shard step (pool "llm") runs its shard's items with its share of the
+run's concurrency and rate: a process of its own under the multiprocess executor, a pod
+under dagster-k8s' k8s_job_executor (execution.py). collect_outputs checks that every item
+has exactly one output and gives the asset its value and metadata. Re-executing a failed
+run from failure re-runs only the shards that failed; they take the items they had
+finished from the memo (the run id survives re-execution).
+"""
+
+import resource
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetsDefinition,
+    Config,
+    DagsterRun,
+    DynamicOut,
+    DynamicOutput,
+    In,
+    MultiPartitionKey,
+    Nothing,
+    OpExecutionContext,
+    Output,
+    PartitionsDefinition,
+    config_mapping,
+    graph_asset,
+    op,
+)
+from pydantic import Field, field_validator
+
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.evaluation import RunRequest
+from eval_pipeline.core.prompts import PromptVersion, parse_version_key
+from eval_pipeline.core.running.memo import check_policy
+from eval_pipeline.core.running.shards import Shard
+from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.defs.evaluation.execution import separate_processes
+from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
+from eval_pipeline.defs.resources import (
+    LLMResource,
+    ResultsStoreResource,
+    ServicesResource,
+    SuitesResource,
+)
+from eval_pipeline.integrations.services import Services
+from eval_pipeline.llm.endpoint import model_source, require_model
+from eval_pipeline.llm.provider_stats import PROVIDER_STATS
+from eval_pipeline.llm.provider_stats import describe as describe_provider
+from eval_pipeline.llm.settings import LLMSettings
+
+
+class EvalRunConfig(Config):
+    """Per-run knobs (Launchpad / run config / sensor and CLI run requests)."""
+
+    tier: str = "full"
+    repeats: int = 0  # 0 = the suite's default
+    concurrency: int = Field(8, description="Items in flight, in all (split over the shards).")
+    timeout_s: float = Field(120.0, description="Seconds one attempt of one item may take.")
+    requests_per_second: float | None = Field(
+        None, description="Item starts per second, in all (split over the shards)."
+    )
+    cache: str = Field(
+        default="reuse",
+        description="reuse: take memoized item outputs, run the rest; refresh: run every "
+        "item again and overwrite the memo (nightly); off: ignore the memo.",
+    )
+    shards: int = Field(
+        0,
+        description="Steps the items are split over (a process or pod each). 0: one per 32 "
+        "items in flight, at most one per 200 items; 1 when every step runs in one process.",
+    )
+
+    @field_validator("cache")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        return check_policy(value)
+
+    def request(self, *, shards: int | None) -> RunRequest:
+        return RunRequest(
+            tier=self.tier, repeats=self.repeats or None, concurrency=self.concurrency,
+            timeout_s=self.timeout_s, requests_per_second=self.requests_per_second,
+            cache=self.cache, shards=shards,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """What a run_shard step is given (small: it crosses the IO manager)."""
+
+    suite: str
+    version_key: str
+    run_id: str
+    request: RunRequest
+    shard: Shard
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    """What a shard did, for the collect step and the shard's own step metadata."""
+
+    task: ShardTask
+    items: int
+    reused: int
+    errors: int
+    seconds: float
+    peak_rss_mb: float
+    provider: dict[str, int]
+
+
+def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
+    """Stable across Dagster re-executions (same root run): a re-executed run replaces its
+    results and takes the items its crashed attempt completed from the memo."""
+    root = dagster_run.root_run_id or dagster_run.run_id
+    return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
+
+
+def abandoned_runs(
+    context: OpExecutionContext, store: ResultsStore, suite: str, version_key: str
+) -> list[RunRecord]:
+    """This partition's results-store runs still 'running' although their Dagster run has
+    ended (killed worker marked failed by run monitoring, or canceled)."""
+    stale = []
+    for run in store.list_runs(suite=suite, prompt_version=version_key, status="running"):
+        if not run.dagster_run_id or run.dagster_run_id == context.run.run_id:
+            continue
+        dagster_run = context.instance.get_run_by_id(run.dagster_run_id)
+        if dagster_run is None or dagster_run.is_finished:
+            stale.append(run)
+    return stale
+
+
+def candidate(
+    suite: Suite, version_key: str, found: Services, llm: LLMResource, timeout_s: float
+) -> tuple[PromptVersion | None, LLMSettings]:
+    """The partition's prompt version and the model settings it runs with; a model the
+    endpoint does not serve fails here, before anything is written."""
+    version = parse_version_key(version_key) or None
+    prompt = found.prompt(suite, version=version) if version else None
+    settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
+    settings = settings.for_item_timeout(timeout_s)
+    require_model(settings, model_source(prompt))
+    return prompt, settings
+
+
+def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple[str, str]:
+    key = context.partition_key
+    assert isinstance(key, MultiPartitionKey), "evaluation assets are suite × prompt_version"
+    return key.keys_by_dimension["suite"], key.keys_by_dimension["prompt_version"]
+
+
+@op(ins={"golden_dataset": In(Nothing)}, out=DynamicOut(ShardTask))
+def plan_shards(
+    context: OpExecutionContext,
+    config: EvalRunConfig,
+    suites: SuitesResource,
+    services: ServicesResource,
+    llm: LLMResource,
+    results_store: ResultsStoreResource,
+):
+    """Record the run (its cases, prompt, model) and split its items into shards."""
+    suite_name, version_key = partition_keys(context)
+    suite = suites.get(suite_name)
+    prompt, settings = candidate(suite, version_key, services.get(), llm, config.timeout_s)
+    store = results_store.open()
+    for stale in abandoned_runs(context, store, suite_name, version_key):
+        reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "
+                  "it (its completed items stay in the memo)")  # fmt: skip
+        store.fail_run(stale.run_id, reason)
+        context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
+    in_processes = separate_processes(context)
+    request = config.request(shards=config.shards or (None if in_processes else 1))
+    plan = evaluation.plan(
+        suite, prompt, settings.public_params(), request,
+        run_id=eval_run_id(suite_name, version_key, context.run),
+        dagster_run_id=context.run.run_id, notes=settings.notes,
+    )  # fmt: skip
+    store.create_run(plan.run)
+    run, count = plan.run, len(plan.shards)
+    context.log.info(
+        f"{run.run_id}: {len(plan.cases)} cases × {run.repeats} on {settings.model} "
+        f"with {run.prompt_name or 'no prompt'} {run.prompt_version} ({run.prompt_hash}), "
+        f"{count} shard(s) of {plan.shards[0].concurrency} in flight"
+    )
+    if count > 1 and not in_processes:
+        context.log.warning(
+            f"{count} shards in one process run one after another: launch with run config "
+            "`execution: {config: {multiprocess: {}}}` to run them side by side"
+        )
+    request = plan.request
+    for shard in plan.shards:
+        yield DynamicOutput(ShardTask(suite_name, version_key, run.run_id, request, shard),
+                            mapping_key=f"shard_{shard.index}")  # fmt: skip
+
+
+@op(pool="llm")
+def run_shard(
+    context: OpExecutionContext,
+    task: ShardTask,
+    suites: SuitesResource,
+    services: ServicesResource,
+    llm: LLMResource,
+    results_store: ResultsStoreResource,
+) -> Output[ShardReport]:
+    """Run one shard's items (the memo answers what it can) with its share of the budget."""
+    suite = suites.get(task.suite)
+    found = services.get()
+    prompt, settings = candidate(suite, task.version_key, found, llm, task.request.timeout_s)
+    plan = evaluation.plan(
+        suite, prompt, settings.public_params(), task.request, run_id=task.run_id,
+        dagster_run_id=context.run.run_id, notes=settings.notes,
+    )  # fmt: skip
+    agent = found.traced(suite.make_agent(prompt, settings), run_id=task.run_id,
+                         suite=task.suite, version=task.version_key,
+                         metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
+    label = f"{task.run_id} {task.shard.label}"
+    before, started = PROVIDER_STATS.snapshot(), time.perf_counter()
+    outputs = evaluation.produce(results_store.open(), plan, agent, shard=task.shard,
+                                 prices=llm.prices(),
+                                 progress=progress_logger(context.log, label))  # fmt: skip
+    found.flush()
+    provider = {}
+    if settings.provider != "offline":  # every request the client sent
+        provider = describe_provider(before, PROVIDER_STATS.snapshot())
+    report = ShardReport(
+        task, items=len(outputs), reused=sum(1 for o in outputs if o.source_run_id),
+        errors=sum(1 for o in outputs if o.error), seconds=time.perf_counter() - started,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        provider=provider,
+    )  # fmt: skip
+    metadata = {k: v for k, v in asdict(report).items() if k not in ("task", "provider")}
+    metadata |= {"shard": task.shard.label, "concurrency": task.shard.concurrency}
+    return Output(report, metadata=metadata)
+
+
+@op
+def collect_outputs(
+    context: OpExecutionContext,
+    reports: list[ShardReport],
+    suites: SuitesResource,
+    results_store: ResultsStoreResource,
+    services: ServicesResource,
+) -> Output[dict[str, Any]]:
+    """Every item has exactly one output (else the run fails here, naming what is missing)."""
+    task = reports[0].task
+    store = results_store.open()
+    run = store.get_run(task.run_id)
+    assert run is not None, f"run {task.run_id} was recorded by plan_shards"
+    cases = evaluation.cases_of_run(store, run.run_id, suites.get(task.suite))
+    outputs = evaluation.check_complete(store, run, cases)
+    found = services.get()
+    metadata = outputs_metadata(run, outputs)
+    provider: dict[str, int] = {}
+    for report in reports:
+        for key, value in report.provider.items():
+            provider[key] = provider.get(key, 0) + value
+    metadata |= {f"provider_{k}": v for k, v in provider.items()}
+    metadata |= {"shards": len(reports),
+                 "peak_rss_mb_per_shard": max(r.peak_rss_mb for r in reports)}  # fmt: skip
+    metadata["prompt_registry"] = found.registry().description
+    metadata["langfuse"] = found.description
+    ref = {"run_id": run.run_id, "suite": task.suite, "prompt_version": task.version_key,
+           "tier": run.tier}  # fmt: skip
+    return Output(ref, metadata=metadata)
+
+
+@config_mapping
+def _run_config(config: EvalRunConfig) -> dict[str, Any]:
+    """The run config stays `ops: {agent_run_outputs: {config: …}}`: it goes to plan_shards."""
+    return {"plan_shards": {"config": config.model_dump()}}
+
+
+def build_agent_run_outputs(
+    partitions_def: PartitionsDefinition, golden_dataset: AssetIn, group: str
+) -> AssetsDefinition:
+    @graph_asset(
+        group_name=group,
+        partitions_def=partitions_def,
+        ins={"golden_dataset": golden_dataset},  # lineage only (Nothing): no data is loaded
+        config=_run_config,
+        description="Run the agent with this partition's prompt version on every case of "
+        "the tier, split into shards (steps of their own) under one budget.",
+    )
+    def agent_run_outputs(golden_dataset):
+        return collect_outputs(plan_shards(golden_dataset).map(run_shard).collect())
+
+    return agent_run_outputs
