@@ -1,8 +1,8 @@
 """Throughput against the physical limit of LLM-bound evaluation.
 
     .venv/bin/python benchmarks/throughput.py [--latency-ms 200] [--items 517]
-        [--concurrency 1 8 32 64] [--reps 3] [--rate-limit R] [--sequential-items 100]
-        [--profile] [--plot benchmarks/throughput.png]
+        [--concurrency 1 8 32 64] [--reps 3] [--shards 2] [--scaling 1 2 4]
+        [--rate-limit R] [--sequential-items 100] [--profile] [--plot benchmarks/throughput.png]
 
 The offline model runs behind the local OpenAI-compatible server in its own process,
 answering every call L after taking it up, its own work inside L (and, with --rate-limit,
@@ -13,7 +13,12 @@ items/s as a share of that limit. Runners, in the same process and run:
 - ours: core.runner.run_agent (the path of every evaluation run, without the memo);
 - langfuse: Langfuse(tracing_enabled=False).run_experiment on local data, same task,
   max_concurrency=C;
+- ours, N shards: the run's items split as an evaluation run splits them
+  (core/running/shards.py: round-robin cases, C/N in flight each), each shard run_agent in
+  a spawned process of its own, as a Dagster step or a CLI worker gets; the processes
+  are started and warmed up (imports, one item) before the clock starts;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
+With --scaling, a second table: items/s against the shard count at the top C.
 CPU ms per call is the client process's CPU time (the server runs elsewhere) divided by
 the model calls made. The machine is shared and noisy (the same run varies by ±15% at
 C = 64), so at every C > 1 the two runners alternate --reps times and each row is the
@@ -28,6 +33,7 @@ import cProfile
 import io
 import json
 import math
+import multiprocessing
 import os
 import pstats
 import socket
@@ -44,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from eval_pipeline.agents.drive_thru.menu import load_menu  # noqa: E402
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent, run_sync  # noqa: E402
+from eval_pipeline.core.running.shards import split  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
 
@@ -167,6 +174,59 @@ async def sequential(agent, jobs, concurrency: int) -> int:
 RUNNERS = {"ours": ours, "langfuse run_experiment": langfuse_runner, "sequential": sequential}
 
 
+def shard_process(shard, repeats: int, base_url: str, ready, go, results) -> None:
+    """One shard in its own (spawned) process: build the agent, warm up on one item, wait
+    for the start, run the shard's items, report (errors, CPU seconds)."""
+    suite, prompt, settings = drive_thru(base_url)
+    cases = shard.select(suite.load_cases())
+    agent = suite.make_agent(prompt, settings)
+    run_sync(run_agent(agent, cases[:1], RunnerConfig(concurrency=1)))
+    ready.set()
+    go.wait()
+    cpu = time.process_time()
+    config = RunnerConfig(concurrency=shard.concurrency, repeats=repeats)
+    outputs = run_sync(run_agent(agent, cases, config))
+    results.put((sum(1 for o in outputs if o.error), time.process_time() - cpu))
+
+
+def measure_sharded(server: ModelServer, count: int, concurrency: int, repeats: int) -> Row:
+    """A run split into ``count`` shards, each in a process of its own (see the docstring)."""
+    context = multiprocessing.get_context("spawn")
+    n_cases = len(drive_thru(server.base_url)[0].load_cases())
+    shards = split(count, n_cases, concurrency, None)
+    go, results = context.Event(), context.Queue()
+    readies = [context.Event() for _ in shards]
+    processes = [context.Process(target=shard_process,
+                                 args=(s, repeats, server.base_url, ready, go, results))
+                 for s, ready in zip(shards, readies, strict=True)]  # fmt: skip
+    for process in processes:
+        process.start()
+    for ready in readies:
+        if not ready.wait(timeout=120):
+            raise RuntimeError("a shard process did not start")
+    calls, server_cpu = server.calls(), server.cpu_s()
+    start = time.perf_counter()
+    go.set()
+    reported = [results.get(timeout=600) for _ in shards]
+    wall = time.perf_counter() - start
+    for process in processes:
+        process.join(timeout=30)
+    return Row(f"ours, {count} shards", concurrency, n_cases * repeats,
+               server.calls() - calls, wall, sum(cpu for _, cpu in reported),
+               server.cpu_s() - server_cpu, sum(e for e, _ in reported))  # fmt: skip
+
+
+def drive_thru(base_url: str):
+    """The benchmark's suite, its production prompt and model settings on ``base_url``."""
+    suite = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
+    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    # Under --rate-limit most calls meet a 429 first: the client (the one layer that
+    # retries model calls) waits out Retry-After as often as it takes.
+    settings = LLMSettings.create(base_url=base_url, api_key="benchmark", model="offline",
+                                  max_retries=20)  # fmt: skip
+    return suite, prompt, settings.with_prompt_config(prompt.config)
+
+
 def run_benchmark(
     *,
     latency_ms: float,
@@ -174,36 +234,40 @@ def run_benchmark(
     concurrency: list[int],
     reps: int = 3,
     rate_limit: float | None = None,
+    shards: int = 2,
+    scaling: tuple[int, ...] = (),
     sequential_items: int = 100,
     profile: bool = False,
     plot: Path | None = None,
     out=print,
 ) -> list[Row]:
-    suite = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
+    server = ModelServer(latency_ms, rate_limit)
+    suite, prompt, settings = drive_thru(server.base_url)
     cases = suite.load_cases()
     repeats = math.ceil(items / len(cases))
     jobs = [(c, r) for r in range(repeats) for c in cases]
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
-    server = ModelServer(latency_ms, rate_limit)
     rows: list[Row] = []
+    scaling_rows: list[Row] = []
     try:
-        # Under --rate-limit most calls meet a 429 first: the client (the one layer that
-        # retries model calls) waits out Retry-After as often as it takes.
-        settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
-                                      model="offline", max_retries=20)  # fmt: skip
-        settings = settings.with_prompt_config(prompt.config)
 
         def make_agent():
             return suite.make_agent(prompt, settings)
 
         measure(server, "ours", jobs[: len(cases)], make_agent, 8)  # warm-up: imports
         runners = ("ours", "langfuse run_experiment")
+        sharded = f"ours, {shards} shards"
         for c in concurrency:
-            runs: dict[str, list[Row]] = {runner: [] for runner in runners}
-            for _ in range(reps if c > 1 else 1):  # alternate: both see the same noise
+            runs: dict[str, list[Row]] = {runner: [] for runner in (*runners, sharded)}
+            for _ in range(reps if c > 1 else 1):  # alternate: all see the same noise
                 for runner in runners:
                     runs[runner].append(measure(server, runner, jobs, make_agent, c))
-            rows += [median_of(runs[runner]) for runner in runners]
+                if shards > 1 and c >= shards:
+                    runs[sharded].append(measure_sharded(server, shards, c, repeats))
+            rows += [median_of(found) for found in runs.values() if found]
+        top = max(concurrency)
+        for _ in range(reps if scaling else 0):  # shard counts alternate too
+            for count in scaling:
+                scaling_rows.append(measure_sharded(server, count, top, repeats))
         seq_jobs = jobs[:sequential_items]
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
@@ -239,10 +303,24 @@ def run_benchmark(
             f"{100 * r.items_per_s() / limit:.0f}% | {spread(r)} | "
             f"{1000 * r.cpu_s / max(r.calls, 1):.2f} | "
             f"{1000 * r.server_cpu_s / max(r.calls, 1):.2f} | {r.errors} |")  # fmt: skip
+    top = max(concurrency)
+    if scaling_rows:
+        out("")
+        out(
+            f"Scaling: items/s against the shard count at C = {top} in all "
+            f"(limit {limit_at(top):.1f} items/s; median of {reps}, range beside it):"
+        )
+        out("")
+        out("| shards | C per shard | items/s | % of limit | items/s range | client CPU ms/call |")
+        out("|---:|---:|---:|---:|---:|---:|")
+        for count in scaling:
+            r = median_of([row for row in scaling_rows if row.runner == f"ours, {count} shards"])
+            out(f"| {count} | {top / count:g} | {r.items_per_s():.1f} | "
+                f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
+                f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
     if not layers:
         return rows
     out("")
-    top = max(concurrency)
     out(
         f"Client CPU per model call by layer (C = {top}; the agent rows above add LangGraph, "
         f"the tools and the runner). The limit is C / L = {top / latency_ms * 1000:.0f} "
@@ -271,14 +349,16 @@ def plot_rows(rows: list[Row], limit_at, path: Path) -> Path:
     levels = sorted({r.concurrency for r in rows if r.runner != "sequential"})
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=90)
     ax.plot(levels, [limit_at(c) for c in levels], "k--", linewidth=1, label="limit C / (k·L)")
-    for runner, colour in (("ours", "#1f5fa8"), ("langfuse run_experiment", "#e67e22")):
+    colours = {"ours": "#1f5fa8", "langfuse run_experiment": "#e67e22"}
+    colours |= {r.runner: "#2e8b57" for r in rows if r.runner.startswith("ours, ")}
+    for runner, colour in colours.items():
         mine = sorted((r for r in rows if r.runner == runner), key=lambda r: r.concurrency)
         rates = [r.items_per_s() for r in mine]
         low = [rate - (r.spread[0] or rate) for r, rate in zip(mine, rates, strict=True)]
         high = [(r.spread[1] or rate) - rate for r, rate in zip(mine, rates, strict=True)]
         ax.errorbar([r.concurrency for r in mine], rates, yerr=[low, high], fmt="o-",
                     capsize=3, color=colour, label=runner)  # fmt: skip
-        if runner == "ours":
+        if runner.startswith("ours"):
             for r, rate in zip(mine, rates, strict=True):
                 ax.annotate(f"{100 * rate / limit_at(r.concurrency):.0f}%", (r.concurrency, rate),
                             xytext=(6, -12), textcoords="offset points", fontsize=8,
@@ -382,6 +462,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=500, help="at least this many items")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--reps", type=int, default=3, help="repetitions at each C > 1")
+    parser.add_argument("--shards", type=int, default=2,
+                        help="the sharded row's shard count (1: no sharded row)")  # fmt: skip
+    parser.add_argument("--scaling", type=int, nargs="*", default=[],
+                        help="shard counts for a scaling table at the top C: 1 2 4")  # fmt: skip
     parser.add_argument("--rate-limit", type=float, default=None, help="model calls per second")
     parser.add_argument("--sequential-items", type=int, default=100)
     parser.add_argument("--profile", action="store_true", help="cProfile ours at the top C")
@@ -389,6 +473,7 @@ def main() -> None:
     args = parser.parse_args()
     run_benchmark(latency_ms=args.latency_ms, items=args.items, concurrency=args.concurrency,
                   reps=args.reps, rate_limit=args.rate_limit, profile=args.profile,
+                  shards=args.shards, scaling=tuple(args.scaling),
                   sequential_items=args.sequential_items, plot=args.plot)  # fmt: skip
 
 

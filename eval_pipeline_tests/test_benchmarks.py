@@ -37,7 +37,9 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
     assert picture.read_bytes().startswith(b"\x89PNG") and f"picture: {picture}" in out
     rows = {(r[0], r[1]): r for r in table_rows(out, "") if r[1].isdigit()}
     assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
-                         ("langfuse run_experiment", "4"), ("sequential", "1")}  # fmt: skip
+                         ("langfuse run_experiment", "4"), ("sequential", "1"),
+                         ("ours, 2 shards", "4")}  # fmt: skip
+    assert rows["ours, 2 shards", "4"][2] == "47"  # every item once over both processes
     for row in rows.values():
         assert row[-1] == "0", row  # no item errors
         assert float(row[5]) > 0 and row[7].endswith("%")
@@ -49,6 +51,17 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
     assert "k = " in out and "+ OpenAI SDK" in out
     ((_, cpu_ms, calls_s, share),) = table_rows(out, "raw HTTP")  # the harness's ceiling
     assert float(cpu_ms) > 0 and float(calls_s) > 0 and share.endswith("%")
+
+
+def test_throughput_scaling_table_has_every_shard_count():
+    out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "4",
+                "--reps", "1", "--shards", "1", "--scaling", "1", "2",
+                "--sequential-items", "1")  # fmt: skip
+    assert "ours, 1 shards" not in out  # --shards 1: no sharded row in the main table
+    scaling = {r[0]: r for r in table_rows(out, "") if r[0] in ("1", "2")}
+    assert set(scaling) == {"1", "2"}
+    assert scaling["1"][1] == "4" and scaling["2"][1] == "2"  # C per shard
+    assert all(float(r[2]) > 0 and r[3].endswith("%") for r in scaling.values())
 
 
 def test_throughput_under_a_rate_limit_retries_and_loses_nothing():

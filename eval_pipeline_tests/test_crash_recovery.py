@@ -11,11 +11,11 @@ import sys
 import time
 
 import pytest
-from dagster import DagsterInstance, DagsterRunStatus
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 from sqlalchemy import func, select
 
 from eval_pipeline.core.store.results_store import ResultsStore, item_memo
-from eval_pipeline_tests.helpers import ROOT
+from eval_pipeline_tests.helpers import ROOT, suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ITEMS = 47  # drive_thru, full tier
@@ -104,3 +104,67 @@ def test_killed_run_is_recovered_without_redoing_finished_items(deployment, reco
         (dead,) = [r for r in runs if r.run_id == crashed.run_id]
         assert dead.status == "failed" and "abandoned" in (dead.error or "")
         assert store.read_outputs(dead.run_id) == []
+
+
+def memoized_items(store: ResultsStore, items: set[str]) -> int:
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(item_memo.c.item_id)).scalars()
+        return sum(1 for item in rows if item in items)
+
+
+def shard_pid(instance, step_key: str, deadline: float) -> int:
+    """The process the multiprocess executor started for ``step_key`` (its STEP_START)."""
+    while time.monotonic() < deadline:
+        for run in instance.get_runs():
+            for record in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_START):
+                event = record.dagster_event
+                if event is not None and event.step_key == step_key:
+                    return event.pid
+        time.sleep(0.2)
+    raise AssertionError(f"{step_key} never started")
+
+
+def test_killed_shard_reruns_only_its_own_unfinished_items(deployment):
+    """Two shards, each a process; SIGKILL one half-way. The run fails; re-executing it
+    from failure runs only that shard again, and that shard only its unfinished items."""
+    instance, server, store = deployment
+    cases = suite("drive_thru").load_cases()
+    shard_1 = {c.id for c in cases[1::2]}  # round-robin: the second shard's cases
+    worker = run_worker("drive_thru", "v1", "2")
+    deadline = time.monotonic() + 120
+    pid = shard_pid(instance, "agent_run_outputs.run_shard[shard_1]", deadline)
+    while memoized_items(store, shard_1) < len(shard_1) // 2:
+        assert worker.poll() is None, "the run finished before the shard could be killed"
+        assert time.monotonic() < deadline, "the shard made no progress"
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    assert worker.wait(timeout=120) == 1  # the other shard finishes; the run fails
+    (failed,) = instance.get_runs()
+    assert failed.status == DagsterRunStatus.FAILURE
+    finished_before = memoized_items(store, shard_1)
+    assert len(shard_1) // 2 <= finished_before < len(shard_1)
+    (run,) = store.list_runs()
+    first_outputs = {(o.item_id, o.repeat) for o in store.read_outputs(run.run_id)}
+    assert {item for item, _ in first_outputs} == {c.id for c in cases} - shard_1
+
+    calls = server.requests
+    assert run_worker("--reexecute", failed.run_id).wait(timeout=180) == 0
+    recovered = instance.get_runs(limit=1)[0]
+    assert recovered.status == DagsterRunStatus.SUCCESS
+    steps = {r.dagster_event.step_key for r in instance.all_logs(
+        recovered.run_id, of_type=DagsterEventType.STEP_START)}  # fmt: skip
+    assert "agent_run_outputs.run_shard[shard_1]" in steps
+    assert not any("shard_0" in s or "plan_shards" in s for s in steps)
+    redone = server.requests - calls
+    assert 0 < redone < 2.9 * (len(shard_1) - finished_before) + 3
+
+    (complete,) = store.list_runs()
+    assert complete.run_id == run.run_id and complete.status == "complete"
+    outputs = store.read_outputs(run.run_id)
+    assert len(outputs) == ITEMS == len({o.item_id for o in outputs})
+    for output in outputs:
+        if output.item_id not in shard_1:  # written once, by the first run's shard_0
+            assert output.source_run_id is None
+    reused = [o for o in outputs if o.item_id in shard_1 and o.source_run_id == run.run_id]
+    assert len(reused) >= finished_before
+    assert store.read_summary(run.run_id).n_items == ITEMS

@@ -1,0 +1,192 @@
+"""One run split into shards: the split and its budget, the CLI's worker processes, the
+Dagster steps (the SIGKILL of one shard is in test_crash_recovery.py)."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from dagster import DagsterEventType, MultiPartitionKey, instance_for_test, materialize
+
+from eval_pipeline import settings
+from eval_pipeline.cli import main
+from eval_pipeline.core.running.shards import ShardingError, auto_count, split
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.evaluation import execution
+from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline_tests.helpers import (
+    SUITE_NAMES,
+    clean_cli_env,
+    copy_project,
+    eval_resources,
+    suite,
+)
+from eval_pipeline_tests.model_server import LocalOpenAIServer
+
+ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES))
+
+
+# --- the split ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("count", "concurrency", "rate"), [(1, 8, None), (3, 10, 9.0), (4, 64, 100.0), (7, 7, None)]
+)
+def test_shards_share_one_budget_and_cover_every_case_once(count, concurrency, rate):
+    cases = suite("drive_thru").load_cases()
+    shards = split(count, len(cases), concurrency, rate)
+    assert sum(s.concurrency for s in shards) == concurrency  # not C per shard
+    assert max(s.concurrency for s in shards) - min(s.concurrency for s in shards) <= 1
+    if rate is None:
+        assert all(s.requests_per_second is None for s in shards)
+    else:
+        assert sum(s.requests_per_second for s in shards) == pytest.approx(rate)
+    chosen = [c.id for s in shards for c in s.select(cases)]
+    assert sorted(chosen) == sorted(c.id for c in cases)  # each case in exactly one shard
+    sizes = [len(s.select(cases)) for s in shards]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize(("count", "concurrency", "cases", "says"), [
+    (0, 8, 10, "at least 1"),
+    (9, 8, 47, "concurrency=8"),
+    (6, 8, 5, "5 cases"),
+])  # fmt: skip
+def test_unusable_shard_counts_are_refused_with_what_would_work(count, concurrency, cases, says):
+    with pytest.raises(ShardingError, match=says):
+        split(count, cases, concurrency, None)
+
+
+def test_automatic_shard_count_follows_concurrency_and_size():
+    assert auto_count(47, 8) == 1  # a smoke or full suite: one process
+    assert auto_count(517, 64) == 2  # the throughput benchmark's run
+    assert auto_count(20_000, 128) == 4
+    assert auto_count(20_000, 8) == 1  # few in flight: one event loop keeps up
+    assert auto_count(300, 256) == 1  # too few items to pay for a second process
+
+
+# --- the CLI's worker processes -------------------------------------------------------
+def cli_run(*args: str):
+    return CliRunner().invoke(main, ["run", "--suite", "drive_thru", *args])
+
+
+def test_cli_workers_give_the_same_run_as_one_process(tmp_path, monkeypatch):
+    """--workers 3 over a real HTTP model server: the same scores as one process, never more
+    requests in flight than --concurrency, one output per item, one summary. (Workers
+    resuming from the memo: test_crash_recovery.py.)"""
+    clean_cli_env(monkeypatch, tmp_path)
+    with LocalOpenAIServer(latency_s=0.02) as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "sk-test")
+        one = cli_run("--cache", "off", "--concurrency", "6", "--json", str(tmp_path / "1.json"))
+        assert one.exit_code == 0, one.output
+        calls = server.requests
+        server.app.state.stats["max_in_flight"] = 0
+        sharded = cli_run("--workers", "3", "--concurrency", "6", "--cache", "off",
+                          "--json", str(tmp_path / "3.json"))  # fmt: skip
+        assert sharded.exit_code == 0, sharded.output
+        assert 0 < server.app.state.stats["max_in_flight"] <= 6
+        assert server.requests - calls == calls  # every item ran once, in some worker
+    first, second = (json.loads((tmp_path / f"{n}.json").read_text()) for n in (1, 3))
+    assert first["summary"]["metrics"] == second["summary"]["metrics"]
+    assert first["summary"]["n_items"] == second["summary"]["n_items"] == 47
+    store = ResultsStore(settings.results_url())
+    runs = store.list_runs(suite="drive_thru")
+    assert len(runs) == 2 and all(r.status == "complete" for r in runs)
+    outputs = store.read_outputs(runs[0].run_id)
+    assert len({(o.item_id, o.repeat) for o in outputs}) == len(outputs) == 47
+
+
+def test_cli_refuses_more_workers_than_cases_or_concurrency(tmp_path, monkeypatch):
+    clean_cli_env(monkeypatch, tmp_path)
+    result = cli_run("--tier", "smoke", "--workers", "4", "--concurrency", "2")
+    assert result.exit_code == 2
+    assert "shards=4 but concurrency=2" in result.output
+    assert result.output.strip().splitlines()[-1].startswith("VERDICT: ERROR")
+
+
+def test_cli_refuses_recording_from_several_workers(tmp_path, monkeypatch):
+    clean_cli_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("EVAL_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    result = cli_run("--record", "--workers", "2")
+    assert result.exit_code == 2 and "without --workers" in result.output
+
+
+# --- Dagster steps --------------------------------------------------------------------
+def test_dagster_run_in_shards_writes_one_output_per_item_and_one_summary(tmp_path):
+    project = copy_project(tmp_path)
+    resources = eval_resources(tmp_path, project=project)
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        materialize([ASSETS.golden_dataset], partition_key="drive_thru", instance=instance,
+                    resources=resources)  # fmt: skip
+        result = materialize(
+            [ASSETS.golden_dataset, *ASSETS.evaluation],
+            selection=ASSETS.evaluation,
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            instance=instance,
+            resources=resources,
+            run_config={"ops": {"agent_run_outputs": {"config": {"shards": 3,
+                                                                 "concurrency": 7}}}},
+        )  # fmt: skip
+        assert result.success
+        steps = {e.step_key for e in result.all_events
+                 if e.event_type == DagsterEventType.STEP_SUCCESS}  # fmt: skip
+        assert {f"agent_run_outputs.run_shard[shard_{i}]" for i in range(3)} <= steps
+        shard_meta = [
+            e.event_specific_data.metadata
+            for e in result.all_events
+            if e.event_type == DagsterEventType.STEP_OUTPUT and "run_shard" in e.step_key
+        ]
+        assert sorted(m["concurrency"].value for m in shard_meta) == [2, 2, 3]
+        assert sum(m["items"].value for m in shard_meta) == 47
+        (materialization,) = result.asset_materializations_for_node("agent_run_outputs")
+        assert materialization.metadata["shards"].value == 3
+        assert materialization.metadata["items"].value == 47
+    store = ResultsStore(resources["results_store"].url)
+    (run,) = store.list_runs()
+    assert run.status == "complete" and store.read_summary(run.run_id).n_items == 47
+    assert len(store.read_outputs(run.run_id)) == 47
+
+
+def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
+    """execute_in_process cannot give shards processes: the automatic count is 1."""
+    project = copy_project(tmp_path)
+    resources = eval_resources(tmp_path, project=project)
+    with instance_for_test(temp_dir=str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        result = materialize(
+            [ASSETS.golden_dataset, *ASSETS.evaluation],
+            selection=[ASSETS.agent_run_outputs],
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            instance=instance, resources=resources,
+            run_config={"ops": {"agent_run_outputs": {"config": {"concurrency": 300,
+                                                                 "repeats": 10}}}},
+        )  # fmt: skip
+        assert result.success
+        (materialization,) = result.asset_materializations_for_node("agent_run_outputs")
+        assert materialization.metadata["shards"].value == 1  # auto would say 2 for 470 items
+
+
+# --- executors ------------------------------------------------------------------------
+def test_run_requests_choose_processes_by_expected_shards(monkeypatch):
+    monkeypatch.delenv("EVAL_EXECUTOR", raising=False)
+    assert execution.execution_config(1) == {"execution": {"config": {"in_process": {}}}}
+    assert execution.execution_config(3) == {"execution": {"config": {"multiprocess": {}}}}
+    assert execution.eval_executor().name == "multi_or_in_process_executor"
+
+
+def test_kubernetes_executor_gives_every_step_a_pod(monkeypatch):
+    monkeypatch.setenv("EVAL_EXECUTOR", "k8s")
+    executor = execution.eval_executor()
+    assert executor.name == "k8s"
+    assert execution.execution_config(4) == {}  # the executor's own config applies
+    from eval_pipeline.definitions import build_definitions
+
+    job = build_definitions().resolve_job_def("eval_job")
+    assert job.executor_def.name == "k8s"
+
+
+def test_unknown_executor_is_named(monkeypatch):
+    monkeypatch.setenv("EVAL_EXECUTOR", "ray")
+    with pytest.raises(ValueError, match="EVAL_EXECUTOR='ray'"):
+        execution.eval_executor()
