@@ -24,7 +24,6 @@ DEFAULT_REQUEST_TIMEOUT_S = 60.0  # a model built outside a run (a judge, doctor
 def create_chat_model(settings: LLMSettings) -> BaseChatModel:
     if settings.provider == "offline":
         return OfflineChatModel(temperature=settings.temperature or 0.0, seed=settings.seed)
-    import openai
 
     from eval_pipeline.llm.plain_json import PlainJSONCompletions
 
@@ -33,9 +32,7 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
         # Our own pool per model object, not langchain-openai's process-wide cached client:
         # that one is bound to the event loop of its first use, and every evaluation run
         # runs in an event loop of its own ("Event loop is closed" on the second run).
-        http_async_client=openai.DefaultAsyncHttpxClient(
-            timeout=timeout, event_hooks=PROVIDER_STATS.hooks(), **_transport(settings)
-        ),
+        http_async_client=_http_client(settings, timeout),
         model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key or "no-key-configured",
@@ -52,6 +49,16 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
     return model
 
 
+def _http_client(settings: LLMSettings, timeout: float) -> Any:
+    import openai
+
+    client = openai.DefaultAsyncHttpxClient(
+        timeout=timeout, event_hooks=PROVIDER_STATS.hooks(), **_transport(settings)
+    )
+    _keep_sockets(getattr(client, "_transport", None))  # env proxies keep their own pools
+    return client
+
+
 def _transport(settings: LLMSettings) -> dict[str, Any]:
     """The HTTP transport when calls are recorded or replayed (else httpx's default)."""
     if settings.recording == "off":
@@ -63,8 +70,18 @@ def _transport(settings: LLMSettings) -> dict[str, Any]:
     if settings.recordings_path is None:
         raise ValueError(f"recording mode {settings.recording!r} needs a recordings file")
     network = httpx.AsyncHTTPTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)
+    _keep_sockets(network)
     recordings = Recordings.open(settings.recordings_path)
     return {"transport": RecordingTransport(recordings, settings.recording, network)}
+
+
+def _keep_sockets(transport: Any) -> None:
+    """A cheaper idle-connection probe (llm/transport.py), with the OpenAI SDK on httpx2."""
+    try:
+        from eval_pipeline.llm.transport import keep_sockets
+    except ImportError:  # an OpenAI SDK before 3 (on httpx): left as it is
+        return
+    keep_sockets(transport)
 
 
 _EVAL_CHAT_OPENAI: type | None = None
