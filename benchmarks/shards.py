@@ -87,12 +87,13 @@ def main() -> None:
         "EVAL_RESULTS_URL": f"sqlite:///{work / 'results.sqlite'}",
         "EVAL_PROJECT": str(ROOT / "eval-pipeline.yaml"),
     })  # fmt: skip
-    for key in ("EVAL_LLM_BASE_URL", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"):
+    for key in ("EVAL_LLM_BASE_URL", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "EVAL_EXECUTOR"):
         os.environ.pop(key, None)
 
     from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructable
 
     from eval_pipeline.core.store.results_store import ResultsStore
+    from eval_pipeline.defs.evaluation.execution import execution_config
     from eval_pipeline_tests import crash_target
     from eval_pipeline_tests.helpers import suite
 
@@ -100,8 +101,9 @@ def main() -> None:
     repeats = math.ceil(args.items / len(cases))
     config = {"tier": "full", "repeats": repeats, "concurrency": args.concurrency,
               "shards": args.shards}  # fmt: skip
+    # every shard a process, all at once: what the sensor and the schedule ask for
     run_config = {"ops": {"agent_run_outputs": {"config": config}},
-                  "execution": {"config": {"multiprocess": {}}}}  # fmt: skip
+                  **execution_config(args.shards)}  # fmt: skip
     sampler = PeakSampler()
     sampler.start()
     started = time.perf_counter()
@@ -148,8 +150,10 @@ def main() -> None:
         peak = sampler.peaks.get(pid)
         print(f"| {step} | {pid} | {seconds:.1f} | {peak:.0f} |" if peak else
               f"| {step} | {pid} | {seconds:.1f} | (not sampled) |")  # fmt: skip
-    print(f"| (the launching process) | {os.getpid()} | {wall:.1f} | "
-          f"{sampler.peaks.get(os.getpid(), 0):.0f} |")
+    print(
+        f"| (the launching process) | {os.getpid()} | {wall:.1f} | "
+        f"{sampler.peaks.get(os.getpid(), 0):.0f} |"
+    )
     print("")
     print(f"peak RSS of any process: {max(sampler.peaks.values()):.0f} MiB")
 

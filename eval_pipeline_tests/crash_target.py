@@ -23,12 +23,12 @@ from dagster import (
 )
 
 from eval_pipeline.definitions import defs
+from eval_pipeline.defs.evaluation.execution import execution_config
 
 
 def run_config(shards: int) -> dict:
     config = {"tier": "full", "concurrency": 2, "shards": shards}
-    mode = {"multiprocess": {}} if shards > 1 else {"in_process": {}}
-    return {"ops": {"agent_run_outputs": {"config": config}}, "execution": {"config": mode}}
+    return {"ops": {"agent_run_outputs": {"config": config}}, **execution_config(shards)}
 
 
 def eval_job():

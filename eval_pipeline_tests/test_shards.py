@@ -171,7 +171,9 @@ def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
 def test_run_requests_choose_processes_by_expected_shards(monkeypatch):
     monkeypatch.delenv("EVAL_EXECUTOR", raising=False)
     assert execution.execution_config(1) == {"execution": {"config": {"in_process": {}}}}
-    assert execution.execution_config(3) == {"execution": {"config": {"multiprocess": {}}}}
+    assert execution.execution_config(3) == {
+        "execution": {"config": {"multiprocess": {"max_concurrent": 3}}}
+    }
     assert execution.eval_executor().name == "multi_or_in_process_executor"
 
 
@@ -190,3 +192,46 @@ def test_unknown_executor_is_named(monkeypatch):
     monkeypatch.setenv("EVAL_EXECUTOR", "ray")
     with pytest.raises(ValueError, match="EVAL_EXECUTOR='ray'"):
         execution.eval_executor()
+
+
+def test_missing_outputs_fail_the_run_with_what_is_missing(tmp_path):
+    """collect_outputs' and the CLI's check: a shard that wrote only part of its items."""
+    from eval_pipeline.core import evaluation
+    from eval_pipeline.core.evaluation import RunRequest
+    from eval_pipeline.core.store.records import ItemOutput
+
+    chosen = suite("drive_thru")
+    plan = evaluation.plan(chosen, None, {"model": "offline"}, RunRequest(tier="smoke"))
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    store.create_run(plan.run)
+    shard = plan.shards[0]
+    written = [ItemOutput(item_id=c.id, repeat=0, output={}, latency_ms=1.0)
+               for c in plan.cases[1:]]  # fmt: skip
+    store.write_outputs(plan.run.run_id, written, items=[c.id for c in shard.select(plan.cases)])
+    with pytest.raises(RuntimeError, match=f"1 missing \\(first: {plan.cases[0].id} repeat 0\\)"):
+        evaluation.check_complete(store, plan.run, plan.cases)
+    failed = store.get_run(plan.run.run_id)
+    assert failed.status == "failed" and "1 missing" in failed.error
+
+
+def test_automation_runs_use_the_suite_concurrency_and_processes_when_sharded(
+    tmp_path, monkeypatch
+):
+    """The sensor's and the nightly schedule's run requests: a suite's own `concurrency`,
+    and a process per step when that concurrency and the item count give several shards."""
+    import yaml
+
+    from eval_pipeline.defs.automation.common import eval_run_request
+    from eval_pipeline.defs.resources import SuitesResource
+
+    monkeypatch.delenv("EVAL_EXECUTOR", raising=False)
+    project = copy_project(tmp_path)
+    suites = SuitesResource(project=str(project))
+    small = eval_run_request(suites, "drive_thru", "v1", "full", run_key="a", tags={})
+    assert small.run_config["execution"] == {"config": {"in_process": {}}}
+    body = yaml.safe_load(project.read_text())
+    body["suites"]["drive_thru"] |= {"concurrency": 64, "repeats": 10}  # 470 items
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+    large = eval_run_request(suites, "drive_thru", "v1", "full", run_key="b", tags={})
+    assert large.run_config["execution"] == {"config": {"multiprocess": {"max_concurrent": 2}}}
+    assert large.run_config["ops"]["agent_run_outputs"]["config"]["concurrency"] == 64

@@ -43,6 +43,7 @@ class Suite:
     validate_case: CaseValidator | None = None
     watched_labels: tuple[str, ...] = ("production", "staging")
     repeats: int = 1
+    concurrency: int = 8  # of the runs automation starts (the CLI has --concurrency)
     agent_version: str = "1"  # declared by the project; the code fingerprint is added
     memoize: bool = True  # False: nothing tells when the agent changed (an unversioned service)
     agent_description: str = ""  # what `agent:` points at, for reports and doctor

@@ -188,6 +188,7 @@ class _Resolver:
             categories=tuple(c.categories) if c.categories is not None else None,
             absence_categories=tuple(c.absence_categories), validate_case=validator,
             watched_labels=tuple(c.watched_labels), repeats=c.repeats,
+            concurrency=c.concurrency,
             agent_version=(_expand(c.version) if c.version else "1") + (
                 f"+customer-{customer_version(c.customer.model or '', c.customer.sees)}"
                 if c.customer else ""

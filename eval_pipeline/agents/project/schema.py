@@ -123,6 +123,9 @@ class SuiteConfig(BaseModel):
     run_evaluators: list[EvaluatorEntry] = Field(default_factory=list)
     thresholds: str | dict[str, Any] | None = None
     repeats: int = Field(1, ge=1, le=100)
+    # Items in flight in the runs the sensor and the nightly schedule start (their shards
+    # follow from it: one per 32 in flight, docs/kubernetes.md).
+    concurrency: int = Field(8, ge=1, le=4096)
     categories: list[str] | None = None
     absence_categories: list[str] = Field(default_factory=list)
     case_validator: str | None = None  # package.module:fn(case) -> [(field, problem)]

@@ -41,38 +41,34 @@ def missing_partitions(instance: DagsterInstance, versions: list[str]) -> list[s
 
 
 def eval_run_request(
+    suites: SuitesResource,
     suite: str,
     version: str,
     tier: str,
     *,
-    items: int,
     run_key: str,
     tags: dict[str, str],
     cache: str = "reuse",
 ) -> RunRequest:
-    """A run of eval_job for one partition; ``items`` (the tier's cases × repeats) decides
-    whether its shards get processes of their own (execution.py)."""
-    config = EvalRunConfig(tier=tier, cache=cache)
-    shards = auto_count(items, config.concurrency)
+    """A run of eval_job for one partition at the suite's concurrency; the shards that
+    implies decide whether its steps get processes of their own (execution.py)."""
+    concurrency, items = 8, 0
+    try:
+        chosen = suites.get(suite)
+        concurrency = chosen.concurrency
+        items = len(select_tier(chosen.load_cases(), tier)) * chosen.repeats
+    except (DatasetError, ProjectError):
+        pass  # the run itself fails, with the reason
+    config = EvalRunConfig(tier=tier, cache=cache, concurrency=concurrency)
     return RunRequest(
         run_key=run_key,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         run_config={
             **RunConfig(ops={"agent_run_outputs": config}).to_config_dict(),
-            **execution_config(shards),
+            **execution_config(auto_count(items, concurrency)),
         },
         tags={**tags, "eval/model_provider": model_provider()},
     )
-
-
-def planned_items(suites: SuitesResource, suite: str, tier: str) -> int:
-    """How many items a run of ``suite`` at ``tier`` will have (0 if its dataset is broken:
-    the run itself then fails with the reason)."""
-    try:
-        chosen = suites.get(suite)
-        return len(select_tier(chosen.load_cases(), tier)) * chosen.repeats
-    except (DatasetError, ProjectError):
-        return 0
 
 
 def model_provider() -> str:

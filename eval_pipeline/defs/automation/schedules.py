@@ -16,7 +16,6 @@ from eval_pipeline.defs.automation.common import (
     env_setting,
     eval_run_request,
     missing_partitions,
-    planned_items,
     watched_prompts,
 )
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -67,10 +66,10 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
             context.instance.add_dynamic_partitions(prompt_version_partitions.name, new)
         return [
             eval_run_request(
+                suites,
                 w.suite,
                 version,
                 "full",
-                items=planned_items(suites, w.suite, "full"),
                 cache="refresh",  # the nightly run is the fresh measurement: no memoized items
                 run_key=f"nightly:{day}:{w.suite}",
                 tags={

@@ -18,7 +18,6 @@ from eval_pipeline.defs.automation.common import (
     env_setting,
     eval_run_request,
     missing_partitions,
-    planned_items,
     watched_prompts,
 )
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -70,12 +69,12 @@ def build_prompt_label_sensor(eval_job: UnresolvedAssetJobDefinition) -> SensorD
         return SensorResult(
             run_requests=[
                 eval_run_request(
+                    suites,
                     r.suite,
                     r.partition_version,
                     r.tier,
                     run_key=r.run_key,
                     tags=r.tags(),
-                    items=planned_items(suites, r.suite, r.tier),
                 )
                 for r in requests
             ],

@@ -43,8 +43,11 @@ def execution_config(shards: int) -> dict[str, Any]:
     executor's own defaults) under Kubernetes."""
     if (os.environ.get("EVAL_EXECUTOR") or "local") != "local":
         return {}
-    mode = {"in_process": {}} if shards <= 1 else {"multiprocess": {}}
-    return {"execution": {"config": mode}}
+    if shards <= 1:
+        return {"execution": {"config": {"in_process": {}}}}
+    # Every shard at once (Dagster's default is one process per CPU): a shard mostly waits
+    # for the model, and four shards on two cores beat two waves of two (BENCHMARKS.md).
+    return {"execution": {"config": {"multiprocess": {"max_concurrent": shards}}}}
 
 
 def separate_processes(context: OpExecutionContext) -> bool:

@@ -14,7 +14,7 @@ finished from the memo (the run id survives re-execution).
 
 import resource
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dagster import (
@@ -197,7 +197,7 @@ def plan_shards(
             f"{count} shards in one process run one after another: launch with run config "
             "`execution: {config: {multiprocess: {}}}` to run them side by side"
         )
-    request = plan.request
+    request = replace(plan.request, shards=count)  # each shard plans the run again: same count
     for shard in plan.shards:
         yield DynamicOutput(ShardTask(suite_name, version_key, run.run_id, request, shard),
                             mapping_key=f"shard_{shard.index}")  # fmt: skip
