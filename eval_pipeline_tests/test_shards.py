@@ -47,8 +47,8 @@ def test_shards_share_one_budget_and_cover_every_case_once(count, concurrency, r
 
 @pytest.mark.parametrize(("count", "concurrency", "cases", "says"), [
     (0, 8, 10, "at least 1"),
-    (9, 8, 47, "concurrency=8"),
-    (6, 8, 5, "5 cases"),
+    (9, 8, 47, "but concurrency 8: .* at most 8"),
+    (6, 8, 5, "has 5 cases .* at most 5"),
 ])  # fmt: skip
 def test_unusable_shard_counts_are_refused_with_what_would_work(count, concurrency, cases, says):
     with pytest.raises(ShardingError, match=says):
@@ -99,7 +99,7 @@ def test_cli_refuses_more_workers_than_cases_or_concurrency(tmp_path, monkeypatc
     clean_cli_env(monkeypatch, tmp_path)
     result = cli_run("--tier", "smoke", "--workers", "4", "--concurrency", "2")
     assert result.exit_code == 2
-    assert "shards=4 but concurrency=2" in result.output
+    assert "4 shards (--workers, run config `shards`) but concurrency 2" in result.output
     assert result.output.strip().splitlines()[-1].startswith("VERDICT: ERROR")
 
 

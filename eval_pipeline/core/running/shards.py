@@ -25,6 +25,9 @@ CONCURRENCY_PER_SHARD = 32
 MIN_ITEMS_PER_SHARD = 200
 
 
+WHAT = "shards (--workers, run config `shards`)"  # what the user set, in either place
+
+
 class ShardingError(ValueError):
     """A shard count the run cannot use; the message says what would work."""
 
@@ -60,16 +63,16 @@ def split(
 ) -> list[Shard]:
     """``count`` shards sharing the run's concurrency and rate (see the module docstring)."""
     if count < 1:
-        raise ShardingError(f"shards must be at least 1 (got {count})")
+        raise ShardingError(f"{WHAT} must be at least 1 (got {count})")
     if count > concurrency:
         raise ShardingError(
-            f"shards={count} but concurrency={concurrency}: every shard needs at least one "
-            f"item in flight; raise the concurrency or use at most {concurrency} shards"
+            f"{count} {WHAT} but concurrency {concurrency}: each needs at least one item in "
+            f"flight; raise the concurrency or use at most {concurrency}"
         )
     if count > n_cases:
         raise ShardingError(
-            f"shards={count} but the run has {n_cases} cases (a case's repeats stay in one "
-            f"shard): use at most {n_cases} shards"
+            f"{count} {WHAT} but the run has {n_cases} cases (a case's repeats stay in one "
+            f"shard): use at most {n_cases}"
         )
     base, extra = divmod(concurrency, count)
     rate = requests_per_second / count if requests_per_second else None
