@@ -235,3 +235,26 @@ def test_automation_runs_use_the_suite_concurrency_and_processes_when_sharded(
     large = eval_run_request(suites, "drive_thru", "v1", "full", run_key="b", tags={})
     assert large.run_config["execution"] == {"config": {"multiprocess": {"max_concurrent": 2}}}
     assert large.run_config["ops"]["agent_run_outputs"]["config"]["concurrency"] == 64
+
+
+def test_cli_workers_replay_recordings_without_an_endpoint(tmp_path, monkeypatch):
+    """Record in one process against a server; replay with two workers and no endpoint."""
+    project = copy_project(tmp_path)
+    clean_cli_env(monkeypatch, tmp_path, project)
+    with LocalOpenAIServer() as server:
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", "sk-test")
+        recorded = cli_run("--tier", "smoke", "--record", "--json", str(tmp_path / "r.json"))
+        assert recorded.exit_code == 0, recorded.output
+    monkeypatch.delenv("EVAL_LLM_BASE_URL")
+    replayed = cli_run("--tier", "smoke", "--replay", "--workers", "2", "--concurrency", "4",
+                       "--json", str(tmp_path / "p.json"))  # fmt: skip
+    assert replayed.exit_code == 0, replayed.output
+    first, second = (json.loads((tmp_path / n).read_text()) for n in ("r.json", "p.json"))
+    assert first["summary"]["metrics"] == second["summary"]["metrics"]
+    assert second["summary"]["n_errors"] == 0
+    (recordings,) = (project.parent / "recordings").rglob("*.jsonl")
+    recordings.write_text("")  # the workers answered from it: now every request misses
+    missed = cli_run("--tier", "smoke", "--replay", "--workers", "2", "--concurrency", "4",
+                     "--cache", "off")  # fmt: skip
+    assert missed.exit_code == 2 and "11 of 11 items errored" in missed.output
