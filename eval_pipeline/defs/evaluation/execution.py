@@ -21,12 +21,17 @@ EXECUTORS = ("local", "k8s")
 IN_ONE_PROCESS = {"in_process", "execute_in_process_executor"}
 
 
-def eval_executor() -> ExecutorDefinition:
-    """The executor EVAL_EXECUTOR names (read when the code location loads)."""
+def executor_name() -> str:
+    """EVAL_EXECUTOR, checked: `local` (the default) or `k8s`."""
     name = os.environ.get("EVAL_EXECUTOR") or "local"
     if name not in EXECUTORS:
         raise ValueError(f"EVAL_EXECUTOR={name!r}: use one of {', '.join(EXECUTORS)}")
-    if name == "local":
+    return name
+
+
+def eval_executor() -> ExecutorDefinition:
+    """The executor EVAL_EXECUTOR names (read when the code location loads)."""
+    if executor_name() == "local":
         return multi_or_in_process_executor
     try:
         from dagster_k8s import k8s_job_executor
@@ -41,7 +46,7 @@ def execution_config(shards: int) -> dict[str, Any]:
     """The run config's `execution` part for a run expected to have ``shards`` shards:
     locally, in one process for one shard, a process per step for more; nothing (the
     executor's own defaults) under Kubernetes."""
-    if (os.environ.get("EVAL_EXECUTOR") or "local") != "local":
+    if executor_name() != "local":
         return {}
     if shards <= 1:
         return {"execution": {"config": {"in_process": {}}}}
