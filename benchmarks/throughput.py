@@ -189,10 +189,11 @@ def shard_process(shard, repeats: int, base_url: str, ready, go, results) -> Non
     results.put((sum(1 for o in outputs if o.error), time.process_time() - cpu))
 
 
-def measure_sharded(server: ModelServer, count: int, concurrency: int, repeats: int) -> Row:
+def measure_sharded(
+    server: ModelServer, count: int, concurrency: int, n_cases: int, repeats: int
+) -> Row:
     """A run split into ``count`` shards, each in a process of its own (see the docstring)."""
     context = multiprocessing.get_context("spawn")
-    n_cases = len(drive_thru(server.base_url)[0].load_cases())
     shards = split(count, n_cases, concurrency, None)
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in shards]
@@ -262,12 +263,12 @@ def run_benchmark(
                 for runner in runners:
                     runs[runner].append(measure(server, runner, jobs, make_agent, c))
                 if shards > 1 and c >= shards:
-                    runs[sharded].append(measure_sharded(server, shards, c, repeats))
+                    runs[sharded].append(measure_sharded(server, shards, c, len(cases), repeats))
             rows += [median_of(found) for found in runs.values() if found]
         top = max(concurrency)
         for _ in range(reps if scaling else 0):  # shard counts alternate too
             for count in scaling:
-                scaling_rows.append(measure_sharded(server, count, top, repeats))
+                scaling_rows.append(measure_sharded(server, count, top, len(cases), repeats))
         seq_jobs = jobs[:sequential_items]
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
