@@ -50,9 +50,7 @@ class SocketKeepingBackend(httpcore2.AsyncNetworkBackend):
     async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
         return _Stream(await self._inner.connect_tcp(*args, **kwargs))
 
-    async def connect_unix_socket(
-        self, *args: Any, **kwargs: Any
-    ) -> httpcore2.AsyncNetworkStream:
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
         return _Stream(await self._inner.connect_unix_socket(*args, **kwargs))
 
     async def sleep(self, seconds: float) -> None:
