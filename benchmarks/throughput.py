@@ -14,7 +14,7 @@ items/s as a share of that limit. Runners, in the same process and run:
 - langfuse: Langfuse(tracing_enabled=False).run_experiment on local data, same task,
   max_concurrency=C;
 - ours, N shards: the run's items split as an evaluation run splits them
-  (core/running/shards.py: round-robin cases, C/N in flight each), each shard run_agent in
+  (core/running/shards.py: round-robin items, C/N in flight each), each shard run_agent in
   a spawned process of its own, as a Dagster step or a CLI worker gets; the processes
   are started and warmed up (imports, one item) before the clock starts;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
@@ -49,7 +49,12 @@ sys.path.insert(0, str(ROOT))
 
 from eval_pipeline.agents.drive_thru.menu import load_menu  # noqa: E402
 from eval_pipeline.agents.project import load_project  # noqa: E402
-from eval_pipeline.core.running.runner import RunnerConfig, run_agent, run_sync  # noqa: E402
+from eval_pipeline.core.running.runner import (  # noqa: E402
+    RunnerConfig,
+    jobs_of,
+    run_agent,
+    run_sync,
+)
 from eval_pipeline.core.running.shards import split  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
@@ -178,14 +183,15 @@ def shard_process(shard, repeats: int, base_url: str, ready, go, results) -> Non
     """One shard in its own (spawned) process: build the agent, warm up on one item, wait
     for the start, run the shard's items, report (errors, CPU seconds)."""
     suite, prompt, settings = drive_thru(base_url)
-    cases = shard.select(suite.load_cases())
+    cases = suite.load_cases()
     agent = suite.make_agent(prompt, settings)
     run_sync(run_agent(agent, cases[:1], RunnerConfig(concurrency=1)))
     ready.set()
     go.wait()
     cpu = time.process_time()
     config = RunnerConfig(concurrency=shard.concurrency, repeats=repeats)
-    outputs = run_sync(run_agent(agent, cases, config))
+    jobs = shard.select(jobs_of(cases, repeats))
+    outputs = run_sync(run_agent(agent, cases, config, jobs=jobs))
     results.put((sum(1 for o in outputs if o.error), time.process_time() - cpu))
 
 
@@ -194,7 +200,7 @@ def measure_sharded(
 ) -> Row:
     """A run split into ``count`` shards, each in a process of its own (see the docstring)."""
     context = multiprocessing.get_context("spawn")
-    shards = split(count, n_cases, concurrency, None)
+    shards = split(count, n_cases * repeats, concurrency, None)
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in shards]
     processes = [context.Process(target=shard_process,

@@ -14,6 +14,7 @@ import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 from sqlalchemy import func, select
 
+from eval_pipeline.core.running.runner import jobs_of
 from eval_pipeline.core.store.results_store import ResultsStore, item_memo
 from eval_pipeline_tests.helpers import ROOT, suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer
@@ -129,7 +130,7 @@ def test_killed_shard_reruns_only_its_own_unfinished_items(deployment):
     from failure runs only that shard again, and that shard only its unfinished items."""
     instance, server, store = deployment
     cases = suite("drive_thru").load_cases()
-    shard_1 = {c.id for c in cases[1::2]}  # round-robin: the second shard's cases
+    shard_1 = {c.id for c, _ in jobs_of(cases, 1)[1::2]}  # round-robin: the second shard's
     worker = run_worker("drive_thru", "v1", "2")
     deadline = time.monotonic() + 120
     pid = shard_pid(instance, "agent_run_outputs.run_shard[shard_1]", deadline)

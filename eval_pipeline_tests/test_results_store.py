@@ -70,6 +70,27 @@ def test_writes_replace_rather_than_duplicate(store):
     assert len(store.read_outputs("r1")) == 3
 
 
+def test_a_shard_replaces_only_its_own_items_repeats_of_one_case_included(store):
+    """Shards deal out (case, repeat) items, so two shards may both hold repeats of one
+    case: each one's write must leave the other's repeats alone (450 pairs each: two chunks)."""
+
+    def item(case: int, repeat: int, by: str) -> ItemOutput:
+        return ItemOutput(item_id=f"c{case}", repeat=repeat, output={"by": by})
+
+    jobs = [(case, repeat) for case in range(300) for repeat in range(3)]
+    mine, theirs = jobs[0::2], jobs[1::2]
+    store.create_run(run_record())
+    store.write_outputs("r1", [item(c, r, "theirs") for c, r in theirs],
+                        items=[(f"c{c}", r) for c, r in theirs])  # fmt: skip
+    for attempt in ("first", "again"):  # a re-executed shard replaces its own rows
+        store.write_outputs("r1", [item(c, r, attempt) for c, r in mine],
+                            items=[(f"c{c}", r) for c, r in mine])  # fmt: skip
+    by = {(o.item_id, o.repeat): o.output["by"] for o in store.read_outputs("r1")}
+    assert len(by) == len(jobs)
+    assert {by[f"c{c}", r] for c, r in theirs} == {"theirs"}
+    assert {by[f"c{c}", r] for c, r in mine} == {"again"}
+
+
 def test_create_run_resets_an_existing_run(store):
     store.create_run(run_record())
     store.write_outputs("r1", outputs())

@@ -9,6 +9,7 @@ from dagster import DagsterEventType, MultiPartitionKey, instance_for_test, mate
 
 from eval_pipeline import settings
 from eval_pipeline.cli import main
+from eval_pipeline.core.running.runner import jobs_of
 from eval_pipeline.core.running.shards import ShardingError, auto_count, split
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation import execution
@@ -28,31 +29,42 @@ ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES))
 
 # --- the split ------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("count", "concurrency", "rate"), [(1, 8, None), (3, 10, 9.0), (4, 64, 100.0), (7, 7, None)]
+    ("count", "concurrency", "rate", "repeats"),
+    [(1, 8, None, 1), (3, 10, 9.0, 1), (4, 64, 100.0, 3), (7, 7, None, 1), (2, 64, None, 11)],
 )
-def test_shards_share_one_budget_and_cover_every_case_once(count, concurrency, rate):
-    cases = suite("drive_thru").load_cases()
-    shards = split(count, len(cases), concurrency, rate)
+def test_shards_share_one_budget_and_cover_every_item_once(count, concurrency, rate, repeats):
+    jobs = jobs_of(suite("drive_thru").load_cases(), repeats)
+    shards = split(count, len(jobs), concurrency, rate)
     assert sum(s.concurrency for s in shards) == concurrency  # not C per shard
     assert max(s.concurrency for s in shards) - min(s.concurrency for s in shards) <= 1
     if rate is None:
         assert all(s.requests_per_second is None for s in shards)
     else:
         assert sum(s.requests_per_second for s in shards) == pytest.approx(rate)
-    chosen = [c.id for s in shards for c in s.select(cases)]
-    assert sorted(chosen) == sorted(c.id for c in cases)  # each case in exactly one shard
-    sizes = [len(s.select(cases)) for s in shards]
-    assert max(sizes) - min(sizes) <= 1
+    chosen = [(c.id, r) for s in shards for c, r in s.select(jobs)]
+    assert sorted(chosen) == sorted((c.id, r) for c, r in jobs)  # each item exactly once
+    sizes = [len(s.select(jobs)) for s in shards]
+    assert max(sizes) - min(sizes) <= 1  # items are dealt out, not whole cases
 
 
-@pytest.mark.parametrize(("count", "concurrency", "cases", "says"), [
+def test_shards_get_the_same_mix_of_long_and_short_cases():
+    """Dealing whole cases gave the benchmark's first shard 24 cases × 11 repeats (264
+    items) and the second 253; dealt item by item each case's repeats spread over both."""
+    cases = suite("drive_thru").load_cases()
+    first, second = (s.select(jobs_of(cases, 11)) for s in split(2, len(cases) * 11, 64, None))
+    assert (len(first), len(second)) == (259, 258)
+    per_case = [sum(1 for c, _ in first if c.id == case.id) for case in cases]
+    assert set(per_case) == {5, 6}
+
+
+@pytest.mark.parametrize(("count", "concurrency", "items", "says"), [
     (0, 8, 10, "at least 1"),
     (9, 8, 47, "but concurrency 8: .* at most 8"),
-    (6, 8, 5, "has 5 cases .* at most 5"),
+    (6, 8, 5, "has 5 items: use at most 5"),
 ])  # fmt: skip
-def test_unusable_shard_counts_are_refused_with_what_would_work(count, concurrency, cases, says):
+def test_unusable_shard_counts_are_refused_with_what_would_work(count, concurrency, items, says):
     with pytest.raises(ShardingError, match=says):
-        split(count, cases, concurrency, None)
+        split(count, items, concurrency, None)
 
 
 def test_automatic_shard_count_follows_concurrency_and_size():
@@ -207,7 +219,8 @@ def test_missing_outputs_fail_the_run_with_what_is_missing(tmp_path):
     shard = plan.shards[0]
     written = [ItemOutput(item_id=c.id, repeat=0, output={}, latency_ms=1.0)
                for c in plan.cases[1:]]  # fmt: skip
-    store.write_outputs(plan.run.run_id, written, items=[c.id for c in shard.select(plan.cases)])
+    mine = [(c.id, r) for c, r in shard.select(jobs_of(plan.cases, plan.run.repeats))]
+    store.write_outputs(plan.run.run_id, written, items=mine)
     with pytest.raises(RuntimeError, match=f"1 missing \\(first: {plan.cases[0].id} repeat 0\\)"):
         evaluation.check_complete(store, plan.run, plan.cases)
     failed = store.get_run(plan.run.run_id)

@@ -32,7 +32,13 @@ from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.running.pricing import PriceTable
-from eval_pipeline.core.running.runner import Progress, RunnerConfig, run_agent, run_sync
+from eval_pipeline.core.running.runner import (
+    Progress,
+    RunnerConfig,
+    jobs_of,
+    run_agent,
+    run_sync,
+)
 from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
@@ -186,7 +192,8 @@ def plan(
         base_seed=int(model_params.get("seed") or 0),
     )  # fmt: skip
     count = request.shards or auto_count(len(cases) * repeats, request.concurrency)
-    shard_list = split(count, len(cases), request.concurrency, request.requests_per_second)
+    shard_list = split(count, len(cases) * repeats, request.concurrency,
+                       request.requests_per_second)  # fmt: skip
     policy = check_policy(request.cache)
     if not suite.memoize and policy != "off":
         policy = "off"
@@ -259,18 +266,19 @@ def produce(
 ) -> list[ItemOutput]:
     """Run the agent on the cases the memo cannot answer (see core/running/memo.py);
     reused outputs name the run that produced them in ``source_run_id``. With ``shard``,
-    only that shard's cases, under its share of the budget: its outputs replace only its
+    only that shard's items, under its share of the budget: its outputs replace only its
     own items in the store, so shards may run in any order, in any process."""
     run, cases, runner, policy = plan_.run, plan_.cases, plan_.runner, plan_.cache
+    jobs = jobs_of(cases, runner.repeats)
     if shard is not None:
-        cases = shard.select(cases)
+        jobs = shard.select(jobs)
         runner = dataclasses.replace(runner, concurrency=shard.concurrency,
                                      requests_per_second=shard.requests_per_second)  # fmt: skip
     with failure_recorded(store, run.run_id):
         if shard is not None:
             _same_dataset(store, run)
         scope = MemoScope.of(run)
-        keys = {(c.id, r): scope.key(c, r) for c in cases for r in range(runner.repeats)}
+        keys = {(c.id, r): scope.key(c, r) for c, r in jobs}
         known = _memoized(store, keys, policy, run.run_id)
         writer = None
         if policy != "off":
@@ -286,6 +294,7 @@ def produce(
                     progress=progress,
                     known=known,
                     on_result=writer,
+                    jobs=jobs,
                 )
             finally:
                 if writer is not None:
@@ -297,7 +306,7 @@ def produce(
         if shard is None:
             store.write_outputs(run.run_id, outputs)
         else:
-            store.write_outputs(run.run_id, outputs, items=[c.id for c in cases])
+            store.write_outputs(run.run_id, outputs, items=list(keys))
         if plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
             store.add_notes(run.run_id, [
                 f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "

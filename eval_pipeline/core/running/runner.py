@@ -37,7 +37,14 @@ from eval_pipeline.core.store.records import ItemOutput
 Progress = Callable[[int, int], None]  # (done, total)
 T = TypeVar("T")
 ResultSink = Callable[[ItemOutput], Awaitable[None]]  # called as each item completes
+Job = tuple[GoldenCase, int]  # one item of a run: a case and which repeat of it
 MAX_ERROR_CHARS = 2000
+
+
+def jobs_of(cases: Sequence[GoldenCase], repeats: int) -> list[Job]:
+    """A run's items in the one order every part of a run uses: case by case, repeats
+    together."""
+    return [(case, repeat) for case in cases for repeat in range(repeats)]
 
 
 @dataclass(frozen=True)
@@ -86,16 +93,18 @@ async def run_agent(
     progress: Progress | None = None,
     known: Mapping[tuple[str, int], ItemOutput] | None = None,
     on_result: ResultSink | None = None,
+    jobs: Sequence[Job] | None = None,
 ) -> list[ItemOutput]:
     """Evaluate every case ``config.repeats`` times; results come back in case order.
 
     ``known`` outputs (by (case id, repeat), e.g. from the memo) are returned as they are,
-    without calling the agent; ``on_result`` sees every newly produced output.
+    without calling the agent; ``on_result`` sees every newly produced output. ``jobs``
+    runs only those items (a shard's, in their order) instead of every case × repeat.
     """
     prices, known = prices or PriceTable(), known or {}
     semaphore = asyncio.Semaphore(config.concurrency)
     limiter = RateLimiter(config.requests_per_second)
-    jobs = [(case, repeat) for case in cases for repeat in range(config.repeats)]
+    jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
     done = sum(1 for case, repeat in jobs if (case.id, repeat) in known)
 
     async def one(case: GoldenCase, repeat: int) -> ItemOutput:

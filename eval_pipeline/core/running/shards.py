@@ -3,8 +3,13 @@ under the run's one budget.
 
 Why: one event loop spends ~3.6 ms of CPU per model call, so one process tops out near
 280 calls/s however many items are in flight (BENCHMARKS.md). A shard is a slice of the
-run's cases, all repeats of a case together, run by ``evaluation.produce`` in a process
-(or pod) of its own; the run stays one run: one run id, one memo, one summary.
+run's items ((case, repeat) pairs), run by ``evaluation.produce`` in a process (or pod) of
+its own; the run stays one run: one run id, one memo, one summary.
+
+Items, not cases, are dealt out: shards then differ by at most one item, and each gets the
+same mix of short and long cases. Dealing whole cases (all repeats together) left one of two
+shards a case's repeats longer, and a run ends with its slowest shard: the benchmark's
+2-shard run could reach at most 88% of the limit that way, 96% this way (BENCHMARKS.md).
 
 The budget is the run's, split: with concurrency C and R starts per second, shard i of N
 runs C/N items at once (the remainder to the first shards) and starts R/N per second, so
@@ -17,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.running.runner import Job
 
 # Above ~32 items in flight one event loop is CPU-bound (BENCHMARKS.md, throughput).
 CONCURRENCY_PER_SHARD = 32
@@ -34,7 +39,7 @@ class ShardingError(ValueError):
 
 @dataclass(frozen=True)
 class Shard:
-    """One slice of a run: which cases (every ``count``-th from ``index``) and its budget."""
+    """One slice of a run: which items (every ``count``-th from ``index``) and its budget."""
 
     index: int
     count: int
@@ -45,10 +50,10 @@ class Shard:
     def label(self) -> str:
         return f"shard {self.index + 1}/{self.count}"
 
-    def select(self, cases: Sequence[GoldenCase]) -> list[GoldenCase]:
-        """This shard's cases: round-robin over the run's, so categories and lengths spread
-        evenly and every case lands in exactly one shard."""
-        return list(cases[self.index :: self.count])
+    def select(self, jobs: Sequence[Job]) -> list[Job]:
+        """This shard's items: round-robin over the run's (``runner.jobs_of`` order), so sizes,
+        categories and lengths spread evenly and every item lands in exactly one shard."""
+        return list(jobs[self.index :: self.count])
 
 
 def auto_count(items: int, concurrency: int) -> int:
@@ -59,7 +64,7 @@ def auto_count(items: int, concurrency: int) -> int:
 
 
 def split(
-    count: int, n_cases: int, concurrency: int, requests_per_second: float | None
+    count: int, n_items: int, concurrency: int, requests_per_second: float | None
 ) -> list[Shard]:
     """``count`` shards sharing the run's concurrency and rate (see the module docstring)."""
     if count < 1:
@@ -69,10 +74,9 @@ def split(
             f"{count} {WHAT} but concurrency {concurrency}: each needs at least one item in "
             f"flight; raise the concurrency or use at most {concurrency}"
         )
-    if count > n_cases:
+    if count > n_items:
         raise ShardingError(
-            f"{count} {WHAT} but the run has {n_cases} cases (a case's repeats stay in one "
-            f"shard): use at most {n_cases}"
+            f"{count} {WHAT} but the run has {n_items} items: use at most {n_items}"
         )
     base, extra = divmod(concurrency, count)
     rate = requests_per_second / count if requests_per_second else None

@@ -32,6 +32,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    tuple_,
     update,
 )  # fmt: skip
 from sqlalchemy.engine import Engine, make_url
@@ -189,17 +190,23 @@ class ResultsStore:
                 conn.execute(insert(runs).values(**row))
 
     def write_outputs(
-        self, run_id: str, outputs: Iterable[ItemOutput], *, items: Sequence[str] | None = None
+        self,
+        run_id: str,
+        outputs: Iterable[ItemOutput],
+        *,
+        items: Sequence[tuple[str, int]] | None = None,
     ) -> int:
-        """Replace the run's outputs; with ``items`` (a shard's case ids) only those items'."""
+        """Replace the run's outputs; with ``items`` (a shard's (item id, repeat) pairs) only
+        those items'."""
         rows = [{"run_id": run_id, **asdict(o)} for o in outputs]
         if items is None:
             return self._replace(item_outputs, run_id, rows)
+        key = tuple_(item_outputs.c.item_id, item_outputs.c.repeat)
         with self.engine.begin() as conn:
-            for start in range(0, len(items), 500):  # under every database's parameter limit
-                chunk = list(items[start : start + 500])
+            for start in range(0, len(items), 400):  # under every database's parameter limit
+                chunk = list(items[start : start + 400])
                 conn.execute(delete(item_outputs).where(
-                    item_outputs.c.run_id == run_id, item_outputs.c.item_id.in_(chunk)
+                    item_outputs.c.run_id == run_id, key.in_(chunk)
                 ))  # fmt: skip
             if rows:
                 conn.execute(insert(item_outputs), rows)
