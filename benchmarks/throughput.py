@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import heapq
 import io
 import json
 import math
@@ -277,6 +278,7 @@ def run_benchmark(
                 scaling_rows.append(measure_sharded(server, count, top, len(cases), repeats))
         seq_jobs = jobs[:sequential_items]
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
+        calls = item_calls(make_agent(), cases, repeats, max(concurrency))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
         if not rate_limit:
             system_prompt = prompt.compile(menu=load_menu().describe())
@@ -325,6 +327,8 @@ def run_benchmark(
             out(f"| {count} | {top / count:g} | {r.items_per_s():.1f} | "
                 f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
                 f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
+    if not rate_limit:
+        ceiling_table(rows, calls, cases, repeats, latency_ms / 1000, shards, out)
     if not layers:
         return rows
     out("")
@@ -339,6 +343,60 @@ def run_benchmark(
     for name, cpu_ms, rate in layers:
         out(f"| {name} | {cpu_ms:.2f} | {rate:.0f} | {100 * rate * latency_ms / 1000 / top:.0f}% |")
     return rows
+
+
+def item_calls(agent, cases, repeats: int, concurrency: int) -> dict[tuple[str, int], int]:
+    """How many model calls each item makes (the offline model answers each item the same
+    way every time), from one more run of ours."""
+    outputs = run_sync(run_agent(agent, cases, RunnerConfig(concurrency=concurrency,
+                                                            repeats=repeats)))  # fmt: skip
+    return {(o.item_id, o.repeat): sum(u["calls"] for u in o.usage.values()) for o in outputs}
+
+
+def schedule_bound(calls: dict[tuple[str, int], int], jobs: list, shards: list,
+                   latency_s: float) -> float:  # fmt: skip
+    """The share of the limit a run reaches with no overhead at all: every item takes its
+    calls × L, each shard starts its items in order as slots free up (run_agent does) and
+    the run ends with its last item. The limit assumes every slot busy to the end."""
+    ends = []
+    for shard in shards:
+        slots = [0.0] * shard.concurrency
+        for case, repeat in shard.select(jobs):
+            heapq.heappush(slots, heapq.heappop(slots) + calls[case.id, repeat] * latency_s)
+        ends.append(max(slots))
+    total_concurrency = sum(shard.concurrency for shard in shards)
+    return sum(calls.values()) * latency_s / total_concurrency / max(ends)
+
+
+def ceiling_table(rows: list[Row], calls, cases, repeats: int, latency_s: float,
+                  shards: int, out) -> None:  # fmt: skip
+    """What a run of this agent could reach at most, however cheap the runner: the schedule
+    bound times the share of an item's time that is the model's when items run one at a
+    time (the sequential row: the agent's own CPU and the server's, on its critical path)."""
+    (sequential,) = [r for r in rows if r.runner == "sequential"]
+    if not sequential.items:
+        return
+    model_s = sequential.calls * latency_s
+    own = model_s / sequential.wall_s
+    jobs = jobs_of(cases, repeats)
+    out("")
+    out(f"Ceiling: the most a run of this agent can reach, however cheap the runner. Schedule "
+        f"bound: items of 1–{max(calls.values())} calls leave slots idle at the end; agent "
+        f"alone: run one at a time, {100 * own:.1f}% of an item's time is the model's "
+        f"({1000 * (sequential.wall_s - model_s) / sequential.items:.0f} ms per item is the "
+        "agent's and the server's own work):")  # fmt: skip
+    out("")
+    out("| runner | C | schedule bound | ceiling (× agent alone) | measured | below the ceiling |")
+    out("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        count = 1 if r.runner == "ours" else shards if r.runner.startswith("ours, ") else 0
+        if not count:
+            continue
+        measured = r.calls * latency_s / r.concurrency / r.wall_s
+        bound = schedule_bound(calls, jobs, split(count, len(jobs), r.concurrency, None),
+                               latency_s)  # fmt: skip
+        out(f"| {r.runner} | {r.concurrency} | {100 * bound:.1f}% | {100 * bound * own:.1f}% | "
+            f"{100 * measured:.0f}% | {100 * (bound * own - measured):.0f} pt |")  # fmt: skip
 
 
 def spread(row: Row) -> str:

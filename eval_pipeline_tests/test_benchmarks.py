@@ -35,7 +35,9 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
     out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "1",
                 "4", "--reps", "2", "--sequential-items", "5", "--plot", str(picture))  # fmt: skip
     assert picture.read_bytes().startswith(b"\x89PNG") and f"picture: {picture}" in out
-    rows = {(r[0], r[1]): r for r in table_rows(out, "") if r[1].isdigit()}
+    found = [r for r in table_rows(out, "") if r[1].isdigit()]
+    rows = {(r[0], r[1]): r for r in found if len(r) == 12}  # the main table
+    ceiling = {(r[0], r[1]): r for r in found if len(r) == 6}
     assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
                          ("langfuse run_experiment", "4"), ("sequential", "1"),
                          ("ours, 2 shards", "4")}  # fmt: skip
@@ -49,6 +51,12 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
             low, high = map(float, row[8].split("–"))
             assert low <= float(row[4]) <= high
     assert "k = " in out and "+ OpenAI SDK" in out
+    # the ceiling of our rows: the schedule bound (100% with one slot), times the agent's share
+    assert set(ceiling) == {("ours", "1"), ("ours", "4"), ("ours, 2 shards", "4")}
+    assert ceiling["ours", "1"][2] == "100.0%"
+    for _, _, bound, most, measured, below in ceiling.values():
+        assert 0 < float(most[:-1]) < float(bound[:-1]) <= 100 and below.endswith(" pt")
+        assert float(measured[:-1]) <= float(bound[:-1]) + 0.5  # no item beats calls × L
     ((_, cpu_ms, calls_s, share),) = table_rows(out, "raw HTTP")  # the harness's ceiling
     assert float(cpu_ms) > 0 and float(calls_s) > 0 and share.endswith("%")
 
