@@ -95,7 +95,7 @@ async def run_agent(
     on_result: ResultSink | None = None,
     jobs: Sequence[Job] | None = None,
 ) -> list[ItemOutput]:
-    """Evaluate every case ``config.repeats`` times; results come back in case order.
+    """Evaluate every case ``config.repeats`` times; results come back in job order.
 
     ``known`` outputs (by (case id, repeat), e.g. from the memo) are returned as they are,
     without calling the agent; ``on_result`` sees every newly produced output. ``jobs``

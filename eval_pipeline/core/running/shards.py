@@ -1,8 +1,8 @@
 """Split one run's items into shards that run apart (Dagster steps, CLI worker processes)
 under the run's one budget.
 
-Why: one event loop spends ~3.6 ms of CPU per model call, so one process tops out near
-280 calls/s however many items are in flight (BENCHMARKS.md). A shard is a slice of the
+Why: one event loop spends 3.5–5 ms of CPU per model call, so one process tops out near
+200–280 calls/s however many items are in flight (BENCHMARKS.md). A shard is a slice of the
 run's items ((case, repeat) pairs), run by ``evaluation.produce`` in a process (or pod) of
 its own; the run stays one run: one run id, one memo, one summary.
 
