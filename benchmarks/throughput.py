@@ -293,8 +293,9 @@ def run_benchmark(
         limit = concurrency / (k * latency_ms / 1000)
         return min(limit, rate_limit / k) if rate_limit else limit
 
+    found = ceilings(rows, calls, cases, repeats, latency_ms / 1000, shards)
     if plot:
-        out(f"picture: {plot_rows(rows, limit_at, plot)}")
+        out(f"picture: {plot_rows(rows, limit_at, found, plot)}")
 
     out(f"drive_thru full × {repeats} repeats = {len(jobs)} items; L = {latency_ms:g} ms; "
         f"k = {k:.2f} model calls per item"
@@ -328,7 +329,7 @@ def run_benchmark(
                 f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
                 f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
     if not rate_limit:
-        ceiling_table(rows, calls, cases, repeats, latency_ms / 1000, shards, out)
+        ceiling_table(found, rows, calls, latency_ms / 1000, out)
     if not layers:
         return rows
     out("")
@@ -368,35 +369,62 @@ def schedule_bound(calls: dict[tuple[str, int], int], jobs: list, shards: list,
     return sum(calls.values()) * latency_s / total_concurrency / max(ends)
 
 
-def ceiling_table(rows: list[Row], calls, cases, repeats: int, latency_s: float,
-                  shards: int, out) -> None:  # fmt: skip
-    """What a run of this agent could reach at most, however cheap the runner: the schedule
-    bound times the share of an item's time that is the model's when items run one at a
-    time (the sequential row: the agent's own CPU and the server's, on its critical path)."""
+@dataclass
+class Ceiling:
+    """The most a run of this agent can reach, however cheap the runner (as shares of the
+    limit): the schedule bound times the model's share of an item's time when items run one
+    at a time (the sequential row: the agent's own CPU and the server's lie on every
+    item's path)."""
+
+    runner: str
+    concurrency: int
+    schedule_bound: float
+    agent_share: float
+    measured: float
+
+    @property
+    def share(self) -> float:
+        return self.schedule_bound * self.agent_share
+
+
+def ceilings(rows: list[Row], calls, cases, repeats: int, latency_s: float,
+             shards: int) -> list[Ceiling]:  # fmt: skip
+    """The ceiling of every row of ours (none without a sequential row to measure the
+    agent alone)."""
     (sequential,) = [r for r in rows if r.runner == "sequential"]
     if not sequential.items:
-        return
-    model_s = sequential.calls * latency_s
-    own = model_s / sequential.wall_s
+        return []
+    agent_share = sequential.calls * latency_s / sequential.wall_s
     jobs = jobs_of(cases, repeats)
+    found = []
+    for r in rows:
+        count = 1 if r.runner == "ours" else shards if r.runner.startswith("ours, ") else 0
+        if count:
+            bound = schedule_bound(calls, jobs, split(count, len(jobs), r.concurrency, None),
+                                   latency_s)  # fmt: skip
+            measured = r.calls * latency_s / r.concurrency / r.wall_s
+            found.append(Ceiling(r.runner, r.concurrency, bound, agent_share, measured))
+    return found
+
+
+def ceiling_table(found: list[Ceiling], rows: list[Row], calls, latency_s: float, out) -> None:
+    if not found:
+        return
+    (sequential,) = [r for r in rows if r.runner == "sequential"]
+    own_ms = 1000 * (sequential.wall_s - sequential.calls * latency_s) / sequential.items
     out("")
     out(f"Ceiling: the most a run of this agent can reach, however cheap the runner. Schedule "
         f"bound: items of 1–{max(calls.values())} calls leave slots idle at the end; agent "
-        f"alone: run one at a time, {100 * own:.1f}% of an item's time is the model's "
-        f"({1000 * (sequential.wall_s - model_s) / sequential.items:.0f} ms per item is the "
-        "agent's and the server's own work):")  # fmt: skip
+        f"alone: run one at a time, {100 * found[0].agent_share:.1f}% of an item's time is "
+        f"the model's ({own_ms:.0f} ms per item is the agent's and the server's own "
+        "work):")  # fmt: skip
     out("")
     out("| runner | C | schedule bound | ceiling (× agent alone) | measured | below the ceiling |")
     out("|---|---:|---:|---:|---:|---:|")
-    for r in rows:
-        count = 1 if r.runner == "ours" else shards if r.runner.startswith("ours, ") else 0
-        if not count:
-            continue
-        measured = r.calls * latency_s / r.concurrency / r.wall_s
-        bound = schedule_bound(calls, jobs, split(count, len(jobs), r.concurrency, None),
-                               latency_s)  # fmt: skip
-        out(f"| {r.runner} | {r.concurrency} | {100 * bound:.1f}% | {100 * bound * own:.1f}% | "
-            f"{100 * measured:.0f}% | {100 * (bound * own - measured):.0f} pt |")  # fmt: skip
+    for c in found:
+        out(f"| {c.runner} | {c.concurrency} | {100 * c.schedule_bound:.1f}% | "
+            f"{100 * c.share:.1f}% | {100 * c.measured:.0f}% | "
+            f"{100 * (c.share - c.measured):.0f} pt |")  # fmt: skip
 
 
 def spread(row: Row) -> str:
@@ -404,8 +432,9 @@ def spread(row: Row) -> str:
     return f"{low:.1f}–{high:.1f}" if high > low else ""
 
 
-def plot_rows(rows: list[Row], limit_at, path: Path) -> Path:
-    """Items/s against concurrency for both runners, with the limit and each median's range."""
+def plot_rows(rows: list[Row], limit_at, found: list[Ceiling], path: Path) -> Path:
+    """Items/s against concurrency for both runners, with the limit, the ceiling of this
+    agent (one process's) and each median's range."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -414,6 +443,10 @@ def plot_rows(rows: list[Row], limit_at, path: Path) -> Path:
     levels = sorted({r.concurrency for r in rows if r.runner != "sequential"})
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=90)
     ax.plot(levels, [limit_at(c) for c in levels], "k--", linewidth=1, label="limit C / (k·L)")
+    if ours := sorted((c for c in found if c.runner == "ours"), key=lambda c: c.concurrency):
+        ax.plot([c.concurrency for c in ours], [limit_at(c.concurrency) * c.share for c in ours],
+                ":", color="grey", linewidth=1.2,
+                label="ceiling of this agent (schedule × agent alone)")  # fmt: skip
     colours = {"ours": "#1f5fa8", "langfuse run_experiment": "#e67e22"}
     colours |= {r.runner: "#2e8b57" for r in rows if r.runner.startswith("ours, ")}
     for runner, colour in colours.items():
