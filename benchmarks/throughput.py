@@ -18,7 +18,10 @@ items/s as a share of that limit. Runners, in the same process and run:
   a spawned process of its own, as a Dagster step or a CLI worker gets; the processes
   are started and warmed up (imports, one item) before the clock starts;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
-With --scaling, a second table: items/s against the shard count at the top C.
+With --scaling, a second table: items/s against the shard count at the top C. Then the
+ceiling of ours (not under --rate-limit): the most a run of this agent can reach however
+cheap the runner, the schedule bound of the items' call counts (slots idle at the end)
+times the model's share of an item's time when items run one at a time.
 CPU ms per call is the client process's CPU time (the server runs elsewhere) divided by
 the model calls made. The machine is shared and noisy (the same run varies by ±15% at
 C = 64), so at every C > 1 the two runners alternate --reps times and each row is the
@@ -278,7 +281,7 @@ def run_benchmark(
                 scaling_rows.append(measure_sharded(server, count, top, len(cases), repeats))
         seq_jobs = jobs[:sequential_items]
         rows.append(measure(server, "sequential", seq_jobs, make_agent, 1))
-        calls = item_calls(make_agent(), cases, repeats, max(concurrency))
+        calls = {} if rate_limit else item_calls(make_agent(), cases, repeats, max(concurrency))
         layers = []  # a CPU measurement: not under a rate limit, where calls get 429s
         if not rate_limit:
             system_prompt = prompt.compile(menu=load_menu().describe())
@@ -293,7 +296,7 @@ def run_benchmark(
         limit = concurrency / (k * latency_ms / 1000)
         return min(limit, rate_limit / k) if rate_limit else limit
 
-    found = ceilings(rows, calls, cases, repeats, latency_ms / 1000, shards)
+    found = ceilings(rows, calls, cases, repeats, latency_ms / 1000, shards) if calls else []
     if plot:
         out(f"picture: {plot_rows(rows, limit_at, found, plot)}")
 
@@ -328,8 +331,7 @@ def run_benchmark(
             out(f"| {count} | {top / count:g} | {r.items_per_s():.1f} | "
                 f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
                 f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
-    if not rate_limit:
-        ceiling_table(found, rows, calls, latency_ms / 1000, out)
+    ceiling_table(found, rows, calls, latency_ms / 1000, out)
     if not layers:
         return rows
     out("")

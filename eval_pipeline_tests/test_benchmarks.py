@@ -78,6 +78,7 @@ def test_throughput_under_a_rate_limit_retries_and_loses_nothing():
     ours = next(r for r in table_rows(out, "ours"))
     assert ours[2] == "47" and ours[-1] == "0"
     assert float(ours[5]) <= 40 * 1.2  # calls/s held near the limit, 429s retried
+    assert "Ceiling:" not in out  # C / (k·L) is not the limit under a rate limit
 
 
 def test_incremental_warm_rerun_makes_no_model_calls():
