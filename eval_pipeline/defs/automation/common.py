@@ -52,20 +52,19 @@ def eval_run_request(
 ) -> RunRequest:
     """A run of eval_job for one partition at the suite's concurrency; the shards that
     implies decide whether its steps get processes of their own (execution.py)."""
-    concurrency, items = 8, 0
+    config, items = EvalRunConfig(tier=tier, cache=cache), 0
     try:
         chosen = suites.get(suite)
-        concurrency = chosen.concurrency
+        config = EvalRunConfig(tier=tier, cache=cache, concurrency=chosen.concurrency)
         items = len(select_tier(chosen.load_cases(), tier)) * chosen.repeats
     except (DatasetError, ProjectError):
-        pass  # the run itself fails, with the reason
-    config = EvalRunConfig(tier=tier, cache=cache, concurrency=concurrency)
+        pass  # the run itself fails, with the reason (and the run config's default concurrency)
     return RunRequest(
         run_key=run_key,
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         run_config={
             **RunConfig(ops={"agent_run_outputs": config}).to_config_dict(),
-            **execution_config(auto_count(items, concurrency)),
+            **execution_config(auto_count(items, config.concurrency)),
         },
         tags={**tags, "eval/model_provider": model_provider()},
     )
