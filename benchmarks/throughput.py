@@ -331,7 +331,7 @@ def run_benchmark(
             out(f"| {count} | {top / count:g} | {r.items_per_s():.1f} | "
                 f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
                 f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
-    ceiling_table(found, rows, calls, latency_ms / 1000, out)
+    ceiling_table(found, calls, out)
     if not layers:
         return rows
     out("")
@@ -382,6 +382,7 @@ class Ceiling:
     concurrency: int
     schedule_bound: float
     agent_share: float
+    agent_ms_per_item: float  # the agent's and the server's own work, items run one at a time
     measured: float
 
     @property
@@ -397,6 +398,7 @@ def ceilings(rows: list[Row], calls, cases, repeats: int, latency_s: float,
     if not sequential.items:
         return []
     agent_share = sequential.calls * latency_s / sequential.wall_s
+    agent_ms = 1000 * (sequential.wall_s - sequential.calls * latency_s) / sequential.items
     jobs = jobs_of(cases, repeats)
     found = []
     for r in rows:
@@ -405,15 +407,14 @@ def ceilings(rows: list[Row], calls, cases, repeats: int, latency_s: float,
             bound = schedule_bound(calls, jobs, split(count, len(jobs), r.concurrency, None),
                                    latency_s)  # fmt: skip
             measured = r.calls * latency_s / r.concurrency / r.wall_s
-            found.append(Ceiling(r.runner, r.concurrency, bound, agent_share, measured))
+            found.append(Ceiling(r.runner, r.concurrency, bound, agent_share, agent_ms, measured))
     return found
 
 
-def ceiling_table(found: list[Ceiling], rows: list[Row], calls, latency_s: float, out) -> None:
+def ceiling_table(found: list[Ceiling], calls, out) -> None:
     if not found:
         return
-    (sequential,) = [r for r in rows if r.runner == "sequential"]
-    own_ms = 1000 * (sequential.wall_s - sequential.calls * latency_s) / sequential.items
+    own_ms = found[0].agent_ms_per_item
     out("")
     out(f"Ceiling: the most a run of this agent can reach, however cheap the runner. Schedule "
         f"bound: items of 1–{max(calls.values())} calls leave slots idle at the end; agent "
