@@ -116,7 +116,7 @@ def run(
     The last line is the verdict."""
     from eval_pipeline import api
     from eval_pipeline.core.evaluation import RunRequest
-    from eval_pipeline.report import print_result, verdict_line
+    from eval_pipeline.report import error_line, print_result, verdict_line
 
     request = RunRequest(
         tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
@@ -130,23 +130,22 @@ def run(
             result = api.run_prepared(prepared, progress=report)
     except (api.SetupError, api.RunFailed) as exc:
         click.echo(f"Error: {exc}", err=True)  # (not wrapped: paths stay whole)
-        click.echo(f"VERDICT: ERROR — {str(exc).splitlines()[0][:200]} (exit {EXIT_CONFIG})")
+        click.echo(error_line(str(exc), EXIT_CONFIG))
         sys.exit(EXIT_CONFIG)
     print_result(console, result, verbose=verbose)
-    exit_code = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "ERROR": EXIT_CONFIG}[result.verdict]
-    if result.runtime_failure:
-        err_console.print(f"[red]Runtime problem:[/] {escape(result.runtime_failure)}")
-    _write_files(prepared.store, result, exit_code, json_path, junit_path, report_path)
+    for why in result.errors:  # whole, on stderr; the verdict line below has the first
+        click.echo(f"Error: {why}", err=True)
+    _write_files(prepared.store, result, json_path, junit_path, report_path)
     console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
-    click.echo(verdict_line(result, exit_code))  # the last line, never wrapped
-    sys.exit(exit_code)
+    click.echo(verdict_line(result))  # the last line, never wrapped
+    sys.exit(result.exit_code)
 
 
-def _write_files(store, result, exit_code, json_path, junit_path, report_path) -> None:
+def _write_files(store, result, json_path, junit_path, report_path) -> None:
     from eval_pipeline.core.reports import charts, exports
 
     if json_path:
-        console.print(f"JSON: {exports.write_json(json_path, result, exit_code)}")
+        console.print(f"JSON: {exports.write_json(json_path, result)}")
     if junit_path:
         console.print(f"JUnit: {exports.write_junit(junit_path, result)}")
     if report_path:

@@ -62,7 +62,7 @@ def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
             console.rule(f"{name}: staging {staging.run.prompt_version} against production "
                          f"{production.run.prompt_version}")  # fmt: skip
             print_gate(console, staging.gate, staging.gate_note)
-            console.print(f"{verdict_line(staging, 1 if staging.failed else 0)}; staging "
+            console.print(f"{verdict_line(staging)}; staging "
                           "holds the deliberately worse prompt")  # fmt: skip
     console.rule("Where to look next")
     console.print(

@@ -25,18 +25,26 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
         print_cases(console, result)
     print_report(console, result)
     print_gate(console, result.gate, result.gate_note)
-    for warning in result.warnings:
+    for warning in [*result.warnings, *result.notes]:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
-def verdict_line(result: EvalResult, exit_code: int) -> str:
+def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
-    if result.runtime_failure:
-        why = f"{result.summary.n_errors} of {result.summary.n_items} items errored"
-        return f"VERDICT: ERROR — {why} (exit {exit_code})"
+    code = result.exit_code
+    if result.errors:
+        return error_line(result.errors[0], code)
     if result.failed:
-        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {exit_code})"
-    return f"VERDICT: PASS (exit {exit_code})"
+        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {code})"
+    return f"VERDICT: PASS (exit {code})"
+
+
+def error_line(why: str, code: int = 2, limit: int = 200) -> str:
+    """``VERDICT: ERROR — why``, the reason's first line cut at a word, never mid-word."""
+    first = why.splitlines()[0] if why else ""
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return f"VERDICT: ERROR — {first} (exit {code})"
 
 
 def print_errors(console: Console, result: EvalResult) -> None:

@@ -53,7 +53,8 @@ def test_an_assistant_turn_with_null_content_is_refused_unless_sent_empty(llama)
     kinds = {o.error_kind for o in refused.outputs if o.error}
     assert kinds == {"HTTP 500 internal_server_error"}
     assert all("'content'" in o.error for o in refused.outputs if o.error)
-    assert refused.runtime_failure  # most items errored: a runtime problem, not a verdict
+    # a server refusing requests is not a verdict on the agent
+    assert refused.verdict == "ERROR" and "outside the agent" in refused.errors[0]
     # each refused call was sent 1 + max_retries times, and the runner sent it no more
     rejected = server.app.state.stats["rejected_null_content"]
     assert rejected == 3 * len([o for o in refused.outputs if o.error])

@@ -163,11 +163,18 @@ def test_errors_are_shown_by_kind_in_every_output(project, monkeypatch):
     assert "## Errors (" in markdown and "maximum context length" in markdown
     errored = [row for row in body["items"] if row["error"]]
     assert len(errored) == body["summary"]["n_errors"] and all(r["error_kind"] for r in errored)
-    assert body["verdict"] in ("FAIL", "ERROR")
-    assert last_line(ran.output) == f"VERDICT: {body['verdict']} — " + (
-        ", ".join(body["failed"]) if body["verdict"] == "FAIL" else
-        f"{body['summary']['n_errors']} of 47 items errored"
-    ) + f" (exit {ran.exit_code})"  # fmt: skip
+    # A refused request is not the agent's failure: no verdict on the agent (ERROR), the
+    # reason on the last line, cut at a word when long, whole in the JSON and on stderr.
+    assert body["verdict"] == "ERROR" and ran.exit_code == 2
+    errored = body["summary"]["n_errors"]
+    reason = body["errors"][0]
+    assert reason.startswith(f"{errored} of 47 items failed for reasons outside the agent "
+                             "(HTTP 400 server_error ×")  # fmt: skip
+    verdict = last_line(ran.output)
+    assert verdict.startswith(f"VERDICT: ERROR — {errored} of 47 items failed")
+    assert verdict.endswith(" … (exit 2)") and len(verdict) < 230
+    shown = verdict.removeprefix("VERDICT: ERROR — ").removesuffix(" … (exit 2)")
+    assert reason.startswith(shown) and reason[len(shown)] == " "  # never cut mid-word
 
 
 def test_verbose_prints_one_block_per_case_and_the_last_line_is_the_verdict(project):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.running.agent import current_item
 
 # How the simulated customer's prompt marks its goal and what it sees (agents/customer.py);
 # the offline model reads them back (llm/offline/customer.py).
@@ -156,6 +157,7 @@ async def converse(
         except Exception as exc:
             raise _failed(session, transcript, f"agent at turn {index + 1}", exc) from exc
         transcript.append(turn)
+        _keep_progress(session, transcript)
         if turn.finalized:
             stop = "agent_finalized"
             break
@@ -173,12 +175,25 @@ def _conversation_fields(transcript: Sequence[AgentTurn], stop: str) -> dict[str
     }
 
 
-def _failed(
-    session: Session, transcript: Sequence[AgentTurn], who: str, exc: Exception
-) -> ConversationFailed:
+def _partial(session: Session, transcript: Sequence[AgentTurn]) -> dict[str, Any]:
+    """The output of the turns finished so far, as kept when the conversation fails."""
     try:
         partial = session.output()
     except Exception:  # the thread's state may be unreadable after the failure
         partial = {}
-    partial |= _conversation_fields(transcript, "error")
-    return ConversationFailed(f"{who} failed: {type(exc).__name__}: {exc}", partial)
+    return partial | _conversation_fields(transcript, "error")
+
+
+def _keep_progress(session: Session, transcript: Sequence[AgentTurn]) -> None:
+    """After each turn: what the item keeps if it is cut off later (the item timeout
+    cancels the conversation where no ``except`` can see it)."""
+    scope = current_item.get()
+    if scope is not None:
+        scope.progress["output"] = _partial(session, transcript)
+
+
+def _failed(
+    session: Session, transcript: Sequence[AgentTurn], who: str, exc: Exception
+) -> ConversationFailed:
+    return ConversationFailed(f"{who} failed: {type(exc).__name__}: {exc}",
+                              _partial(session, transcript))  # fmt: skip

@@ -30,6 +30,7 @@ from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, 
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import (
@@ -113,33 +114,90 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     charts: dict[str, Path] = field(default_factory=dict)
     cases: Sequence[GoldenCase] = ()  # the run's cases (the tier's)
+    problems: list[str] = field(default_factory=list)  # found by the caller (a recording)
 
     @property
     def failed(self) -> list[str]:
         names = [name for name, outcome, blocking in self.checks if blocking and not outcome.passed]
         if self.gate is not None:
             names += [c.name for c in self.gate.checks if c.blocking_failure]
+        if self.agent_failure:
+            names.append("agent_errors")
         return names
 
     @property
     def passed(self) -> bool:
-        return not self.failed and self.runtime_failure is None
+        return self.verdict == "PASS"
 
     @property
     def verdict(self) -> str:
         """PASS, FAIL or ERROR: what the run says about the agent (see ``exit_code``)."""
-        return "ERROR" if self.runtime_failure else "FAIL" if self.failed else "PASS"
+        return "ERROR" if self.errors else "FAIL" if self.failed else "PASS"
 
     @property
-    def runtime_failure(self) -> str | None:
-        """Most items errored: a runtime problem (endpoint, agent, configuration), not a
-        verdict on the agent's quality; None otherwise."""
-        errors, items = self.summary.n_errors, self.summary.n_items
-        if items == 0 or errors * 2 <= items:
+    def exit_code(self) -> int:
+        """0 PASS, 1 FAIL (the agent got worse or is below a floor), 2 ERROR."""
+        return {"PASS": 0, "FAIL": 1, "ERROR": 2}[self.verdict]
+
+    @property
+    def errors(self) -> list[str]:
+        """Why this run cannot say whether the agent got worse (the verdict is ERROR):
+        items it could not measure, scores of a deciding metric an evaluator could not
+        give, and the caller's problems. Never a pass."""
+        deciding = self.thresholds.deciding_metrics
+        return [*self.problems, *unmeasured(self.outputs),
+                *unscored([s for s in self.scores if s.evaluator in deciding])]  # fmt: skip
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader should know that does not change the verdict: scores of other
+        metrics that could not be given."""
+        deciding = self.thresholds.deciding_metrics
+        return unscored([s for s in self.scores if s.evaluator not in deciding])
+
+    @property
+    def agent_failure(self) -> str | None:
+        """Most items failed with the agent's own errors (it looped, it raised): a broken
+        agent, which no threshold may pass; None otherwise."""
+        failed = [o for o in self.outputs if o.error and o.fault == "agent"]
+        items = len(self.outputs)
+        if items == 0 or len(failed) * 2 <= items:
             return None
-        first = next((o.error for o in self.outputs if o.error), "")
-        return (f"{errors} of {items} items failed with an error, so the scores say nothing "
-                f"about the agent; first error: {first[:300]}")  # fmt: skip
+        return f"{len(failed)} of {items} items failed with the agent's own errors " \
+               f"({_kinds(failed)})"  # fmt: skip
+
+
+def unmeasured(outputs: Sequence[ItemOutput]) -> list[str]:
+    """The run's items that say nothing about the agent (failures outside it:
+    infrastructure, configuration; core/running/failures.py): the kinds, the first one."""
+    items = [o for o in outputs if o.error and o.fault in NOT_THE_AGENT]
+    if not items:
+        return []
+    misses = [o for o in items if o.error_kind in ("replay miss", "escaped call")]
+    what = "made requests the recordings cannot answer" if len(misses) == len(items) \
+        else "failed for reasons outside the agent"  # fmt: skip
+    return [f"{len(items)} of {len(outputs)} items {what} ({_kinds(items)}); first, "
+            f"{items[0].item_id}: {items[0].error}"]  # fmt: skip
+
+
+def unscored(scores: Sequence[ItemScore]) -> list[str]:
+    """Scores an evaluator could not give, by evaluator and kind, with the first reason."""
+    failed = [s for s in scores if s.error_kind]
+    if not failed:
+        return []
+    return [f"{len(failed)} scores could not be given ({_kinds(failed)}); first, "
+            f"{failed[0].item_id}: {failed[0].comment}"]  # fmt: skip
+
+
+def _kinds(failed: Sequence[ItemOutput | ItemScore]) -> str:
+    """"kind ×n, …", the most frequent first (a score's kind is named by its evaluator)."""
+    counts: dict[str, int] = {}
+    for f in failed:
+        kind = f.error_kind or "error"
+        if isinstance(f, ItemScore):
+            kind = f"{f.evaluator}: {kind}"
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{kind} ×{n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def new_run_id(suite: str, prompt_key: str) -> str:

@@ -29,6 +29,16 @@ Evaluator = Callable[..., Evaluation | list[Evaluation]]
 RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
 
 
+class ScoreError(Exception):
+    """The item cannot be scored: what the evaluator reads failed to be made (a stepwise
+    step that errored, a judge call that failed). Recorded as an error of ``kind`` in the
+    run's counts, never as a value."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class Score:
     """What a declared evaluator's body returns for one item."""

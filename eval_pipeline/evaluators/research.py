@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from eval_pipeline.evaluators.base import Score, evaluator
+from eval_pipeline.evaluators.base import Score, ScoreError, evaluator
 
 _FACT = re.compile(r"\d[\d,.]*\d|\d|[A-Z][A-Za-z&'-]+")
 _OPENERS = {"The", "It", "I", "In", "A", "An", "Its", "Which"}
@@ -36,7 +36,15 @@ def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
 
 
 def _failed_steps(output) -> list[dict]:
-    return [s for s in (output or {}).get("steps") or [] if s.get("score", 0) < 1]
+    """The steps that failed; a step that errored makes the item unscorable (ScoreError)."""
+    steps = (output or {}).get("steps") or []
+    errors = [s for s in steps if s.get("error")]
+    if errors:
+        first = errors[0]
+        raise ScoreError(first.get("error_kind") or "error",
+                         f"{len(errors)} of {len(steps)} stepwise steps failed with an error "
+                         f"(step {first['step']}: {first['error']})")  # fmt: skip
+    return [s for s in steps if s.get("score", 0) < 1]
 
 
 @evaluator

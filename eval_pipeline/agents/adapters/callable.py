@@ -22,6 +22,8 @@ from eval_pipeline.core.running.agent import AgentResult
 class AgentOutputError(TypeError):
     """The agent answered with something that is not an output contract (a dict)."""
 
+    fault = "configuration"
+
 
 class CallableAgent(ContextAgent):
     def __init__(self, fn: Callable[..., Any], ctx: AgentContext, *, target: str):

@@ -39,7 +39,9 @@ RESERVED = ("messages", "tool_calls", "tools_called", "response")
 
 
 class GraphInputError(ValueError):
-    """The case input cannot become this graph's input state."""
+    """The case input cannot become this graph's input state (a suite's configuration)."""
+
+    fault = "configuration"
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ reference answer's key facts. Optionally (seed 004) an LLM judges step similarit
 for answers (``answer_judge``) or for tool steps too (``step_judge``). ``survived_until`` is
 the index of the first failed step divided by the number of steps (1.0 if none failed).
 
-A step that fails with an error is recorded on that step (score 0, the error) and counts as
-failed; the item keeps its full run's output.
+A step that fails with an error (its model call, or its judge's) is recorded on that step
+with the error and its kind; the item keeps its full run's output, and ``stepwise_score``
+and ``survived_until`` are errors of the run (counted by kind), never a 0 taken for a wrong
+answer.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 
 from eval_pipeline.core.redact import redact
-from eval_pipeline.core.running.retry import error_kind
+from eval_pipeline.core.running.failures import error_kind
 from eval_pipeline.evaluators.research import answer_matches
 from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
 
@@ -72,8 +74,9 @@ def judge_steps(judge: Callable[..., Any], *, pass_at: float = 0.7) -> StepJudge
 
 
 async def stepwise(
-    graph: Pregel, spec: StepwiseSpec, reference: Sequence[dict[str, Any]], callbacks: Sequence[Any]
-) -> dict[str, Any]:
+    graph: Pregel, spec: StepwiseSpec, reference: Sequence[dict[str, Any]],
+    callbacks: Sequence[Any], context: Any = None,
+) -> dict[str, Any]:  # fmt: skip
     normalized = normalize_messages(list(reference))
     steps = [k for k, m in enumerate(normalized) if m["role"] == "assistant"]
     forced = graph.copy({"checkpointer": InMemorySaver(), "interrupt_after_nodes": [spec.node]})
@@ -86,12 +89,10 @@ async def stepwise(
         }
         try:
             state = await forced.ainvoke({"messages": convert_to_messages(list(reference[:k]))},
-                                         config=config)  # fmt: skip
-            produced = state["messages"][-1]
+                                         config=config, context=context)  # fmt: skip
+            results.append(_score(index, normalized[k], state["messages"][-1], spec))
         except Exception as exc:  # recorded on the step: the full run's answer stands
             results.append(_failed(index, normalized[k], exc))
-            continue
-        results.append(_score(index, normalized[k], produced, spec))
     scores = [r["score"] for r in results]
     first_failed = next((i for i, s in enumerate(scores) if s < 1), None)
     return {

@@ -18,10 +18,11 @@ from eval_pipeline.core.scoring.summary import Summary, markdown_table, md_escap
 from eval_pipeline.core.store.records import ItemScore, RunRecord
 
 
-def write_json(path: Path, result: EvalResult, exit_code: int) -> Path:
+def write_json(path: Path, result: EvalResult) -> Path:
     body = {
         "verdict": result.verdict,
-        "exit_code": exit_code,
+        "exit_code": result.exit_code,
+        "errors": result.errors,
         "run": result.run.to_dict(),
         "summary": result.summary.to_dict(),
         "checks": [
@@ -202,8 +203,8 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
 
 
 def verdict_text(result: EvalResult) -> str:
-    if result.runtime_failure:
-        return f"ERROR — {result.runtime_failure}"
+    if result.errors:
+        return f"ERROR — {'; '.join(result.errors)}"
     return f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS"
 
 

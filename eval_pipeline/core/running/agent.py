@@ -62,13 +62,31 @@ class UsageLedger:
 
 
 @dataclass(frozen=True)
+class ItemProblem:
+    """Something outside the agent that makes an item's result untrustworthy, reported by
+    the layer that saw it (a request the recordings cannot answer, a connection that
+    replay blocked). The item fails with it whatever the agent did with the error."""
+
+    kind: str  # an error kind (core/running/failures.py), e.g. "replay miss"
+    message: str
+
+
+@dataclass(frozen=True)
 class ItemScope:
-    """The item being run: its seed (per attempt) and where its tokens are counted."""
+    """The item being run: its seed (per attempt), where its tokens are counted, and the
+    problems reported while it ran."""
 
     case_id: str
     repeat: int
     seed: int
     usage: UsageLedger
+    problems: list[ItemProblem] = field(default_factory=list)
+    # What the item had produced so far (a conversation's finished turns), kept with the
+    # error when the attempt fails, the item timeout included.
+    progress: dict[str, Any] = field(default_factory=dict)
+
+    def report(self, problem: ItemProblem) -> None:
+        self.problems.append(problem)
 
 
 current_item: ContextVar[ItemScope | None] = ContextVar("eval_current_item", default=None)

@@ -65,22 +65,3 @@ def backoff_delay(exc: BaseException, attempt: int, base: float, cap: float) -> 
     if hinted is not None:
         return min(hinted, cap)
     return random.uniform(0, min(cap, base * 2 ** (attempt - 1)))
-
-
-TIMEOUT_NAMES = {"APITimeoutError", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout"}
-
-
-def error_kind(exc: BaseException) -> str:
-    """A short class of failure for counting: "timeout", "HTTP 429", "HTTP 404 replay_miss"
-    (the error type the server named), or the exception type."""
-    if isinstance(exc, TimeoutError) or any(
-        cls.__name__ in TIMEOUT_NAMES for cls in type(exc).__mro__
-    ):
-        return "timeout"
-    code = status_code(exc)
-    if code is None:
-        return type(exc).__name__
-    body = getattr(exc, "body", None)
-    error = body.get("error", body) if isinstance(body, dict) else None
-    named = error.get("type") if isinstance(error, dict) else None
-    return f"HTTP {code} {named}" if isinstance(named, str) and named else f"HTTP {code}"

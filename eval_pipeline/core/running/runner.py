@@ -18,6 +18,7 @@ import asyncio
 import gc
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,13 +26,9 @@ from typing import Any, TypeVar
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
+from eval_pipeline.core.running.failures import error_kind, fault_of
 from eval_pipeline.core.running.pricing import PriceTable
-from eval_pipeline.core.running.retry import (
-    backoff_delay,
-    error_kind,
-    is_retryable,
-    retried_by_client,
-)
+from eval_pipeline.core.running.retry import backoff_delay, is_retryable, retried_by_client
 from eval_pipeline.core.store.records import ItemOutput
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -102,6 +99,7 @@ async def run_agent(
     runs only those items (a shard's, in their order) instead of every case × repeat.
     """
     prices, known = prices or PriceTable(), known or {}
+    use_threads_enough(config.concurrency)
     semaphore = asyncio.Semaphore(config.concurrency)
     limiter = RateLimiter(config.requests_per_second)
     jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
@@ -122,6 +120,18 @@ async def run_agent(
 
     with frozen_heap():
         return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
+
+
+def use_threads_enough(concurrency: int) -> None:
+    """Give the running loop's default executor room for every item in flight and what
+    each waits on. Sync code runs there: a sync callable agent, LangGraph's sync nodes and
+    tasks. asyncio's default pool has min(32, cores + 4) threads (6 here), and a sync
+    functional-API entrypoint holds its thread while it waits for its tasks' threads: six
+    items in flight took all six and waited for ever. Threads start only when needed."""
+    workers = max(64, 8 * concurrency)
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval-item")
+    )
 
 
 @contextmanager
@@ -179,7 +189,8 @@ async def _run_with_retries(
                 exc = ItemTimeout(f"no answer within {config.timeout_s:g} s (per-item timeout)")
             cause = _cause(exc)
             if (
-                attempt < config.max_attempts
+                not scope.problems
+                and attempt < config.max_attempts
                 and is_retryable(cause)
                 and not retried_by_client(cause)
             ):
@@ -187,10 +198,22 @@ async def _run_with_retries(
                     backoff_delay(cause, attempt, config.backoff_base_s, config.backoff_max_s)
                 )
                 continue
-            return finished(attempt, output=getattr(exc, "partial_output", None),
-                            error=_describe(exc), error_kind=error_kind(cause))  # fmt: skip
+            partial = getattr(raised, "partial_output", None) or scope.progress.get("output")
+            if scope.problems:  # what the agent raised was the problem's consequence
+                return finished(attempt, output=partial, **_problem(scope))
+            return finished(attempt, output=partial, error=_describe(exc),
+                            error_kind=error_kind(cause), fault=fault_of(cause))  # fmt: skip
+        if scope.problems:  # the agent answered, but not from what the run claims to test
+            return finished(attempt, output=result.output, **_problem(scope))
         return finished(attempt, output=result.output)
     raise AssertionError("unreachable: the loop returns on the last attempt")
+
+
+def _problem(scope: ItemScope) -> dict[str, Any]:
+    """The item's error from the problems reported while it ran (the first names the kind)."""
+    first, more = scope.problems[0], len(scope.problems) - 1
+    text = first.message + (f" (and {more} more problem(s) of this item)" if more else "")
+    return {"error": _describe_text(text), "error_kind": first.kind, "fault": "infrastructure"}
 
 
 def _cause(exc: Exception) -> Exception:
@@ -209,21 +232,19 @@ class ItemTimeout(TimeoutError):
 
 
 def _describe(exc: BaseException) -> str:
-    text = redact(f"{type(exc).__name__}: {exc}")
+    return _describe_text(f"{type(exc).__name__}: {exc}")
+
+
+def _describe_text(text: str) -> str:
+    text = redact(text)
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on a fresh event loop: uvloop where installed, else asyncio's.
-
-    uvloop measured ~10% less CPU per model call on 2026-11-22; after that day's and the
-    next day's savings elsewhere the difference is within the noise (BENCHMARKS.md)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coroutine)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coroutine)
+    """Run a coroutine on a fresh event loop (asyncio's own: every connection it opens goes
+    through Python's sockets, where replay's guard sees it; uvloop's would not, and
+    measured no faster here, BENCHMARKS.md)."""
+    return asyncio.run(coroutine)
 
 
 def run_agent_sync(

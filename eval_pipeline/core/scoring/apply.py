@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
+from eval_pipeline.core.scoring.evaluations import as_float, item_scores, not_finite
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
 from eval_pipeline.core.scoring.summary import RunEvaluation
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
@@ -94,38 +95,9 @@ def evaluate_one(
         result = fn(input=input, output=output, expected_output=expected_output, metadata=metadata)
     except Exception as exc:
         message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
-        return [ItemScore(item_id, repeat, evaluator_name(fn), None, message)]
-    evaluations = result if isinstance(result, list) else [result]
-    scores = []
-    for ev in evaluations:
-        value = _as_float(ev.value)
-        if value is not None and not math.isfinite(value):
-            scores.append(ItemScore(item_id, repeat, ev.name, None, not_finite(value)))
-            continue
-        scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, _plain(ev.metadata)))
-    return scores
-
-
-def not_finite(value: float) -> str:
-    """The error recorded for a NaN or infinite score: it could be neither averaged nor
-    sent to Langfuse (JSON has no NaN), so it is refused where it is made."""
-    return (f"evaluator error: returned {value}, not a finite number; return a number "
-            "(or None when the item cannot be scored)")  # fmt: skip
-
-
-def _plain(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Score metadata as stored: JSON-able values only (others by their text)."""
-    if not metadata:
-        return None
-    return {str(k): v if isinstance(v, str | int | bool | None)
-            or (isinstance(v, float) and math.isfinite(v)) else str(v)
-            for k, v in metadata.items()}  # fmt: skip
-
-
-def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    return float(value) if isinstance(value, int | float) else None
+        kind = getattr(exc, "kind", None) or type(exc).__name__  # ScoreError names its kind
+        return [ItemScore(item_id, repeat, evaluator_name(fn), None, message, error_kind=kind)]
+    return item_scores(item_id, repeat, result if isinstance(result, list) else [result])
 
 
 def item_results(outputs: Iterable[ItemOutput], scores: Iterable[ItemScore]) -> list[ItemResult]:
@@ -151,7 +123,7 @@ def run_level(
             out[evaluator_name(fn)] = RunEvaluation(None, redact(f"error: {exc}"))
             continue
         for ev in result if isinstance(result, list) else [result]:
-            value = _as_float(ev.value)
+            value = as_float(ev.value)
             if value is not None and not math.isfinite(value):
                 out[ev.name] = RunEvaluation(None, not_finite(value))
                 continue

@@ -10,15 +10,17 @@ cost stays the agent's.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from langfuse import Evaluation
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent, run_sync
+from eval_pipeline.core.scoring.evaluations import item_scores
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.evaluators.base import Evaluator, evaluator_name
 
@@ -84,22 +86,9 @@ def run_judges(
         name = evaluator_name(job.evaluator)
         if out.error:
             why = f"judge error ({out.error_kind}): {out.error}"
-            scores.append(ItemScore(job.output.item_id, job.output.repeat, name, None, why, spent))
+            scores.append(ItemScore(job.output.item_id, job.output.repeat, name, None, why, spent,
+                                    error_kind=out.error_kind or "error"))  # fmt: skip
             continue
-        for index, e in enumerate(out.output["evaluations"]):
-            value = _finite(e["value"])
-            comment = e["comment"] if value is not None or e["value"] is None else (
-                f"evaluator error: returned {e['value']}, not a finite number"
-            )  # fmt: skip
-            paid = spent if index == 0 else {}  # one call, counted once
-            scores.append(ItemScore(job.output.item_id, job.output.repeat, e["name"], value,
-                                    comment, {**(e["metadata"] or {}), **paid}))  # fmt: skip
+        evaluations = [Evaluation(**e) for e in out.output["evaluations"]]
+        scores += item_scores(job.output.item_id, job.output.repeat, evaluations, spent)
     return scores
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return float(value)
-    return None

@@ -56,6 +56,7 @@ class ErrorKind:
     count: int
     example: str
     items: list[str] = field(default_factory=list)  # the first few
+    fault: str | None = None  # agent | infrastructure | configuration (running/failures.py)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class Summary:
     cost_usd_spent: float = 0.0
     unpriced_models: list[str] = field(default_factory=list)  # calls not in cost_usd
     errors_by_kind: dict[str, ErrorKind] = field(default_factory=dict)  # most frequent first
+    # Scores an evaluator could not give (it raised, its judge call failed, a stepwise
+    # step errored): "evaluator: kind" → how many; never counted as a 0.
+    n_score_errors: int = 0
+    score_errors_by_kind: dict[str, ErrorKind] = field(default_factory=dict)
     # Model-backed evaluators (LLM judges): their calls, tokens and cost, apart from the agent's
     judge_calls: int = 0
     judge_tokens: Tokens = field(default_factory=Tokens)
@@ -123,9 +128,8 @@ class Summary:
         values["latency_ms"] = Latency(**(data.get("latency_ms") or {}))
         values["tokens"] = Tokens(**(data.get("tokens") or {}))
         values["judge_tokens"] = Tokens(**(data.get("judge_tokens") or {}))
-        values["errors_by_kind"] = {
-            k: ErrorKind(**v) for k, v in (data.get("errors_by_kind") or {}).items()
-        }
+        for name in ("errors_by_kind", "score_errors_by_kind"):
+            values[name] = {k: ErrorKind(**v) for k, v in (data.get(name) or {}).items()}
         return cls(**values)
 
 
@@ -215,6 +219,8 @@ def summarize(
         cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
         unpriced_models=sorted({m for o in outputs for m in o.unpriced_models}),
         errors_by_kind=errors_by_kind(outputs),
+        n_score_errors=sum(1 for s in scores if s.error_kind),
+        score_errors_by_kind=score_errors_by_kind(scores),
         **judge_spending(scores),
     )
 
@@ -245,7 +251,21 @@ def errors_by_kind(outputs: Sequence[ItemOutput]) -> dict[str, ErrorKind]:
     ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return {
         kind: ErrorKind(len(members), (members[0].error or "")[:EXAMPLE_CHARS],
-                        sorted({o.item_id for o in members})[:LISTED_ITEMS])
+                        sorted({o.item_id for o in members})[:LISTED_ITEMS], members[0].fault)
+        for kind, members in ranked
+    }  # fmt: skip
+
+
+def score_errors_by_kind(scores: Sequence[ItemScore]) -> dict[str, ErrorKind]:
+    """Scores that are errors, grouped by evaluator and kind, the most frequent first."""
+    groups: dict[str, list[ItemScore]] = {}
+    for s in scores:
+        if s.error_kind:
+            groups.setdefault(f"{s.evaluator}: {s.error_kind}", []).append(s)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return {
+        kind: ErrorKind(len(members), (members[0].comment or "")[:EXAMPLE_CHARS],
+                        sorted({s.item_id for s in members})[:LISTED_ITEMS])
         for kind, members in ranked
     }  # fmt: skip
 

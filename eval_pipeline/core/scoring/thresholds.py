@@ -92,6 +92,13 @@ class Thresholds(BaseModel):
         configured = self.regression.binary_metrics
         return configured if configured is not None else list(self.all_items_pass)
 
+    @property
+    def deciding_metrics(self) -> set[str]:
+        """Every metric a blocking check or the gate reads: a value missing there leaves
+        the verdict unknown."""
+        return {self.primary_metric, *self.min_mean, *self.all_items_pass,
+                *self.gated_metrics, *self.binary_metrics}  # fmt: skip
+
     def model_post_init(self, _: Any) -> None:
         values = [*self.min_mean.values()] + [
             v for floors in self.category_floors.values() for v in floors.values()

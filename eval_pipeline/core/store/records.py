@@ -51,7 +51,7 @@ class ItemOutput:
     repeat: int
     output: dict[str, Any] | None
     error: str | None = None
-    error_kind: str | None = None  # "timeout", "HTTP 500", "ValueError", … (see running/errors)
+    error_kind: str | None = None  # "timeout", "HTTP 500", "ValueError", … (running/failures.py)
     latency_ms: float = 0.0
     input_tokens: int = 0  # every model call of every attempt, an errored item's included
     output_tokens: int = 0
@@ -60,6 +60,9 @@ class ItemOutput:
     source_run_id: str | None = None  # set when reused from the memo: the run that produced it
     usage: dict[str, dict[str, int]] = field(default_factory=dict)  # model → tokens, calls
     unpriced_models: list[str] = field(default_factory=list)
+    # Whose failure the error is: "agent" (scores 0, counts in the gate), "infrastructure"
+    # or "configuration" (the run cannot measure the item: ERROR). See running/failures.py.
+    fault: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -76,3 +79,6 @@ class ItemScore:
     value: float | None
     comment: str | None = None
     metadata: dict[str, Any] | None = None  # e.g. the judge model and prompt hash
+    # Set when the evaluator could not score (it raised, its judge call failed): the value
+    # is None, the comment says why, and the run counts it as an error, never as a 0.
+    error_kind: str | None = None

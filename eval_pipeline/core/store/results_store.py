@@ -81,6 +81,7 @@ item_outputs = Table(
     Column("error_kind", String(100)),
     Column("usage", JSON),
     Column("unpriced_models", JSON),
+    Column("fault", String(20)),
 )  # fmt: skip
 item_scores = Table(
     "item_scores", metadata,
@@ -91,6 +92,7 @@ item_scores = Table(
     Column("value", Float),
     Column("comment", Text),
     Column("metadata", JSON),
+    Column("error_kind", String(100)),
 )  # fmt: skip
 summaries = Table(
     "summaries", metadata,

@@ -1,0 +1,59 @@
+"""What an evaluator returned, as stored scores: one place for both plain evaluators and
+model-backed ones (judges).
+
+A value is kept when it is a finite number (a boolean counts as 0/1); a NaN or an infinity
+is refused where it is made (it could be neither averaged nor sent to Langfuse: JSON has
+no NaN) and recorded as an error of the evaluator, never as a 0. None is "nothing to
+score here" (e.g. a correction check on a case without a correction).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langfuse import Evaluation
+
+from eval_pipeline.core.store.records import ItemScore
+
+NOT_FINITE = "not a finite number"
+
+
+def item_scores(
+    item_id: str, repeat: int, evaluations: Sequence[Evaluation],
+    extra: Mapping[str, Any] | None = None,
+) -> list[ItemScore]:  # fmt: skip
+    """The scores of one item's evaluations; ``extra`` (a judge's spending) goes into the
+    first one's metadata (one call, counted once)."""
+    scores = []
+    for index, ev in enumerate(evaluations):
+        paid = extra if extra and index == 0 else {}
+        metadata = {**(ev.metadata or {}), **paid}
+        value = as_float(ev.value)
+        if value is not None and not math.isfinite(value):
+            scores.append(ItemScore(item_id, repeat, ev.name, None, not_finite(value),
+                                    plain(metadata), error_kind=NOT_FINITE))  # fmt: skip
+            continue
+        scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, plain(metadata)))
+    return scores
+
+
+def not_finite(value: float) -> str:
+    return (f"evaluator error: returned {value}, not a finite number; return a number "
+            "(or None when the item cannot be scored)")  # fmt: skip
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def plain(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Score metadata as stored: JSON-able values only (others by their text)."""
+    if not metadata:
+        return None
+    return {str(k): v if isinstance(v, str | int | bool | None)
+            or (isinstance(v, float) and math.isfinite(v)) else str(v)
+            for k, v in metadata.items()}  # fmt: skip
