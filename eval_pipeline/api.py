@@ -14,9 +14,10 @@ def test_support_agent_did_not_get_worse():
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from eval_pipeline import settings
 from eval_pipeline.agents.project import AgentBuildError, Project, ProjectError, load_project
@@ -36,6 +37,12 @@ from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.endpoint import ModelUnavailable, model_source, require_model
+from eval_pipeline.llm.recording import (
+    RecordingsError,
+    RecordingSession,
+    load_entries,
+    recorded_model,
+)
 from eval_pipeline.llm.settings import LLMSettings
 
 Recording = Literal["off", "record", "replay"]
@@ -64,6 +71,21 @@ class Prepared:
     plan: RunPlan
     agent: Agent
     llm: LLMSettings
+    recording: RecordingPlan | None = None
+
+
+@dataclass(frozen=True)
+class RecordingPlan:
+    """How a run records or replays its outbound calls (llm/recording.py); it pickles, so
+    a shard's worker process opens the same session."""
+
+    path: Path
+    mode: Literal["record", "replay"]
+    ours: tuple[str, ...]  # host:port of our own traffic (Langfuse, an HTTP agent)
+    rerecord: str  # the command that records them again
+
+    def session(self) -> RecordingSession:
+        return RecordingSession(self.path, self.mode, ours=self.ours, rerecord=self.rerecord)
 
 
 def prepare(
@@ -92,30 +114,36 @@ def prepare(
         recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))
         llm = run_settings(prompt.config if prompt else {}, recording, recordings)
         llm = llm.for_item_timeout(request.timeout_s)
+        which = f" --prompt-version {prompt.version}" if prompt else ""
+        rerecord = f"re-record with `eval-pipeline run --suite {suite}{which} --record`"
         if recording == "replay" and not recordings.exists():
-            which = f" --prompt-version {prompt.version}" if prompt else ""
             raise SetupError(f"--replay: no recordings at {recordings}; record them with "
                              f"`eval-pipeline run --suite {suite}{which} --record`")  # fmt: skip
-        if recording == "record" and llm.provider == "offline":
-            raise SetupError("--record records the calls to a model endpoint: set "
-                             "EVAL_LLM_BASE_URL (and EVAL_LLM_API_KEY) first")  # fmt: skip
+        if recording == "replay":
+            load_entries(recordings)  # a malformed file is refused before anything runs
         if recording != "replay":
             require_model(llm, model_source(prompt))
         plan = evaluation.plan(chosen, prompt, llm.public_params(), request, notes=llm.notes)
         agent = chosen.make_agent(prompt, llm)  # a factory that fails: nothing written yet
         store = ResultsStore(settings.results_url())
         evaluation.with_baseline(store, plan, services.registry())
-        if recording == "record":
-            from eval_pipeline.llm.recording import Recordings
-
-            Recordings.open(recordings).start_recording()
     except SetupError:
         raise
-    except (*SETUP_ERRORS, AgentBuildError) as exc:
+    except (*SETUP_ERRORS, AgentBuildError, RecordingsError) as exc:
         raise SetupError(redact(str(exc))) from exc
+    planned = None
+    if recording != "off":
+        ours = (*services.own_hosts(), *agent_hosts(agent))
+        planned = RecordingPlan(recordings, recording, ours, rerecord)
     agent = services.traced(agent, run_id=plan.run.run_id, suite=chosen.name,
                             version=plan.run.prompt_version)  # fmt: skip
-    return Prepared(loaded, services, store, plan, agent, llm)
+    return Prepared(loaded, services, store, plan, agent, llm, planned)
+
+
+def agent_hosts(agent: Agent) -> tuple[str, ...]:
+    """The agent service an HTTP agent calls: the thing under test, never recorded."""
+    url = getattr(agent, "url", None)
+    return (url,) if isinstance(url, str) else ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +158,7 @@ class ProjectShardWorker:
     request: RunRequest
     run_id: str
     store_url: str
+    recording: RecordingPlan | None = None
 
     def __call__(self, shard: Shard, updates: evaluation.ShardUpdates) -> None:
         loaded = load_project(self.project)
@@ -139,7 +168,7 @@ class ProjectShardWorker:
         services = Services.from_env(loaded.prompts_dir)
         agent = services.traced(chosen.make_agent(self.prompt, self.llm), run_id=self.run_id,
                                 suite=chosen.name, version=plan.run.prompt_version)  # fmt: skip
-        with ResultsStore(self.store_url) as store:
+        with ResultsStore(self.store_url) as store, _session(self.recording):
             evaluation.produce(store, plan, agent, shard=shard,
                                prices=PriceTable.from_file(settings.prices_file()),
                                progress=evaluation.shard_progress(shard, updates))  # fmt: skip
@@ -149,26 +178,31 @@ class ProjectShardWorker:
 def shard_worker(prepared: Prepared) -> ProjectShardWorker:
     plan = prepared.plan
     return ProjectShardWorker(prepared.project.path, plan.suite.name, plan.prompt, prepared.llm,
-                              plan.request, plan.run.run_id, prepared.store.url)  # fmt: skip
+                              plan.request, plan.run.run_id, prepared.store.url,
+                              prepared.recording)  # fmt: skip
+
+
+def _session(recording: RecordingPlan | None) -> AbstractContextManager[Any]:
+    """The run's recording session, or nothing to open."""
+    return recording.session() if recording is not None else nullcontext()
 
 
 def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
     """Run every stage, then write the scores back to Langfuse when it is configured (never
     fails the run: undelivered scores wait in the outbox)."""
     store, plan = prepared.store, prepared.plan
+    session = _session(prepared.recording)
     try:
-        result = evaluation.evaluate(store, plan, prepared.agent,
-                                     prices=PriceTable.from_file(settings.prices_file()),
-                                     progress=progress,
-                                     shard_worker=shard_worker(prepared))  # fmt: skip
+        with session:
+            result = evaluation.evaluate(store, plan, prepared.agent,
+                                         prices=PriceTable.from_file(settings.prices_file()),
+                                         progress=progress,
+                                         shard_worker=shard_worker(prepared))  # fmt: skip
     except Exception as exc:  # recorded on the run by the stage that failed
         message = redact(f"{type(exc).__name__}: {exc}")
         raise RunFailed(f"run {plan.run.run_id} failed: {message}") from exc
-    finally:
-        if prepared.llm.recording == "record" and prepared.llm.recordings_path:
-            from eval_pipeline.llm.recording import Recordings
-
-            Recordings.open(prepared.llm.recordings_path).finish()
+    if isinstance(session, RecordingSession):  # a recording that missed calls is refused
+        result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
     prepared.services.flush()
     run_id = plan.run.run_id
     payloads = langfuse_scores.item_score_payloads(run_id, result.scores, result.outputs)
@@ -190,6 +224,7 @@ def evaluate(
     concurrency: int = 8,
     timeout_s: float = 120.0,
     baseline: str | None = None,
+    baseline_run: str | None = None,
     margin: float | None = None,
     threshold: float | None = None,
     cache: str = "reuse",
@@ -197,12 +232,15 @@ def evaluate(
     workers: int = 1,
 ) -> EvalResult:
     """Evaluate ``suite`` of the project file (found from the working directory unless
-    ``project`` names it) and gate it; ``result.passed`` says whether every blocking check
-    passed, ``result.failed`` which did not. ``workers`` > 1 splits the items over that many
-    processes, sharing ``concurrency``."""
+    ``project`` names it) and gate it against the latest full run of the version the
+    ``baseline`` label points to, or against the run ``baseline_run``. ``result.verdict`` is
+    PASS, FAIL or ERROR (``result.exit_code`` the CLI's 0, 1, 2), ``result.failed`` names what
+    failed, ``result.errors`` why there is no verdict. ``workers`` > 1 splits the items over
+    that many processes, sharing ``concurrency``."""
     request = RunRequest(tier=tier, repeats=repeats, concurrency=concurrency,
                          timeout_s=timeout_s, cache=cache, baseline_label=baseline,
-                         margin=margin, min_primary=threshold, shards=workers)  # fmt: skip
+                         baseline_run_id=baseline_run, margin=margin, min_primary=threshold,
+                         shards=workers)  # fmt: skip
     prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
                        request=request, recording=recording)  # fmt: skip
     return run_prepared(prepared)
@@ -214,18 +252,6 @@ def run_settings(prompt_config: dict, recording: Recording, recordings: Path) ->
     llm = LLMSettings.from_env()
     if recording != "off":
         llm = llm.model_copy(update={"recording": recording, "recordings_path": recordings})
-        if recording == "replay" and not os.environ.get("EVAL_LLM_MODEL"):
-            llm = llm.model_copy(update={"model": _recorded_model(recordings) or llm.model})
+        if recording == "replay" and not os.environ.get("EVAL_LLM_MODEL") and recordings.exists():
+            llm = llm.model_copy(update={"model": recorded_model(recordings) or llm.model})
     return llm.with_prompt_config(prompt_config)
-
-
-def _recorded_model(path: Path) -> str | None:
-    """The model the recordings were made with (replay needs no EVAL_LLM_MODEL)."""
-    from eval_pipeline.llm.recording import Recordings
-
-    if not path.exists():
-        return None
-    models = {e.request.get("model") for e in Recordings.open(path).entries.values()
-              if isinstance(e.request, dict)}  # fmt: skip
-    models.discard(None)
-    return next(iter(models)) if len(models) == 1 else None

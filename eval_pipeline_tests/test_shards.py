@@ -270,4 +270,5 @@ def test_cli_workers_replay_recordings_without_an_endpoint(tmp_path, monkeypatch
     recordings.write_text("")  # the workers answered from it: now every request misses
     missed = cli_run("--tier", "smoke", "--replay", "--workers", "2", "--concurrency", "4",
                      "--cache", "off")  # fmt: skip
-    assert missed.exit_code == 2 and "11 of 11 items errored" in missed.output
+    assert missed.exit_code == 2, missed.output
+    assert "11 of 11 items made requests the recordings cannot answer" in missed.output

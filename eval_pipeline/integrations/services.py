@@ -45,6 +45,10 @@ class Services:
             return "not configured (local files)"
         return f"langfuse ({self.langfuse.base_url})"
 
+    def own_hosts(self) -> tuple[str, ...]:
+        """Where our own traffic goes (the Langfuse server): never recorded nor blocked."""
+        return (self.langfuse.base_url,) if self.langfuse is not None else ()
+
     def client(self) -> Any:
         """The SDK client, or None without Langfuse. (The SDK shares its HTTP clients and
         exporters per public key in a process, so a new client object costs little.)"""

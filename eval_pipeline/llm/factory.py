@@ -52,27 +52,9 @@ def create_chat_model(settings: LLMSettings) -> BaseChatModel:
 def _http_client(settings: LLMSettings, timeout: float) -> Any:
     import openai
 
-    client = openai.DefaultAsyncHttpxClient(
-        timeout=timeout, event_hooks=PROVIDER_STATS.hooks(), **_transport(settings)
-    )
+    client = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks=PROVIDER_STATS.hooks())
     _keep_sockets(getattr(client, "_transport", None))  # env proxies keep their own pools
     return client
-
-
-def _transport(settings: LLMSettings) -> dict[str, Any]:
-    """The HTTP transport when calls are recorded or replayed (else httpx's default)."""
-    if settings.recording == "off":
-        return {}
-    import openai
-
-    from eval_pipeline.llm.recording import Recordings, RecordingTransport, httpx
-
-    if settings.recordings_path is None:
-        raise ValueError(f"recording mode {settings.recording!r} needs a recordings file")
-    network = httpx.AsyncHTTPTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)
-    _keep_sockets(network)
-    recordings = Recordings.open(settings.recordings_path)
-    return {"transport": RecordingTransport(recordings, settings.recording, network)}
 
 
 def _keep_sockets(transport: Any) -> None:

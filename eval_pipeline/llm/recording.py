@@ -1,179 +1,480 @@
-"""Record and replay model calls at the HTTP layer, so a suite runs in CI without tokens.
+"""Record and replay every outbound HTTP call of a run, whoever makes it.
 
-``eval-pipeline run --record`` stores every request the model client sends and the answer
-it got, keyed by the request's canonical content (endpoint + JSON body with sorted keys).
-``--replay`` answers from those recordings with no endpoint at all. A request that was
-never recorded (a changed prompt, case, model or parameter) is a miss: the item fails with
-an error saying what differs from the closest recorded request; it never passes silently.
+``eval-pipeline run --record`` sends every request the run makes and stores it with its
+answer; ``--replay`` answers each from the file, and nothing reaches the network. "Every"
+means every HTTP client in the process while the run's items and judges run: the
+``ctx.model`` we build, a module-level ``ChatOpenAI`` or ``ChatAnthropic``, an SDK client the
+agent's factory built, sync or async, a tool that calls a web API with ``requests`` or
+``httpx``. Our own traffic is neither recorded nor blocked: Langfuse (tracing, scores),
+the agent service an HTTP agent is (that is the thing under test), the results store and
+Dagster (not HTTP).
 
-The file is JSON Lines, one request per line, sorted by key so re-recording gives small
-diffs; one per suite and prompt version (``recordings/<suite>/<version>.jsonl`` next to
-the project file): commit them, and CI replays both sides of a gate.
+How: vcrpy's stubs patch the transports of httpx, httpx2 (the OpenAI SDK's), requests,
+urllib3, http.client, aiohttp, tornado, boto3 and httplib2 while a session is open, and
+hand each request to ``RecordingSession`` (vcrpy's cassette protocol). The session
+matches a request by its method, path, query and JSON body with sorted keys (not the
+host: a recording made against ``http://127.0.0.1:8080/v1`` answers the same request sent
+to ``https://api.openai.com/v1``), so a lookup is one hash however many requests are
+recorded, and concurrent items never wait on each other. During replay, a socket guard
+refuses any connection vcrpy did not see (a client it does not know, a raw socket)
+except to our own hosts.
+
+Nothing passes silently. A request the recordings cannot answer (a changed prompt, case,
+model or parameter) gets an error answer naming what differs from the closest recorded
+request, and the item it belongs to fails with kind "replay miss" whatever the agent did
+with that answer (core/running/agent.py ``ItemProblem``); a refused connection fails its
+item with kind "escaped call". Both are infrastructure failures: the run's verdict is
+ERROR (exit 2). ``shortfall`` refuses a recording that missed model calls the token
+counter saw, or that holds nothing at all.
+
+The file (``recordings/<suite>/<version>.jsonl`` next to the project file) holds one
+request per line, sorted by the item that made it and its order there; the fields that
+change on every answer (``id``, ``created``, ``system_fingerprint``) are normalised and
+only the content type of the headers is kept, so re-recording gives small diffs. Keys
+are never stored: they are derived from the request when the file is read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import io
 import json
+import socket
 import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
-try:  # the HTTP library the OpenAI SDK is built on: httpx2 from openai 3, httpx before
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx  # type: ignore[no-redef]
+from eval_pipeline.core.running.agent import ItemProblem, current_item
+from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
 Mode = Literal["record", "replay"]
-_OPEN: dict[Path, Recordings] = {}
-_OPEN_LOCK = threading.Lock()
+# Routes that are model calls (a chat or completion by any common provider's API): the
+# calls the token counter sees, so a recording can be checked against it.
+MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages",
+                ":generateContent", ":streamGenerateContent", "/converse", "/api/chat",
+                "/api/generate")  # fmt: skip
+VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
+_ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
 
-class ReplayMiss(Exception):
-    """No recorded answer for a request; retrying cannot help."""
+class RecordingsError(ValueError):
+    """A recordings file that cannot be read; the message names the file and line."""
 
 
 @dataclass(frozen=True)
 class Entry:
-    key: str
-    endpoint: str
-    request: Any
+    """One recorded request and its answer."""
+
+    method: str
+    url: str
+    request: Any  # the body: JSON, text, or None
     status: int
-    response: Any
+    content_type: str | None
+    response: Any  # JSON, or text
+    item: str | None = None  # "case#repeat" of the item that made it (None: outside items)
+    call: int = 0  # its order among that item's requests
+
+    @property
+    def key(self) -> str:
+        return request_key(self.method, self.url, self.request)
+
+    @property
+    def route(self) -> str:
+        return f"{self.method} {urlsplit(self.url).path}"
+
+    def line(self) -> str:
+        fields = {"item": self.item, "call": self.call, "method": self.method, "url": self.url,
+                  "request": self.request, "status": self.status,
+                  "content_type": self.content_type, "response": self.response}  # fmt: skip
+        return json.dumps(fields, ensure_ascii=False) + "\n"
 
 
-class Recordings:
-    """One suite's recordings file, loaded once per process and path."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.entries: dict[str, Entry] = {}
-        self.lock = threading.Lock()
-        if self.path.exists():
-            for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    raw = json.loads(line)
-                    entry = Entry(raw["key"], raw["endpoint"], raw["request"], int(raw["status"]),
-                                  raw["response"])  # fmt: skip
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(
-                        f"{self.path}:{number}: not a recorded request ({exc}); re-record with "
-                        "`eval-pipeline run --record`"
-                    ) from exc
-                self.entries[entry.key] = entry
-
-    @classmethod
-    def open(cls, path: Path) -> Recordings:
-        path = Path(path).resolve()
-        with _OPEN_LOCK:
-            if path not in _OPEN:
-                _OPEN[path] = cls(path)
-            return _OPEN[path]
-
-    def start_recording(self) -> None:
-        """A recording run starts from an empty file: it holds exactly that run's calls."""
-        with self.lock:
-            self.entries.clear()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("", encoding="utf-8")
-
-    def put(self, entry: Entry) -> None:
-        """Append as it comes (a crash keeps what was recorded); ``finish`` sorts."""
-        with self.lock:
-            self.entries[entry.key] = entry
-            with self.path.open("a", encoding="utf-8") as file:
-                file.write(_line(entry))
-
-    def finish(self) -> None:
-        """Rewrite the file sorted by key, one line per request (small diffs in git)."""
-        with self.lock:
-            ordered = sorted(self.entries.values(), key=lambda e: e.key)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text("".join(_line(e) for e in ordered), encoding="utf-8")
-            tmp.replace(self.path)
-
-    def miss(self, endpoint: str, body: Any) -> ReplayMiss:
-        """The error for an unrecorded request, naming what differs from the closest one."""
-        candidates = [e for e in self.entries.values() if e.endpoint == endpoint]
-        where = f"{self.path} ({len(self.entries)} recorded request(s))"
-        if not candidates:
-            return ReplayMiss(
-                f"no recorded answer for {endpoint}: {where} holds none; record with "
-                "`eval-pipeline run --record` against a model endpoint"
-            )
-        closest = max(candidates, key=lambda e: _likeness(e.request, body))
-        diff = first_difference(closest.request, body)
-        return ReplayMiss(
-            f"no recorded answer for this {endpoint} request in {where}; the closest recorded "
-            f"request differs at {diff}. The prompt, the case, the model or its parameters "
-            "changed since recording: re-record with `eval-pipeline run --record`"
-        )
-
-
-def _line(entry: Entry) -> str:
-    return json.dumps(vars(entry), sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def request_key(endpoint: str, body: Any) -> str:
-    canonical = json.dumps([endpoint, body], sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)  # fmt: skip
+def request_key(method: str, url: str, body: Any) -> str:
+    """What identifies a request: method, path, sorted query and the body (JSON with sorted
+    keys). Not the host or the headers (keys and tokens live there)."""
+    parts = urlsplit(url)
+    canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)), body],
+                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # fmt: skip
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _endpoint(request: httpx.Request) -> str:
-    """The API route without the base URL: 'chat/completions', 'models', …"""
-    path = request.url.path.rstrip("/")
-    for marker in ("/chat/completions", "/completions", "/embeddings", "/models"):
-        if path.endswith(marker):
-            return marker.lstrip("/")
-    return path.rsplit("/", 1)[-1]
-
-
-def _body(request: httpx.Request) -> Any:
-    content = request.content
-    if not content:
-        return None
-    try:
-        return json.loads(content)
-    except ValueError:
-        return content.decode("utf-8", errors="replace")
-
-
-class RecordingTransport(httpx.AsyncBaseTransport):
-    """Forwards requests and records the answers (record) or answers from the recordings
-    without any network (replay)."""
-
-    def __init__(self, recordings: Recordings, mode: Mode, inner: httpx.AsyncBaseTransport):
-        self.recordings, self.mode, self.inner = recordings, mode, inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        await request.aread()
-        endpoint, body = _endpoint(request), _body(request)
-        key = request_key(endpoint, body)
-        if self.mode == "replay":
-            entry = self.recordings.entries.get(key)
-            if entry is None:  # an answer, not a transport error: clients do not retry a 404
-                error = {"message": str(self.recordings.miss(endpoint, body)),
-                         "type": "replay_miss"}  # fmt: skip
-                return httpx.Response(404, json={"error": error}, request=request)
-            return httpx.Response(entry.status, json=entry.response, request=request)
-        response = await self.inner.handle_async_request(request)
-        content = await response.aread()
+def load_entries(path: Path) -> dict[str, Entry]:
+    """The recorded requests of ``path`` by key (an absent file holds none)."""
+    entries: dict[str, Entry] = {}
+    if not path.exists():
+        return entries
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
         try:
-            answer = json.loads(content)
-        except ValueError:
-            answer = content.decode("utf-8", errors="replace")
-        self.recordings.put(Entry(key, endpoint, body, response.status_code, answer))
-        return httpx.Response(response.status_code, headers=response.headers, content=content,
-                              request=request)  # fmt: skip
+            raw = json.loads(line)
+            entry = Entry(str(raw["method"]), str(raw["url"]), raw["request"], int(raw["status"]),
+                          raw.get("content_type"), raw["response"], raw.get("item"),
+                          int(raw.get("call") or 0))  # fmt: skip
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RecordingsError(
+                f"{path}:{number}: not a recorded request ({type(exc).__name__}: {exc}); "
+                "re-record with `eval-pipeline run --record`"
+            ) from None
+        entries[entry.key] = entry
+    return entries
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+
+def recorded_model(path: Path) -> str | None:
+    """The one model the recordings' requests name (replay needs no EVAL_LLM_MODEL)."""
+    models = {e.request.get("model") for e in load_entries(path).values()
+              if isinstance(e.request, dict)}  # fmt: skip
+    models.discard(None)
+    return str(next(iter(models))) if len(models) == 1 else None
 
 
+class RecordingSession:
+    """The requests of one run: recorded into ``path``, or answered from it.
+
+    Used as a context manager around the run's stages; while open, vcrpy's stubs route
+    every HTTP request of the process here (``can_play_response_for``, ``play_response``,
+    ``append``, ``filter_request``, ``write_protected`` are the cassette protocol they
+    call). ``ours`` are the ``host:port`` pairs that are not the agent's: passed through.
+    """
+
+    custom_patches: tuple = ()
+    # vcrpy's stubs of http.client and what is built on it swap the real classes back in
+    # for the whole process while one thread opens a connection (its force_reset): a
+    # request another thread makes meanwhile is neither recorded nor answered (vcrpy
+    # #295, #849; eight threads in a replay lost five of sixteen requests here). urllib3,
+    # hence requests and botocore, is intercepted by ``_urllib3`` instead; a bare
+    # http.client or urllib.request call is not, and replay's socket guard refuses it.
+    skip_patchers = ("httplib", "requests", "urllib3", "boto3", "httplib2")
+
+    def __init__(self, path: Path, mode: Mode, *, ours: Iterable[str] = (), rerecord: str = ""):
+        self.path, self.mode = Path(path), mode
+        self._path = str(self.path)  # (vcrpy names its patched classes after it)
+        self.ours = {_host_port(h) for h in ours}
+        self.rerecord = rerecord or "re-record with `eval-pipeline run … --record`"
+        self.entries: dict[str, Entry] = load_entries(self.path) if mode == "replay" else {}
+        self.lock = threading.Lock()
+        self.calls: Counter[str] = Counter()  # requests per item, for their order
+        self.model_calls: Counter[str] = Counter()  # recorded model requests per item
+        self.misses = 0
+        self._stack: contextlib.ExitStack | None = None
+
+    # --- opening and closing --------------------------------------------------------------
+    def __enter__(self) -> RecordingSession:
+        from vcr.patch import CassettePatcherBuilder
+
+        if not _ACTIVE.acquire(blocking=False):
+            raise RuntimeError("a recording session is already open in this process")
+        stack = contextlib.ExitStack()
+        stack.callback(_ACTIVE.release)
+        try:
+            for patcher in CassettePatcherBuilder(self).build():
+                stack.enter_context(patcher)
+            stack.enter_context(_urllib3(self))
+            if self.mode == "record":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text("", encoding="utf-8")  # exactly this run's requests
+            else:
+                stack.enter_context(_socket_guard(self))
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.mode == "record":
+                self.save()
+        finally:
+            stack, self._stack = self._stack, None
+            if stack is not None:
+                stack.close()
+
+    def save(self) -> None:
+        """The file, rewritten sorted: by item, then the order of its requests."""
+        with self.lock:
+            ordered = sorted(self.entries.values(), key=_file_order)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(e.line() for e in ordered), encoding="utf-8")
+        tmp.replace(self.path)
+
+    def shortfall(self, outputs: Sequence[ItemOutput]) -> list[str]:
+        """Record mode: why the file does not hold what the run did, if it does not. An
+        item whose model calls (counted by the token counter, llm/usage.py) outnumber its
+        recorded model requests called a model through something we do not see; a run
+        whose items recorded nothing at all has nothing to replay."""
+        if self.mode != "record" or not outputs:
+            return []
+        short = []
+        for o in outputs:
+            counted = sum(u.get("calls", 0) for u in o.usage.values())
+            recorded = self.model_calls[_item_label(o.item_id, o.repeat)]
+            if counted > recorded:
+                short.append(f"{_item_label(o.item_id, o.repeat)}: {counted} counted, "
+                             f"{recorded} recorded")  # fmt: skip
+        problems = []
+        if short:
+            offline = any(OFFLINE_MODEL_NAME in o.usage for o in outputs)
+            why = ("the offline model answered them (no HTTP request: set EVAL_LLM_BASE_URL "
+                   "for ctx.model)" if offline else "the agent's model client sends them "
+                   "through something we cannot intercept")  # fmt: skip
+            problems.append(
+                f"{len(short)} of {len(outputs)} items made model calls that were not recorded "
+                f"({'; '.join(short[:5])}{' …' if len(short) > 5 else ''}): {why}; replaying "
+                "this file would not test the agent"
+            )
+        if not self.entries:
+            problems.append(
+                f"nothing was recorded: {len(outputs)} items ran and made no HTTP request "
+                f"through a client we record (httpx, requests, aiohttp, …); {self.path} "
+                "holds nothing to replay"
+            )
+        return problems
+
+    # --- vcrpy's cassette protocol ----------------------------------------------------------
+    @property
+    def write_protected(self) -> bool:
+        return self.mode == "replay"
+
+    def filter_request(self, request: Any) -> Any:
+        """None for our own traffic (passed through, never recorded)."""
+        return None if (str(request.host).lower(), request.port) in self.ours else request
+
+    def can_play_response_for(self, request: Any) -> bool:
+        """Replay answers every request that is not ours: from the file, or with a miss."""
+        return self.mode == "replay" and self.filter_request(request) is not None
+
+    def play_response(self, request: Any) -> dict[str, Any]:
+        body = _body(request.body)
+        entry = self.entries.get(request_key(request.method, request.uri, body))
+        if entry is not None:
+            headers = {"content-type": [entry.content_type]} if entry.content_type else {}
+            return _response(entry.status, headers, _content(entry.response))
+        message = self.miss_message(request.method, request.uri, body)
+        with self.lock:
+            self.misses += 1
+        _report(ItemProblem("replay miss", message))
+        error = {"error": {"message": message, "type": "replay_miss", "code": "replay_miss"}}
+        # An answer, not a transport error: a client does not retry a 404, and
+        # x-should-retry tells the OpenAI SDK so too.
+        headers = {"content-type": ["application/json"], "x-should-retry": ["false"]}
+        return _response(404, headers, json.dumps(error).encode())
+
+    def append(self, request: Any, response: dict[str, Any]) -> None:
+        """A request sent in record mode, and its answer (ours never reach here)."""
+        if self.mode != "record" or self.filter_request(request) is None:
+            return
+        from vcr.filters import decode_response
+
+        response = decode_response(response)  # stored readable: gzip and deflate undone
+        headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+        content_type = (headers.get("content-type") or [None])[0]
+        if headers.get("content-encoding"):  # one we cannot undo: replayed as it came
+            content_type = None
+        body = _body(request.body)
+        scope = current_item.get()
+        item = _item_label(scope.case_id, scope.repeat) if scope is not None else None
+        with self.lock:
+            order = self.calls[item or ""]
+            self.calls[item or ""] += 1
+            if item is not None and request.path.endswith(MODEL_ROUTES):
+                self.model_calls[item] += 1
+        key = request_key(request.method, request.uri, body)
+        entry = Entry(request.method.upper(), request.uri, body, int(response["status"]["code"]),
+                      content_type, _steady(_body(response["body"].get("string")), key),
+                      item, order)  # fmt: skip
+        with self.lock:
+            self.entries[key] = entry  # a retried request keeps its last answer
+            with self.path.open("a", encoding="utf-8") as file:  # a crash keeps what came
+                file.write(entry.line())
+
+    def find_requests_with_most_matches(self, request: Any) -> list:
+        return []  # (vcrpy's redirect-following asks; our matching is exact)
+
+    # --- what a miss says -----------------------------------------------------------------
+    def miss_message(self, method: str, url: str, body: Any) -> str:
+        """Which request has no recorded answer and what differs from the closest one."""
+        route = f"{method.upper()} {url}"
+        where = f"{self.path} ({len(self.entries)} recorded request(s))"
+        path = urlsplit(url).path
+        candidates = [e for e in self.entries.values()
+                      if e.method == method.upper() and urlsplit(e.url).path == path]  # fmt: skip
+        if not candidates:
+            return (f"replay: no recorded answer for {route}: {where} holds no {method.upper()} "
+                    f"{path}; {self.rerecord}")  # fmt: skip
+        closest = max(candidates, key=lambda e: _likeness(e.request, body))
+        return (f"replay: no recorded answer for {route} in {where}; the closest recorded "
+                f"request differs at {first_difference(closest.request, body)}. The prompt, "
+                f"the case, the model or its parameters changed since recording: "
+                f"{self.rerecord}")  # fmt: skip
+
+
+def _file_order(entry: Entry) -> tuple:
+    """Item by item, each in the order of its requests; requests outside items last."""
+    return (entry.item is None, entry.item or "", entry.call, entry.key)
+
+
+def _item_label(case_id: str, repeat: int) -> str:
+    return f"{case_id}#{repeat}"
+
+
+def _report(problem: ItemProblem) -> None:
+    scope = current_item.get()
+    if scope is not None:
+        scope.report(problem)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """``host:port`` or a URL → (host, port)."""
+    parts = urlsplit(text if "://" in text else f"//{text}")
+    default = 443 if parts.scheme == "https" else 80
+    return (parts.hostname or "").lower(), parts.port or default
+
+
+def _body(raw: Any) -> Any:
+    """A request or response body as stored: parsed JSON, else text, else None."""
+    if raw is None or raw == b"" or raw == "":
+        return None
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if not isinstance(raw, bytes | bytearray):  # a file or iterator vcrpy kept as it came
+        raw = b"".join(raw) if not hasattr(raw, "read") else raw.read()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return bytes(raw).decode("utf-8", errors="replace")
+
+
+def _content(value: Any) -> bytes:
+    if value is None:
+        return b""
+    return value.encode() if isinstance(value, str) else json.dumps(value).encode()
+
+
+def _response(status: int, headers: dict[str, list[str]], body: bytes) -> dict[str, Any]:
+    """A response as vcrpy's stubs rebuild it for the client."""
+    return {"status": {"code": status, "message": ""}, "headers": headers,
+            "body": {"string": body}}  # fmt: skip
+
+
+def _steady(answer: Any, key: str) -> Any:
+    """The fields that differ on every answer set to constants (the id from the request,
+    so it stays unique per request); a server-sent event stream line by line."""
+    if isinstance(answer, dict):
+        return {k: (f"rec-{key[:24]}" if k == "id" else VOLATILE[k]) if k in VOLATILE else v
+                for k, v in answer.items()}  # fmt: skip
+    if isinstance(answer, str) and answer.lstrip().startswith("data:"):
+        lines = []
+        for line in answer.split("\n"):
+            head, _, data = line.partition("data:")
+            try:
+                event = json.loads(data) if not head and data.strip() else None
+            except ValueError:
+                event = None
+            steady = _steady(event, key) if isinstance(event, dict) else None
+            lines.append(f"data: {json.dumps(steady)}" if steady is not None else line)
+        return "\n".join(lines)
+    return answer
+
+
+@contextlib.contextmanager
+def _urllib3(session: RecordingSession) -> Iterator[None]:
+    """Intercept urllib3's ``urlopen`` (every request of ``requests``, botocore, urllib3
+    itself) the way vcrpy's stubs intercept httpx: a method wrapped, nothing swapped."""
+    try:
+        import urllib3
+        from urllib3.connectionpool import HTTPConnectionPool
+    except ImportError:  # pragma: no cover - urllib3 comes with requests
+        yield
+        return
+    from vcr.request import Request
+
+    original = HTTPConnectionPool.urlopen
+
+    def urlopen(pool: Any, method: str, url: str, body: Any = None, headers: Any = None,
+                *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+        absolute = url if "://" in url else f"{pool.scheme}://{pool.host}:{pool.port}{url}"
+        request = Request(method, absolute, body, dict(headers or {}))
+        if session.filter_request(request) is None:
+            return original(pool, method, url, body, headers, *args, **kwargs)
+        preload = kwargs.pop("preload_content", True)
+        decode = kwargs.pop("decode_content", True)
+        if session.can_play_response_for(request):
+            answer = session.play_response(request)
+        else:  # sent as the caller asked, read raw, recorded, and handed back unread
+            sent = original(pool, method, url, body, headers, *args, preload_content=False,
+                            decode_content=False, **kwargs)  # fmt: skip
+            answer = _response(sent.status, {k.lower(): [v] for k, v in sent.headers.items()},
+                               sent.read(decode_content=False))  # fmt: skip
+            sent.release_conn()
+            session.append(request, answer)
+        headers_out = [(k, v) for k, values in answer["headers"].items() for v in values]
+        return urllib3.HTTPResponse(
+            body=io.BytesIO(answer["body"]["string"]), headers=headers_out,
+            status=answer["status"]["code"], preload_content=preload, decode_content=decode,
+            request_method=method, request_url=absolute,
+        )  # fmt: skip
+
+    HTTPConnectionPool.urlopen = urlopen  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        HTTPConnectionPool.urlopen = original  # type: ignore[method-assign]
+
+
+# --- replay's guard: no connection but ours -------------------------------------------------
+class ReplayBlocked(ConnectionRefusedError):
+    """A connection replay refused: nothing outside the recordings may be reached."""
+
+    fault = "infrastructure"
+
+
+@contextlib.contextmanager
+def _socket_guard(session: RecordingSession) -> Iterator[None]:
+    """Refuse every outbound TCP connection but to our own hosts while replaying: what
+    vcrpy's stubs did not answer (another client, a raw socket) must not reach a server."""
+    allowed: set[tuple[str, int]] = set()
+    for host, port in session.ours:
+        with contextlib.suppress(OSError):
+            allowed |= {(info[4][0], port) for info in socket.getaddrinfo(host, port)}
+    original_connect, original_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def check(sock: socket.socket, address: Any) -> None:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        host, port = address[0], address[1]
+        if (host, port) in allowed:
+            return
+        message = (f"replay: a connection to {host}:{port} was refused: the agent reached for "
+                   "the network outside the HTTP clients we record (another client or a raw "
+                   f"socket), so nothing answers it during replay; {session.rerecord}")  # fmt: skip
+        _report(ItemProblem("escaped call", message))
+        raise ReplayBlocked(errno.ECONNREFUSED, message)
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        check(sock, address)
+        return original_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        check(sock, address)
+        return original_connect_ex(sock, address)
+
+    socket.socket.connect, socket.socket.connect_ex = connect, connect_ex  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        socket.socket.connect = original_connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = original_connect_ex  # type: ignore[method-assign]
+
+
+# --- what differs -----------------------------------------------------------------------------
 def _likeness(recorded: Any, body: Any) -> int:
     """How much of ``body`` a recorded request shares: equal top-level fields, then the
     length of the common message prefix."""
