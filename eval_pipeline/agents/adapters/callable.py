@@ -15,6 +15,7 @@ from typing import Any
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.context import AgentContext, ContextAgent
+from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult
 
@@ -34,12 +35,13 @@ class CallableAgent(ContextAgent):
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
     ) -> AgentResult:
         ctx = self.ctx.for_item(case, repeat, tuple(callbacks))
-        if inspect.iscoroutinefunction(self.fn):
-            answer = await self.fn(case.input, ctx)
-        else:
-            answer = await asyncio.to_thread(self.fn, case.input, ctx)
-            if inspect.isawaitable(answer):
-                answer = await answer
+        with serving(ctx):
+            if inspect.iscoroutinefunction(self.fn):
+                answer = await self.fn(case.input, ctx)
+            else:
+                answer = await asyncio.to_thread(self.fn, case.input, ctx)
+                if inspect.isawaitable(answer):
+                    answer = await answer
         return AgentResult(output_of(answer, self.target))
 
 

@@ -22,15 +22,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, stepwise
 from eval_pipeline.agents.context import AgentContext, ContextAgent
+from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
 from eval_pipeline.core.running.agent import AgentResult
@@ -52,16 +54,26 @@ class GraphOptions:
     stepwise: StepwiseSpec | None = None
     done_field: str | None = None  # dotted path in the state: true once the agent has finished
     customer: Customer | None = None  # plays conversation cases after their scripted turns
+    context: Mapping[str, Any] | None = None  # the graph's runtime context (context_schema)
+
+
+InputShape = Literal["state", "messages", "text"]
 
 
 class GraphAgent(ContextAgent):
     def __init__(self, graph: Pregel, options: GraphOptions, ctx: AgentContext):
         super().__init__(ctx)
         self.graph, self.options = graph, options
+        self.shape = input_shape(graph)
+        self.context = runtime_context(graph, options.context)
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
     ) -> AgentResult:
+        with serving(self.ctx):
+            return await self._run(case, repeat, callbacks)
+
+    async def _run(self, case: GoldenCase, repeat: int, callbacks: Sequence[Any]) -> AgentResult:
         graph = self.graph
         spec = conversation_spec(case)
         if graph.checkpointer not in (None, False) or spec is not None:
@@ -72,30 +84,33 @@ class GraphAgent(ContextAgent):
             "recursion_limit": self.options.recursion_limit,
         }
         if spec is not None:
-            session = GraphSession(graph, config, self.options)
+            session = GraphSession(graph, config, self.options, self.shape, self.context)
             return AgentResult(await converse(session, spec, self.options.customer))
-        state = graph_input(case.input, self.options.input_map)
-        final, made = await run_graph(graph, state, config)
+        state = graph_input(case.input, self.options.input_map, self.shape)
+        final, made = await run_graph(graph, state, config, self.context)
         output = output_contract(final, made, self.options.state_fields)
         reference = (case.expected_output or {}).get(self.options.stepwise.reference) if (
             self.options.stepwise and isinstance(case.expected_output, dict)
         ) else None  # fmt: skip
         if reference:
-            output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks)
+            output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks,
+                                     self.context)  # fmt: skip
         return AgentResult(output)
 
 
 class GraphSession:
     """One thread of a graph: each customer turn continues the same state."""
 
-    def __init__(self, graph: Pregel, config: dict[str, Any], options: GraphOptions):
+    def __init__(self, graph: Pregel, config: dict[str, Any], options: GraphOptions,
+                 shape: InputShape = "state", context: Any = None):  # fmt: skip
         self.graph, self.config, self.options = graph, config, options
+        self.shape, self.context = shape, context
         self.final: dict[str, Any] = {}
         self.made: list[AIMessage] = []
 
     async def send(self, text: str) -> AgentTurn:
-        final, made = await run_graph(self.graph, {"messages": [HumanMessage(content=text)]},
-                                      self.config)  # fmt: skip
+        final, made = await run_graph(self.graph, graph_input(text, None, self.shape),
+                                      self.config, self.context)  # fmt: skip
         self.final = final or self.final
         self.made += made
         state = {name: jsonable(self.final.get(name)) for name in self.options.state_fields}
@@ -116,9 +131,45 @@ class GraphSession:
         return output_contract(self.final, self.made, self.options.state_fields)
 
 
-def graph_input(case_input: Any, input_map: Mapping[str, str] | None) -> dict[str, Any]:
-    """The graph's input state: one human message from ``input.message`` (or the input
-    itself when it is a string), or the state keys ``input_map`` builds."""
+def input_shape(graph: Pregel) -> InputShape:
+    """What the graph takes: a state dict (a StateGraph; an entrypoint of a dict), or, for
+    LangGraph's functional API, what the entrypoint's input is typed as: a list of messages
+    (``@entrypoint() def agent(messages: list[BaseMessage])``, and an untyped one: the
+    docs' agents take their messages) or a string."""
+    if isinstance(graph, CompiledStateGraph):
+        return "state"
+    try:
+        kind = graph.get_input_jsonschema().get("type")
+    except Exception:  # a type pydantic cannot describe
+        return "state"
+    return {"object": "state", "string": "text"}.get(kind, "messages")
+
+
+def runtime_context(graph: Pregel, values: Mapping[str, Any] | None) -> Any:
+    """The runtime context a graph with a ``context_schema`` is invoked with (LangGraph's
+    ``context=``; the react-agent template reads its prompt and model there): the schema
+    built from ``agent.context`` in the project file, its defaults for the rest."""
+    schema = getattr(graph, "context_schema", None)
+    if schema is None:
+        if values:
+            raise GraphInputError("agent.context is set, but the graph has no context_schema")
+        return None
+    try:
+        return schema(**dict(values or {}))
+    except Exception as exc:
+        raise GraphInputError(
+            f"the graph's context_schema {getattr(schema, '__name__', schema)} cannot be built "
+            f"from agent.context {dict(values or {})}: {type(exc).__name__}: {exc}; give its "
+            "required fields in agent.context"
+        ) from exc
+
+
+def graph_input(
+    case_input: Any, input_map: Mapping[str, str] | None, shape: InputShape = "state"
+) -> Any:
+    """The graph's input: one human message from ``input.message`` (or the input itself
+    when it is a string), as a state ``{"messages": [...]}``, a list of messages or the text
+    (``shape``); or the state keys ``input_map`` builds."""
     if input_map is None:
         message = case_input if isinstance(case_input, str) else None
         if isinstance(case_input, dict):
@@ -129,7 +180,10 @@ def graph_input(case_input: Any, input_map: Mapping[str, str] | None) -> dict[st
                 f"the case input has no 'message' string (it has {keys}): give the cases an "
                 "input.message, or map the input to the graph's state with agent.input_map"
             )
-        return {"messages": [HumanMessage(content=message)]}
+        if shape == "text":
+            return message
+        human = [HumanMessage(content=message)]
+        return human if shape == "messages" else {"messages": human}
     state: dict[str, Any] = {}
     for key, path in input_map.items():
         value = lookup(case_input, path)
@@ -151,18 +205,20 @@ def lookup(value: Any, path: str) -> Any:
 
 
 async def run_graph(
-    graph: Pregel, state: dict[str, Any], config: dict[str, Any]
+    graph: Pregel, state: Any, config: dict[str, Any], context: Any = None
 ) -> tuple[dict[str, Any], list[AIMessage]]:
-    """The final state and every AI message any node wrote, subgraphs included, in order."""
+    """The final state and every AI message any node or task wrote, subgraphs included, in
+    order. A functional-API entrypoint's return value (a list of messages, a message)
+    becomes the state ``{"messages": […]}``."""
     final: dict[str, Any] = {}
     made: list[AIMessage] = []
     seen: set[Any] = set()
     async for namespace, mode, chunk in graph.astream(
-        state, config, stream_mode=["values", "updates"], subgraphs=True
+        state, config, context=context, stream_mode=["values", "updates"], subgraphs=True
     ):
         if mode == "values":
-            if not namespace and isinstance(chunk, dict):
-                final = chunk
+            if not namespace and (as_state := _as_state(chunk)) is not None:
+                final = as_state
             continue
         for update in (chunk or {}).values() if isinstance(chunk, dict) else ():
             for message in _messages_of(update):
@@ -173,10 +229,19 @@ async def run_graph(
     return final, made
 
 
+def _as_state(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, BaseMessage):
+        return {"messages": [value]}
+    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        return {"messages": value}
+    return None
+
+
 def _messages_of(update: Any) -> list[BaseMessage]:
-    if not isinstance(update, dict):
-        return []
-    value = update.get("messages")
+    """The messages of a node's update (its ``messages``) or a task's result (messages)."""
+    value = update.get("messages") if isinstance(update, dict) else update
     items = value if isinstance(value, list) else [value]
     return [m for m in items if isinstance(m, BaseMessage)]
 

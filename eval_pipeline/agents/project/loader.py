@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -33,6 +34,7 @@ from eval_pipeline.agents.adapters.stepwise import (
 )
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
+from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.agents.project.schema import (
     AgentConfig,
     CustomerConfig,
@@ -334,7 +336,8 @@ def build_agent(
     target = import_target(path)
     if agent.kind == "callable":
         return CallableAgent(target, ctx, target=path)
-    graph = target if is_graph(target) else _call_factory(target, ctx)
+    with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
+        graph = target if is_graph(target) else _call_factory(target, ctx, path)
     if not is_graph(graph):
         raise AgentBuildError([
             f"{project.path}: suite '{suite}': field 'agent': the factory {path} returned a "
@@ -348,6 +351,7 @@ def build_agent(
         stepwise=stepwise_spec(stepwise, llm) if stepwise else None,
         done_field=agent.done_field,
         customer=simulated_customer(customer, llm) if customer else None,
+        context=agent.context,
     )  # fmt: skip
     return GraphAgent(graph, options, ctx)
 
@@ -382,8 +386,33 @@ def pinned_model(
     return create_chat_model(settings.model_copy(update=pinned))
 
 
-def _call_factory(factory: Callable[..., Any], ctx: AgentContext) -> Any:
-    return factory(ctx) if _required_positional(factory) >= 1 else factory()
+def _call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:
+    """A factory that accepts ``ctx`` gets it: ``build(ctx)``, ``build(ctx=None)``,
+    ``build(*, ctx)`` or one positional parameter of another name; ``build()`` gets none.
+    A factory that raises is a setup error naming it (nothing has run)."""
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    named = parameters.get("ctx")
+    try:
+        if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
+            return factory(ctx=ctx)
+        return factory(ctx) if _required_positional(factory) >= 1 else factory()
+    except Exception as exc:
+        raise AgentBuildError(
+            [
+                f"the agent factory {path} raised {type(exc).__name__}: {exc} ({_where(exc)}); "
+                "check what it reads from the environment and from ctx (ctx.prompt, ctx.model): "
+                "nothing was run"
+            ]
+        ) from exc
+
+
+def _where(exc: BaseException) -> str:
+    """The file and line an exception was raised at (the innermost frame)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    return f"at {frame[0].filename}:{frame[0].lineno}" if frame else "no traceback"
 
 
 def is_graph(value: Any) -> bool:
@@ -393,24 +422,29 @@ def is_graph(value: Any) -> bool:
 
 
 def kind_of(target: Any, *, explicit: str | None = None) -> str | None:
-    """ "graph" for a compiled graph or a factory (0 or 1 required parameters: ctx),
-    "callable" for fn(input, ctx); None for anything else."""
+    """ "graph" for a compiled graph or a factory (at most one positional parameter: ctx),
+    "callable" for fn(input, ctx) (two or more); None for anything else."""
     if is_graph(target):
         return "graph"
     if not callable(target):
         return None
     if explicit:
         return explicit
-    return "callable" if _required_positional(target) >= 2 else "graph"
+    return "callable" if _positional(target, required=False) >= 2 else "graph"
 
 
 def _required_positional(fn: Callable[..., Any]) -> int:
+    return _positional(fn, required=True)
+
+
+def _positional(fn: Callable[..., Any], *, required: bool) -> int:
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return 0
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in parameters if p.kind in kinds and p.default is p.empty)
+    return sum(1 for p in parameters
+               if p.kind in kinds and (not required or p.default is p.empty))  # fmt: skip
 
 
 def import_target(path: str) -> Any:
@@ -423,8 +457,11 @@ def import_target(path: str) -> Any:
             f"cannot import {path}: {exc} (is the package installed, or next to the project file?)"
         ) from exc
     except Exception as exc:  # the user's module raised while importing
-        raise ImportError(f"importing {module_name} for {path} raised "
-                          f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+        raise ImportError(
+            f"importing {module_name} for {path} raised {type(exc).__name__}: {exc} "
+            f"({_where(exc)}); check the module's own imports and the environment variables "
+            "it reads when imported"
+        ) from exc
     for part in attribute.split("."):
         if not hasattr(value, part):
             raise ImportError(f"cannot import {path}: {module_name} has no attribute {part!r}")

@@ -71,6 +71,7 @@ class AgentConfig(BaseModel):
     recursion_limit: int = Field(25, ge=1)
     stepwise: StepwiseConfig | None = None
     done_field: str | None = None  # conversations: a state field (dotted) true once finished
+    context: dict[str, Any] | None = None  # the graph's runtime context (its context_schema)
 
     @field_validator("graph", "callable")
     @classmethod
@@ -92,9 +93,9 @@ class AgentConfig(BaseModel):
                 "give exactly one of graph, callable or http"
                 + (f" (got {', '.join(kinds)})" if kinds else "")
             )
-        if self.http and (self.input_map or self.state_fields or self.stepwise or self.done_field):
+        if self.http and (self.input_map or self.state_fields or self.stepwise or self.context):
             raise ValueError(
-                "input_map, state_fields, stepwise and done_field apply to graphs, not http"
+                "input_map, state_fields, stepwise and context apply to graphs, not http"
             )
         return self
 
