@@ -190,7 +190,7 @@ def unscored(scores: Sequence[ItemScore]) -> list[str]:
 
 
 def _kinds(failed: Sequence[ItemOutput | ItemScore]) -> str:
-    """"kind ×n, …", the most frequent first (a score's kind is named by its evaluator)."""
+    """ "kind ×n, …", the most frequent first (a score's kind is named by its evaluator)."""
     counts: dict[str, int] = {}
     for f in failed:
         kind = f.error_kind or "error"
