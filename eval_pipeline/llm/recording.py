@@ -9,14 +9,15 @@ agent's factory built, sync or async, a tool that calls a web API with ``request
 the agent service an HTTP agent is (that is the thing under test), the results store and
 Dagster (not HTTP).
 
-How: vcrpy's stubs patch the transports of httpx, httpx2 (the OpenAI SDK's), requests,
-urllib3, http.client, aiohttp, tornado, boto3 and httplib2 while a session is open, and
-hand each request to ``RecordingSession`` (vcrpy's cassette protocol). The session
-matches a request by its method, path, query and JSON body with sorted keys (not the
-host: a recording made against ``http://127.0.0.1:8080/v1`` answers the same request sent
-to ``https://api.openai.com/v1``), so a lookup is one hash however many requests are
+How: vcrpy's stubs patch the transports of httpx, httpx2 (the OpenAI SDK's), aiohttp and
+tornado while a session is open, and hand each request to ``RecordingSession`` (vcrpy's
+cassette protocol); urllib3's ``urlopen`` (requests, botocore) is wrapped here (see
+``skip_patchers``). The session matches a request by its method, path, query and JSON
+body with sorted keys, timestamps to the second masked (not the host: a recording made
+against ``http://127.0.0.1:8080/v1`` answers the same request sent to
+``https://api.openai.com/v1``), so a lookup is one hash however many requests are
 recorded, and concurrent items never wait on each other. During replay, a socket guard
-refuses any connection vcrpy did not see (a client it does not know, a raw socket)
+refuses any connection the interception did not answer (another client, a raw socket)
 except to our own hosts.
 
 Nothing passes silently. A request the recordings cannot answer (a changed prompt, case,
@@ -37,10 +38,12 @@ are never stored: they are derived from the request when the file is read.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
 import hashlib
 import io
 import json
+import re
 import socket
 import threading
 from collections import Counter
@@ -61,6 +64,8 @@ MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages",
                 ":generateContent", ":streamGenerateContent", "/converse", "/api/chat",
                 "/api/generate")  # fmt: skip
 VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
+# An ISO-8601 date and time of day to the second (not a bare date: that can be content).
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
 
@@ -98,11 +103,13 @@ class Entry:
 
 def request_key(method: str, url: str, body: Any) -> str:
     """What identifies a request: method, path, sorted query and the body (JSON with sorted
-    keys). Not the host or the headers (keys and tokens live there)."""
+    keys), a date with a time of day in it counting as any other (an agent that puts "now"
+    into its prompt, as LangChain's react-agent template does, asks the same on every run).
+    Not the host or the headers (keys and tokens live there)."""
     parts = urlsplit(url)
     canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)), body],
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # fmt: skip
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(TIMESTAMP.sub("<time>", canonical).encode()).hexdigest()
 
 
 def load_entries(path: Path) -> dict[str, Entry]:
@@ -303,17 +310,26 @@ class RecordingSession:
         """Which request has no recorded answer and what differs from the closest one."""
         route = f"{method.upper()} {url}"
         where = f"{self.path} ({len(self.entries)} recorded request(s))"
-        path = urlsplit(url).path
+        path, query = urlsplit(url).path, sorted(parse_qsl(urlsplit(url).query))
         candidates = [e for e in self.entries.values()
                       if e.method == method.upper() and urlsplit(e.url).path == path]  # fmt: skip
         if not candidates:
             return (f"replay: no recorded answer for {route}: {where} holds no {method.upper()} "
                     f"{path}; {self.rerecord}")  # fmt: skip
-        closest = max(candidates, key=lambda e: _likeness(e.request, body))
+        closest = max(candidates, key=lambda e: (_likeness(e.request, body),
+                                                 _query(e.url) == query))  # fmt: skip
+        if _query(closest.url) != query:
+            differs = (f"the query (recorded {urlsplit(closest.url).query!r}, now "
+                       f"{urlsplit(url).query!r})")  # fmt: skip
+        else:
+            differs = first_difference(closest.request, body)
         return (f"replay: no recorded answer for {route} in {where}; the closest recorded "
-                f"request differs at {first_difference(closest.request, body)}. The prompt, "
-                f"the case, the model or its parameters changed since recording: "
-                f"{self.rerecord}")  # fmt: skip
+                f"request differs at {differs}. The prompt, the case, the model or its "
+                f"parameters changed since recording: {self.rerecord}")  # fmt: skip
+
+
+def _query(url: str) -> list[tuple[str, str]]:
+    return sorted(parse_qsl(urlsplit(url).query))
 
 
 def _file_order(entry: Entry) -> tuple:
@@ -475,18 +491,20 @@ def _socket_guard(session: RecordingSession) -> Iterator[None]:
 
 
 # --- what differs -----------------------------------------------------------------------------
-def _likeness(recorded: Any, body: Any) -> int:
-    """How much of ``body`` a recorded request shares: equal top-level fields, then the
-    length of the common message prefix."""
+def _likeness(recorded: Any, body: Any) -> tuple[int, int, float]:
+    """How much of ``body`` a recorded request shares: equal top-level fields, the length
+    of the common message prefix, then how alike the rest reads (the same question asked
+    in other words beats another question)."""
     if not isinstance(recorded, dict) or not isinstance(body, dict):
-        return 0
+        return 0, 0, difflib.SequenceMatcher(None, str(recorded), str(body)).ratio()
     same = sum(1 for k, v in body.items() if recorded.get(k) == v)
     prefix = 0
     for a, b in zip(recorded.get("messages") or [], body.get("messages") or [], strict=False):
         if a != b:
             break
         prefix += 1
-    return same * 1000 + prefix
+    text = lambda value: json.dumps(value, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    return same, prefix, difflib.SequenceMatcher(None, text(recorded), text(body)).ratio()
 
 
 def first_difference(recorded: Any, body: Any, path: str = "") -> str:

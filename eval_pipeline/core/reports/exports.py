@@ -71,9 +71,10 @@ def item_rows(result: EvalResult) -> list[dict[str, Any]]:
     return [
         {"item_id": o.item_id, "repeat": o.repeat, "scores": scores.get((o.item_id, o.repeat), {}),
          "score_details": details.get((o.item_id, o.repeat), {}),
-         "error": o.error, "error_kind": o.error_kind, "latency_ms": round(o.latency_ms, 1),
-         "input_tokens": o.input_tokens, "output_tokens": o.output_tokens,
-         "cost_usd": o.cost_usd, "attempts": o.attempts, "reused_from": o.source_run_id}
+         "error": o.error, "error_kind": o.error_kind, "fault": o.fault,
+         "latency_ms": round(o.latency_ms, 1), "input_tokens": o.input_tokens,
+         "output_tokens": o.output_tokens, "cost_usd": o.cost_usd, "attempts": o.attempts,
+         "reused_from": o.source_run_id}
         for o in result.outputs
     ]  # fmt: skip
 

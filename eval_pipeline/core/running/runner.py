@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -99,7 +100,6 @@ async def run_agent(
     runs only those items (a shard's, in their order) instead of every case × repeat.
     """
     prices, known = prices or PriceTable(), known or {}
-    use_threads_enough(config.concurrency)
     semaphore = asyncio.Semaphore(config.concurrency)
     limiter = RateLimiter(config.requests_per_second)
     jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
@@ -120,18 +120,6 @@ async def run_agent(
 
     with frozen_heap():
         return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
-
-
-def use_threads_enough(concurrency: int) -> None:
-    """Give the running loop's default executor room for every item in flight and what
-    each waits on. Sync code runs there: a sync callable agent, LangGraph's sync nodes and
-    tasks. asyncio's default pool has min(32, cores + 4) threads (6 here), and a sync
-    functional-API entrypoint holds its thread while it waits for its tasks' threads: six
-    items in flight took all six and waited for ever. Threads start only when needed."""
-    workers = max(64, 8 * concurrency)
-    asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eval-item")
-    )
 
 
 @contextmanager
@@ -241,10 +229,46 @@ def _describe_text(text: str) -> str:
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on a fresh event loop (asyncio's own: every connection it opens goes
-    through Python's sockets, where replay's guard sees it; uvloop's would not, and
-    measured no faster here, BENCHMARKS.md)."""
-    return asyncio.run(coroutine)
+    """Run a coroutine on the process's evaluation loop and wait for its result.
+
+    One loop for every run of the process, in a thread of its own: a team's agent often
+    keeps an async client at module level (langchain-openai caches one per process), and
+    such a client belongs to the loop it first ran on; a fresh loop per run broke every
+    run after the first with "Event loop is closed". It is asyncio's own loop: every
+    connection it opens goes through Python's sockets, where replay's guard sees it
+    (uvloop's would not, and measured no faster: BENCHMARKS.md)."""
+    loop = _evaluation_loop()
+    if threading.current_thread() is _LOOP_THREAD[0]:
+        raise RuntimeError("run_sync called from inside the evaluation loop: await instead")
+    future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+    try:
+        return future.result()
+    except BaseException:  # the caller was interrupted: stop the work it waited for
+        future.cancel()
+        raise
+
+
+_LOOP_LOCK = threading.Lock()
+_LOOP_THREAD: list[threading.Thread | None] = [None]
+_LOOP: list[asyncio.AbstractEventLoop | None] = [None]
+# Sync code runs in the loop's default executor: a sync callable agent, LangGraph's sync
+# nodes and tasks. asyncio's default pool has min(32, cores + 4) threads (6 here), and a
+# sync functional-API entrypoint holds its thread while it waits for its tasks' threads:
+# six items in flight took all six and waited for ever. Threads start only when needed.
+EXECUTOR_THREADS = 1024
+
+
+def _evaluation_loop() -> asyncio.AbstractEventLoop:
+    with _LOOP_LOCK:
+        if _LOOP[0] is None:
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=EXECUTOR_THREADS, thread_name_prefix="eval-item")
+            )
+            thread = threading.Thread(target=loop.run_forever, name="eval-loop", daemon=True)
+            thread.start()
+            _LOOP[0], _LOOP_THREAD[0] = loop, thread
+        return _LOOP[0]
 
 
 def run_agent_sync(
