@@ -184,6 +184,8 @@ def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str |
         raise ConfigError(str(exc)) from exc
     for path in made.written:
         console.print(f"wrote {path}")
+    if made.prompt_note:
+        console.print(made.prompt_note)
     console.print(f"Suite {name!r}: {made.agent_kind} {agent_path}. Next: put real cases in "
                   f"{made.cases_file}, then\n  eval-pipeline run --suite {name}")  # fmt: skip
 
@@ -324,10 +326,22 @@ def prompts_label(name: str, version: int, label: str) -> None:
 @prompts.command("add")
 @click.argument("name")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def prompts_add(name: str, source: Path) -> None:
+@click.option("--label", default=None, help="Also point this label at the new version.")
+def prompts_add(name: str, source: Path, label: str | None) -> None:
     """Store SOURCE as the next version of NAME (.yaml: type/prompt/config; else text)."""
+    from eval_pipeline.integrations.prompt_registry import check_label
+
     with _prompt_errors():
-        prompt = _registry().add(name, source)
+        if label:
+            check_label(label)  # before anything is written
+        registry = _registry()
+        prompt = registry.add(name, source)
+        if label:
+            registry.set_label(name, prompt.version, label)
+    if label:
+        console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}), "
+                      f"labelled {label}")  # fmt: skip
+        return
     console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}); label it with "
                   f"`eval-pipeline prompts label {name} {prompt.version} staging`")  # fmt: skip
 

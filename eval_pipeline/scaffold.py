@@ -4,10 +4,16 @@ Writes (never overwrites): the suite's entry in eval-pipeline.yaml (the file is 
 there is none), ``<dataset>/cases.yaml`` with three example cases and
 ``<dataset>/thresholds.yaml``. The agent is imported first: a path that does not import, or
 names something that is not an agent, writes nothing.
+
+With ``--prompt NAME``, a prompt the registry does not have yet gets version 1, labelled
+``production``: the agent's own system prompt when its module holds one (a string named
+``SYSTEM_PROMPT``, or another ``…_PROMPT``), else a placeholder to edit; so the command init
+prints next runs as printed. A prompt the registry has is left as it is.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,11 +82,16 @@ class ScaffoldError(ValueError):
     """init cannot write the suite; nothing was written."""
 
 
+PLACEHOLDER = ("You are a helpful assistant. (A placeholder written by eval-pipeline init: "
+               "replace it with your agent's system prompt.)")  # fmt: skip
+
+
 @dataclass
 class Scaffolded:
     agent_kind: str
     cases_file: Path
     written: list[Path] = field(default_factory=list)
+    prompt_note: str = ""  # what init did about --prompt
 
 
 def scaffold_suite(
@@ -110,11 +121,65 @@ def scaffold_suite(
             f"{project}: could not add the suite at the end of the file (is 'suites:' the last "
             f"section?); add this entry under suites: yourself:\n{entry}"
         )
+    note = _seed_prompt(project, prompt, agent) if prompt else ""
     folder.mkdir(parents=True, exist_ok=True)
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
     thresholds.write_text(THRESHOLDS.format(name=name), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")
-    return Scaffolded(kind, cases, [project, cases, thresholds])
+    return Scaffolded(kind, cases, [project, cases, thresholds], note)
+
+
+def _seed_prompt(project: Path, name: str, agent: str) -> str:
+    """Version 1 of ``name`` labelled production, unless the registry has the prompt."""
+    from eval_pipeline.core.prompts import PromptError
+    from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+    from eval_pipeline.integrations.services import Services
+
+    prompts = _suites_file_prompts(project)
+    registry = Services.from_env(project.parent / prompts).registry()
+    try:
+        existing = registry.get_by_label(name, "production")
+        return f"prompt {name}: the registry's production version (v{existing.version})"
+    except PromptError:
+        pass
+    found = _agent_prompt(agent)
+    try:
+        made = registry.create(name, found[1] if found else PLACEHOLDER, "production")
+    except (PromptError, RegistryUnavailable) as exc:
+        raise ScaffoldError(f"--prompt {name}: {exc}") from exc
+    where = registry.description
+    if found:
+        return (f"prompt {name}: created v{made.version} in {where} from {found[0]}, "
+                "labelled production")  # fmt: skip
+    return (f"prompt {name}: created v{made.version} in {where} labelled production, with a "
+            f"PLACEHOLDER text: put your agent's system prompt there (eval-pipeline prompts "
+            f"add {name} FILE --label production)")  # fmt: skip
+
+
+def _agent_prompt(agent: str) -> tuple[str, str] | None:
+    """(where, text) of the system prompt the agent's module (or its package) holds: a
+    string named SYSTEM_PROMPT first, else the one other ``…_PROMPT`` string."""
+    module_name = agent.partition(":")[0]
+    if module_name not in sys.modules:  # an agent service: its prompt is its own
+        return None
+    package = module_name.partition(".")[0]
+    modules = [sys.modules[module_name]] + [m for n, m in sorted(sys.modules.items())
+                                            if n.startswith(f"{package}.") and m is not None
+                                            and n != module_name]  # fmt: skip
+    for wanted in (lambda key: key == "SYSTEM_PROMPT", lambda key: key.endswith("_PROMPT")):
+        for module in modules:
+            for key, value in vars(module).items():
+                if wanted(key) and isinstance(value, str) and value.strip():
+                    return f"{module.__name__}.{key}", value
+    return None
+
+
+def _suites_file_prompts(project: Path) -> str:
+    """The project file's ``prompts:`` folder (default prompts)."""
+    if not project.exists():
+        return "prompts"
+    data = yaml.safe_load(project.read_text(encoding="utf-8")) or {}
+    return str(data.get("prompts") or "prompts") if isinstance(data, dict) else "prompts"
 
 
 def _agent(agent: str, project: Path) -> tuple[str, object, str]:

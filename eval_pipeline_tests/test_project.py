@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.agents.project import ProjectError, load_project
@@ -219,3 +220,163 @@ def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(tmp_
     doctor = CliRunner().invoke(main, ["doctor"], terminal_width=300)
     assert doctor.exit_code == 1
     assert "never read their prompt: weather (weather/assistant)" in " ".join(doctor.output.split())
+
+
+FACTORIES = """
+    from langgraph.graph import StateGraph, MessagesState, START, END
+
+    SEEN = {}
+
+    def _graph(name, ctx):
+        SEEN[name] = ctx
+        graph = StateGraph(MessagesState)
+        graph.add_node("noop", lambda state: {})
+        graph.add_edge(START, "noop")
+        graph.add_edge("noop", END)
+        return graph.compile()
+
+    def positional(ctx):
+        return _graph("positional", ctx)
+
+    def optional(ctx=None):
+        return _graph("optional", ctx)
+
+    def keyword_only(*, ctx):
+        return _graph("keyword_only", ctx)
+
+    def bare():
+        return _graph("bare", None)
+
+    def raising(ctx):
+        return {}["OPENAI_API_KEY"]
+"""
+
+
+@pytest.mark.parametrize("factory", ["positional", "optional", "keyword_only", "bare"])
+def test_a_factory_that_accepts_ctx_gets_it(tmp_path, factory):
+    """build(ctx=None) was called as build(): it evaluated its own model and prompt."""
+    from eval_pipeline.llm.settings import LLMSettings
+
+    package = f"factories_{factory}"
+    body = "suites:\n" + GOOD_SUITE.format(agent=f"{package}.agent:{factory}")
+    root = project_dir(tmp_path, body, package, FACTORIES)
+    suite = load_project(root / "eval-pipeline.yaml").suite("weather")
+    suite.make_agent(None, LLMSettings())
+    module = __import__(f"{package}.agent", fromlist=["SEEN"])
+    given = module.SEEN[factory]
+    assert (given is None) == (factory == "bare")
+    assert given is None or given.suite == "weather"
+
+
+def test_a_factory_that_raises_exits_2_naming_it(tmp_path, run_in):
+    """Before: exit 1 and a traceback, which CI reads as "the agent got worse"."""
+    body = "suites:\n" + GOOD_SUITE.format(agent="raising_factory.agent:raising")
+    out = run_in(project_dir(tmp_path, body, "raising_factory", FACTORIES))
+    assert "the agent factory raising_factory.agent:raising raised KeyError: 'OPENAI_API_KEY'" in (
+        out
+    )  # fmt: skip
+    assert "raising_factory/agent.py:27" in out and "check what it reads from the environment" in (
+        out
+    )  # fmt: skip
+
+
+def init_in(root: Path, monkeypatch, *args: str):
+    clean_cli_env(monkeypatch, root / "home", root / "eval-pipeline.yaml")
+    monkeypatch.chdir(root)
+    return CliRunner().invoke(main, ["init", *args], catch_exceptions=False)
+
+
+def test_init_creates_the_prompt_from_the_agents_own_and_labels_it_production(
+    tmp_path, monkeypatch
+):
+    """Before: init wrote `prompt:` into the suite and created nothing, so the command it
+    printed next failed ("has no label 'production' … labels: none")."""
+    root = tmp_path / "repo"
+    (root / "helper_agent").mkdir(parents=True)
+    (root / "helper_agent" / "__init__.py").write_text("")
+    (root / "helper_agent" / "graph.py").write_text(textwrap.dedent(FACTORIES) + textwrap.dedent(
+        """
+        SYSTEM_PROMPT = "You answer questions about the weather."
+        GREETING_PROMPT = "Say hello."
+        """
+    ))  # fmt: skip
+    made = init_in(root, monkeypatch, "--agent", "helper_agent.graph:optional", "--name",
+                   "helper", "--prompt", "helper/assistant")  # fmt: skip
+    assert made.exit_code == 0, made.output
+    text = " ".join(made.output.split())
+    assert "prompt helper/assistant: created v1" in text
+    assert "from helper_agent.graph.SYSTEM_PROMPT, labelled production" in text
+    version = yaml.safe_load((root / "prompts" / "helper" / "assistant" / "v1.yaml").read_text())
+    assert version["prompt"] == "You answer questions about the weather."
+    labels = yaml.safe_load((root / "prompts" / "labels.yaml").read_text())
+    assert labels == {"helper/assistant": {"production": 1}}
+    printed = made.output.strip().splitlines()[-1].split()
+    assert printed == ["eval-pipeline", "run", "--suite", "helper"]
+    ran = CliRunner().invoke(main, printed[1:])  # as printed: evaluated, not refused
+    assert ran.exit_code in (0, 1), ran.output
+    assert "v1" in ran.output and "has no label" not in ran.output
+    again = init_in(root, monkeypatch, "--agent", "helper_agent.graph:optional", "--name",
+                    "other", "--prompt", "helper/assistant")  # fmt: skip
+    assert "the registry's production version (v1)" in " ".join(again.output.split())
+    assert not (root / "prompts" / "helper" / "assistant" / "v2.yaml").exists()
+
+
+def test_init_without_a_prompt_in_the_agent_writes_a_placeholder_it_names(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "bare_agent").mkdir(parents=True)
+    (root / "bare_agent" / "__init__.py").write_text("")
+    (root / "bare_agent" / "graph.py").write_text(textwrap.dedent(FACTORIES))
+    made = init_in(root, monkeypatch, "--agent", "bare_agent.graph:positional", "--name", "bare",
+                   "--prompt", "bare/assistant")  # fmt: skip
+    assert made.exit_code == 0, made.output
+    assert "with a PLACEHOLDER text" in " ".join(made.output.split())
+    version = yaml.safe_load((root / "prompts" / "bare" / "assistant" / "v1.yaml").read_text())
+    assert "placeholder written by eval-pipeline init" in version["prompt"]
+
+
+def test_a_case_lacking_what_its_evaluators_read_is_refused_by_name(tmp_path, run_in):
+    """Before: a misspelled ``expected_tool:`` (or no expected_output at all) was accepted
+    and correctness scored 1.0, as if the case expected no tool."""
+    body = "suites:\n" + GOOD_SUITE.format(agent="fields_pkg.agent:build").replace(
+        "evaluators: [correctness]", "evaluators: [correctness, completeness]"
+    )
+    root = project_dir(tmp_path, body, "fields_pkg", AGENT_OK)
+    cases = root / "evals" / "weather" / "cases.yaml"
+    text = cases.read_text().replace('"expected_tools": ["get_time"]',
+                                     '"expected_tool": ["get_time"]', 1)  # fmt: skip
+    cases.write_text(text + textwrap.dedent("""\
+        - id: no-expectations
+          input: {message: "Weather in Lima?"}
+          metadata: {category: weather, difficulty: easy, tier: full}
+    """))  # fmt: skip
+    out = run_in(root)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "id: t-tokyo" in row)
+    assert (f"{cases}:{line} case 't-tokyo': field 'expected_output.expected_tools': missing: "
+            "correctness reads 'expected_output.expected_tools' (did you mean "
+            "'expected_tool'?)") in out  # fmt: skip
+    assert "case 'no-expectations': field 'expected_output.expected_tools': missing" in out
+    assert "case 'no-expectations': field 'expected_output.expected_fields': missing: " \
+           "completeness reads" in out  # fmt: skip
+
+
+def test_case_fields_no_evaluator_reads_are_reported(tmp_path, monkeypatch):
+    """Reported with the run (a typo, or an evaluator missing from the suite), not refused:
+    a team's own undeclared evaluator may read anything, and then nothing is said."""
+    body = "suites:\n" + GOOD_SUITE.format(agent="extra_pkg.agent:build")
+    root = project_dir(tmp_path, body, "extra_pkg", AGENT_OK + "\n    def mine(**kw):\n"
+                       "        return 1.0\n")  # fmt: skip
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    ran = CliRunner().invoke(main, ["run", "--suite", "weather"], terminal_width=400)
+    text = " ".join(ran.output.split())
+    assert ran.exit_code in (0, 1), ran.output
+    assert "6 case field(s) no evaluator of the suite reads" in text
+    assert "case 'w-paris': field 'expected_output.expected_fields': no evaluator of this " \
+           "suite reads it" in text  # fmt: skip
+    project = root / "eval-pipeline.yaml"
+    project.write_text(
+        project.read_text().replace(
+            "evaluators: [correctness]", "evaluators: [correctness, extra_pkg.agent:mine]"
+        )
+    )
+    ran = CliRunner().invoke(main, ["run", "--suite", "weather"], terminal_width=400)
+    assert "no evaluator of the suite reads" not in " ".join(ran.output.split())

@@ -59,6 +59,21 @@ def test_bad_input_exits_2_and_writes_nothing(prompts_dir, tmp_path):
     assert invoke("label", NAME, "1", "bad label!").exit_code == 2
     assert (prompts_dir / "labels.yaml").read_text() == labels
     assert invoke("show", NAME, "--label", "canary").exit_code == 2
+    good = tmp_path / "good.txt"
+    good.write_text("A fine prompt.")
+    assert invoke("add", NAME, str(good), "--label", "bad label!").exit_code == 2
+    assert sorted(p.name for p in (prompts_dir / NAME).iterdir()) == before  # no version
+    assert (prompts_dir / "labels.yaml").read_text() == labels
+
+
+def test_add_with_a_label_points_it_at_the_new_version(prompts_dir, tmp_path):
+    source = tmp_path / "new.txt"
+    source.write_text("Always call lookup_menu_item before add_item_to_order.\n{{menu}}")
+    added = invoke("add", NAME, str(source), "--label", "staging")
+    assert added.exit_code == 0 and "added v3" in added.output and "labelled staging" in (
+        added.output
+    )  # fmt: skip
+    assert LocalPromptRegistry(prompts_dir).labels(NAME) == {"production": 1, "staging": 3}
 
 
 def test_malformed_version_file_names_the_file(prompts_dir):

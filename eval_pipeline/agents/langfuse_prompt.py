@@ -46,6 +46,16 @@ def serving(ctx: AgentContext) -> Iterator[None]:
         _SERVING.reset(token)
 
 
+@contextmanager
+def unserved() -> Iterator[None]:
+    """``get_prompt`` as Langfuse answers it (our own prompt registry reads through it)."""
+    token = _SERVING.set(None)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
+
+
 def _install() -> None:
     """Wrap ``Langfuse.get_prompt`` once per process (a no-op outside ``serving``)."""
     global _installed

@@ -6,9 +6,11 @@ list of cases (or a mapping with a ``cases:`` list); JSONL files hold one case p
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +81,67 @@ CaseValidator = Callable[[GoldenCase], list[tuple[str, str]]]
 """Suite-specific check: returns (field, problem) pairs for one valid-shaped case."""
 
 
+@dataclass(frozen=True)
+class FieldNeeds:
+    """What a suite's evaluators read from its cases (evaluators/base.py ``reads``)."""
+
+    required: dict[str, tuple[str, ...]]  # "expected_output.x" (or "a|b") → who reads it
+    known: frozenset[str] | None  # every field some evaluator reads; None: one does not say
+
+    def problems(self, case: GoldenCase) -> list[tuple[str, str]]:
+        """(field, problem) for each field an evaluator reads that the case lacks, with
+        "did you mean" a near key of the case."""
+        found: list[tuple[str, str]] = []
+        for wanted, readers in self.required.items():
+            options = wanted.split("|")
+            if any(_has(case, path) for path in options):
+                continue
+            near = _near(case, options)
+            hint = f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
+            either = " or ".join(f"'{o}'" for o in options)
+            verb = "reads" if len(readers) == 1 else "read"
+            found.append((options[0], f"missing: {', '.join(readers)} {verb} {either}{hint}; "
+                          "give it (an empty list when nothing is expected)"))  # fmt: skip
+        return found
+
+    def unknown(self, case: GoldenCase) -> list[tuple[str, str]]:
+        """(field, note) for each ``expected_output`` key no evaluator reads (a typo, or an
+        evaluator missing from the suite); nothing when an evaluator does not say."""
+        if self.known is None:
+            return []
+        found = []
+        for key in sorted((case.expected_output or {}).keys()):
+            path = f"expected_output.{key}"
+            if path in self.known:
+                continue
+            near = difflib.get_close_matches(path, sorted(self.known), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            found.append((path, f"no evaluator of this suite reads it{hint}"))
+        return found
+
+
+def _has(case: GoldenCase, path: str) -> bool:
+    part, _, rest = path.partition(".")
+    value: Any = {"input": case.input, "expected_output": case.expected_output,
+                  "metadata": case.metadata.model_dump()}.get(part)  # fmt: skip
+    for key in rest.split(".") if rest else ():
+        if not isinstance(value, dict) or key not in value:
+            return False
+        value = value[key]
+    return True
+
+
+def _near(case: GoldenCase, options: Sequence[str]) -> list[str]:
+    """Keys of the case near the missing field (a misspelled ``expected_tool``)."""
+    head, _, _ = options[0].rpartition(".")
+    section = head.partition(".")[0]
+    holder = {"input": case.input, "expected_output": case.expected_output,
+              "metadata": case.metadata.model_dump()}.get(section) or {}  # fmt: skip
+    keys = sorted(holder) if isinstance(holder, dict) else []
+    wanted = [o.rpartition(".")[2] for o in options]
+    return sorted({m for w in wanted for m in difflib.get_close_matches(w, keys, n=1)})
+
+
 def case_files(directory: Path) -> list[Path]:
     files = sorted({p for pattern in CASE_FILE_PATTERNS for p in directory.glob(pattern)})
     return [p for p in files if p.is_file()]
@@ -89,8 +152,11 @@ def load_cases(
     *,
     categories: Iterable[str] | None = None,
     validate: CaseValidator | None = None,
+    notice: CaseValidator | None = None,
+    warnings: list[str] | None = None,
 ) -> list[GoldenCase]:
-    """Load and validate every case file of a suite; raise DatasetError listing all problems."""
+    """Load and validate every case file of a suite; raise DatasetError listing all problems.
+    ``notice`` finds what is worth saying but not refusing: it goes into ``warnings``."""
     if not directory.is_dir():
         raise DatasetError([f"{directory}: dataset folder not found"])
     files = case_files(directory)
@@ -120,6 +186,8 @@ def load_cases(
                 )
             for field, message in validate(case) if validate else []:
                 problems.append(f"{label}: field '{field}': {message}")
+            for field, message in notice(case) if notice and warnings is not None else []:
+                warnings.append(f"{label}: field '{field}': {message}")
             cases.append(case)
     if not problems and not cases:
         problems.append(f"{', '.join(map(str, files))}: the dataset has no cases")

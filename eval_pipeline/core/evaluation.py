@@ -223,7 +223,8 @@ def plan(
     """Load and select the cases and describe the run (raises DatasetError); writes nothing.
     ``notes`` are kept with the run (e.g. a setting that overrode the prompt's). A
     requested baseline is found next, by ``with_baseline``."""
-    all_cases = suite.load_cases()
+    noticed: list[str] = []
+    all_cases = suite.load_cases(noticed)
     cases = select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
     key = prompt_key(prompt)
@@ -242,7 +243,7 @@ def plan(
         agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
-        notes=list(notes),
+        notes=[*notes, *_fields_note(noticed)],
     )
     runner = RunnerConfig(
         concurrency=request.concurrency, repeats=repeats, timeout_s=request.timeout_s,
@@ -260,6 +261,15 @@ def plan(
             "is reused from the memo (give the suite a `version:`)"
         )
     return RunPlan(suite, prompt, run, all_cases, cases, runner, policy, request, shard_list)
+
+
+def _fields_note(noticed: Sequence[str], shown: int = 3) -> list[str]:
+    """One note for the case fields no evaluator reads (the first few, whole)."""
+    if not noticed:
+        return []
+    more = f"; … and {len(noticed) - shown} more" if len(noticed) > shown else ""
+    return [f"{len(noticed)} case field(s) no evaluator of the suite reads (a typo, or an "
+            f"evaluator missing from the suite): {'; '.join(noticed[:shown])}{more}"]  # fmt: skip
 
 
 def baseline_for(

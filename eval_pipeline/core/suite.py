@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.cases import CaseValidator, GoldenCase, load_cases
+from eval_pipeline.core.cases import CaseValidator, FieldNeeds, GoldenCase, load_cases
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.memo import dataset_resources, source_fingerprint
@@ -21,6 +21,7 @@ from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.evaluators.base import (
     Evaluator,
     RunEvaluator,
+    case_fields,
     evaluator_name,
     evaluator_version,
 )
@@ -62,8 +63,34 @@ class Suite:
         """The agent for one run with ``prompt`` on ``settings`` (factories run here)."""
         return self.build_agent(prompt, settings, self.dataset_dir)
 
-    def load_cases(self) -> list[GoldenCase]:
-        return load_cases(self.dataset_dir, categories=self.categories, validate=self.validate_case)
+    def load_cases(self, warnings: list[str] | None = None) -> list[GoldenCase]:
+        """The suite's cases; a case lacking a field its evaluators read is refused
+        (DatasetError), fields none of them reads are noted in ``warnings``."""
+        return load_cases(self.dataset_dir, categories=self.categories, validate=self._check,
+                          notice=self.field_needs.unknown, warnings=warnings)  # fmt: skip
+
+    def _check(self, case: GoldenCase) -> list[tuple[str, str]]:
+        """What the evaluators read that the case lacks, then the suite's own validator."""
+        own = self.validate_case(case) if self.validate_case else []
+        return [*self.field_needs.problems(case), *own]
+
+    @cached_property
+    def field_needs(self) -> FieldNeeds:
+        """The case fields the suite's evaluators read (``reads``) or may use."""
+        required: dict[str, list[str]] = {}
+        known: set[str] = set()
+        undeclared = False
+        for fn in self.evaluators:
+            fields = case_fields(fn)
+            if fields is None:
+                undeclared = True
+                continue
+            for path in fields.reads:
+                required.setdefault(path, []).append(evaluator_name(fn))
+                known.update(path.split("|"))
+            known.update(fields.may_read)
+        return FieldNeeds({path: tuple(readers) for path, readers in required.items()},
+                          None if undeclared else frozenset(known))  # fmt: skip
 
     def versions_of_evaluators(self) -> dict[str, str]:
         """Each evaluator's version (a fingerprint of its code and parameters, see

@@ -29,6 +29,20 @@ Evaluator = Callable[..., Evaluation | list[Evaluation]]
 RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
 
 
+@dataclass(frozen=True)
+class CaseFields:
+    """What an evaluator reads from a case: fields it needs, and fields it may use."""
+
+    reads: tuple[str, ...] = ()
+    may_read: tuple[str, ...] = ()
+
+
+def case_fields(fn: Callable[..., Any]) -> CaseFields | None:
+    """What ``fn`` declared it reads; None for an evaluator that does not say (a team's
+    own function): then nothing about unknown fields can be concluded."""
+    return getattr(fn, "case_fields", None)
+
+
 class ScoreError(Exception):
     """The item cannot be scored: what the evaluator reads failed to be made (a stepwise
     step that errored, a judge call that failed). Recorded as an error of ``kind`` in the
@@ -55,12 +69,18 @@ def evaluator(
     version: str | None = None,
     params: Mapping[str, Any] | None = None,
     uses_model: bool = False,
+    reads: tuple[str, ...] = (),
+    may_read: tuple[str, ...] = (),
 ) -> Any:
     """Declare an item evaluator named ``name`` (default: the function's name).
 
     ``params`` are what a factory configured it with (they are part of its version).
     ``uses_model``: it calls a model (a judge), so it runs through the runner: bounded
-    concurrency, timeouts, retries, its tokens and cost counted apart from the agent's."""
+    concurrency, timeouts, retries, its tokens and cost counted apart from the agent's.
+    ``reads``: the case fields it cannot score without (``"expected_output.expected_tools"``;
+    ``"a|b"`` for either), ``may_read`` the ones it uses when present: a case lacking one
+    it reads is refused when the dataset loads, never scored as if nothing were expected
+    (core/cases.py ``field_problems``)."""
 
     def declare(body: Callable[..., Any]) -> Evaluator:
         label = name or body.__name__
@@ -72,6 +92,7 @@ def evaluator(
             return as_evaluation(label, result)
 
         call.uses_model = uses_model  # type: ignore[attr-defined]
+        call.case_fields = CaseFields(tuple(reads), tuple(may_read))  # type: ignore[attr-defined]
         return named(call, label, version or fingerprint(body, params))
 
     return declare(fn) if fn is not None else declare

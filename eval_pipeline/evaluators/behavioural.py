@@ -65,7 +65,7 @@ def completeness_value(
     return len(found) / len(expected_fields), found, missing
 
 
-@evaluator
+@evaluator(may_read=("metadata.criteria",))
 def groundedness(*, output, metadata=None, **kwargs) -> Score:
     criteria = (metadata or {}).get("criteria") or {}
     tools = _tools(output)
@@ -76,7 +76,7 @@ def groundedness(*, output, metadata=None, **kwargs) -> Score:
     return Score(groundedness_value(tools, criteria), comment)
 
 
-@evaluator
+@evaluator(reads=("expected_output.expected_tools",))
 def correctness(*, output, expected_output=None, **kwargs) -> Score:
     expected = list((expected_output or {}).get("expected_tools") or [])
     tools = _tools(output)
@@ -93,7 +93,8 @@ def completeness_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Eva
     """A completeness evaluator: seed 001's alias map with ``aliases`` added on top."""
     merged = _aliases(aliases)
 
-    @evaluator(name="completeness", params={"aliases": merged})
+    @evaluator(name="completeness", params={"aliases": merged},
+               reads=("expected_output.expected_fields",))  # fmt: skip
     def completeness(*, output, expected_output=None, **kwargs) -> Score:
         fields = list((expected_output or {}).get("expected_fields") or [])
         text = str((output or {}).get("response") or "")
@@ -109,7 +110,9 @@ def overall_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Evaluato
     """``overall`` = 0.4·groundedness + 0.4·correctness + 0.2·completeness; pass at 0.7."""
     completeness_fn = completeness_with(aliases)
 
-    @evaluator(name="overall", params={"aliases": _aliases(aliases)})
+    @evaluator(name="overall", params={"aliases": _aliases(aliases)},
+               reads=("expected_output.expected_tools", "expected_output.expected_fields"),
+               may_read=("metadata.criteria",))  # fmt: skip
     def behavioural_overall(*, output, expected_output=None, metadata=None, **kwargs) -> Score:
         parts = {
             "groundedness": groundedness(output=output, metadata=metadata).value,

@@ -33,7 +33,7 @@ def _items_at(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(order.get("items") or []) if isinstance(order, dict) else []
 
 
-@evaluator
+@evaluator(reads=("expected_output.expected_items",))
 def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the agent finished the order and it is exactly the customer's goal."""
     stop = (output or {}).get("stop_reason")
@@ -45,7 +45,7 @@ def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
     return Score(1.0, f"finished with the goal's order in {(output or {}).get('turns')} turns")
 
 
-@evaluator
+@evaluator(may_read=("expected_output.max_turns_needed",))
 def turn_efficiency(*, output, input=None, expected_output=None, **kwargs) -> Score:
     """Turns a good agent needs ÷ turns taken (1.0 at or under); 0.0 when the conversation
     hit the turn limit or failed (finished: the agent finished, or the customer was done)."""
@@ -76,7 +76,8 @@ def tool_protocol_every_turn(*, output, **kwargs) -> Score:
                  "lookups before adds on every turn")  # fmt: skip
 
 
-@evaluator
+@evaluator(reads=("expected_output.expected_items",),
+           may_read=("expected_output.allowed_items",))  # fmt: skip
 def no_hallucinated_items_any_turn(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when, after every turn, the order holds only items the customer asked for (the
     goal's and ``allowed_items``)."""
@@ -90,7 +91,7 @@ def no_hallucinated_items_any_turn(*, output, expected_output=None, **kwargs) ->
     return Score(1.0, "only items the customer asked for, at every turn")
 
 
-@evaluator
+@evaluator(may_read=("expected_output.correction",))
 def correction_honoured(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the order reflects the customer's correction right after it was made;
     not applicable (no value) for conversations without one."""

@@ -66,7 +66,7 @@ def _line_score(exp: dict[str, Any], act: dict[str, Any]) -> tuple[float, list[s
     return score, notes
 
 
-@evaluator
+@evaluator(reads=("expected_output.expected_items",))
 def order_correctness(*, output, expected_output=None, **kwargs) -> Score:
     """Weighted partial credit per item_id, divided by the distinct ids on either side."""
     expected_items = (expected_output or {}).get("expected_items", [])
@@ -93,7 +93,7 @@ def order_correctness(*, output, expected_output=None, **kwargs) -> Score:
     return Score(round(value, 6), "; ".join(sorted(problems)) or "Order matches exactly")
 
 
-@evaluator
+@evaluator(reads=("expected_output.expected_items",))
 def tool_call_accuracy(*, output, expected_output=None, **kwargs) -> Score:
     """Was the protocol followed: lookup_menu_item before add_item_to_order?"""
     calls = tools_called(output)

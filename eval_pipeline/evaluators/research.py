@@ -28,7 +28,7 @@ def answer_matches(candidate: str, reference: str) -> tuple[bool, list[str]]:
     return not missing, missing
 
 
-@evaluator
+@evaluator(reads=("expected_output.answer",))
 def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
     reference = str((expected_output or {}).get("answer") or "")
     ok, missing = answer_matches(str((output or {}).get("response") or ""), reference)
@@ -36,7 +36,11 @@ def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
 
 
 def _failed_steps(output) -> list[dict]:
-    """The steps that failed; a step that errored makes the item unscorable (ScoreError)."""
+    """The steps that failed; no stepwise run, or a step that errored, makes the item
+    unscorable (ScoreError), never a value."""
+    if "steps" not in (output or {}):
+        raise ScoreError("no stepwise run", "the output has no stepwise steps: the case has no "
+                         "reference trajectory, or the agent no `stepwise:` option")  # fmt: skip
     steps = (output or {}).get("steps") or []
     errors = [s for s in steps if s.get("error")]
     if errors:
@@ -47,14 +51,14 @@ def _failed_steps(output) -> list[dict]:
     return [s for s in steps if s.get("score", 0) < 1]
 
 
-@evaluator
+@evaluator(may_read=("expected_output.trajectory",))
 def stepwise_score(*, output, **kwargs) -> Score:
     failed = _failed_steps(output)
     comment = "; ".join(f"step {s['step']}: {s['comment']}" for s in failed) or "every step"
     return Score((output or {}).get("stepwise_score"), comment)
 
 
-@evaluator
+@evaluator(may_read=("expected_output.trajectory",))
 def survived_until(*, output, **kwargs) -> Score:
     failed = _failed_steps(output)
     comment = f"first failed step: {failed[0]['step']}" if failed else "survived every step"

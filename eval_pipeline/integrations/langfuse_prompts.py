@@ -16,6 +16,7 @@ import httpx
 from langfuse.api.commons.errors.not_found_error import NotFoundError
 from langfuse.api.core.api_error import ApiError
 
+from eval_pipeline.agents.langfuse_prompt import unserved
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
@@ -30,13 +31,23 @@ class LangfusePromptRegistry(LangfuseService):
     def get_by_label(self, name: str, label: str) -> PromptVersion:
         return self._fetch(name, label=label)
 
+    def create(self, name: str, text: str, label: str) -> PromptVersion:
+        try:
+            made = self.client.create_prompt(name=name, prompt=text, type="text", labels=[label])
+        except (ApiError, httpx.HTTPError) as exc:
+            raise RegistryUnavailable(
+                f"creating Langfuse prompt {name!r}: {describe_error(exc)}"
+            ) from exc
+        return from_langfuse(made)
+
     def _fetch(self, name: str, **which: Any) -> PromptVersion:
         what = " ".join(f"{k} {v!r}" for k, v in which.items())
         try:
-            fetched = self.client.get_prompt(
-                name, cache_ttl_seconds=0, max_retries=1,
-                fetch_timeout_seconds=self.timeout_s, **which,
-            )  # fmt: skip
+            with unserved():  # what the registry holds, even while an agent is served
+                fetched = self.client.get_prompt(
+                    name, cache_ttl_seconds=0, max_retries=1,
+                    fetch_timeout_seconds=self.timeout_s, **which,
+                )  # fmt: skip
         except NotFoundError as exc:
             raise PromptError(f"Langfuse has no prompt {name!r} with {what}") from exc
         except (ApiError, httpx.HTTPError) as exc:

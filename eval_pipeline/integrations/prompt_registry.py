@@ -35,6 +35,10 @@ class PromptRegistry(Protocol):
         """``{prompt name: {label: version}}`` for the given labels, across all prompts."""
         ...
 
+    def create(self, name: str, text: str, label: str) -> PromptVersion:
+        """A new version of text prompt ``name`` holding ``text``, labelled ``label``."""
+        ...
+
 
 class LocalPromptRegistry:
     """File-backed registry: read versions and labels, add versions, move labels."""
@@ -109,14 +113,18 @@ class LocalPromptRegistry:
     def set_label(self, name: str, version: int, label: str) -> int | None:
         """Point ``label`` at ``version`` (moving it if set); returns the previous version."""
         self.get(name, version)  # must exist and be valid
-        if not label or not all(c.isalnum() or c in "-_." for c in label):
-            raise PromptError(f"invalid label {label!r}: use letters, digits, '-', '_' or '.'")
+        check_label(label)
         everything = self._all_labels()
         previous = everything.setdefault(name, {}).get(label)
         everything[name][label] = version
         header = "# Which version each label points to, per prompt (written by eval-pipeline).\n"
         self.labels_file.write_text(header + yaml.safe_dump(everything, sort_keys=True))
         return previous
+
+    def create(self, name: str, text: str, label: str) -> PromptVersion:
+        prompt = self._write(name, {"type": "text", "prompt": text}, Path(f"{name} (new)"))
+        self.set_label(name, prompt.version, label)
+        return self.get(name, prompt.version)
 
     def add(self, name: str, source: Path) -> PromptVersion:
         """Store ``source`` as the next version. A .yaml/.yml file holds type, prompt and
@@ -128,6 +136,9 @@ class LocalPromptRegistry:
                 data = {"type": "text", "prompt": source.read_text(encoding="utf-8")}
             except (OSError, UnicodeDecodeError) as exc:
                 raise PromptError(f"{source}: cannot read: {exc}") from exc
+        return self._write(name, data, source)
+
+    def _write(self, name: str, data: Any, source: Path) -> PromptVersion:
         version = max(self.versions(name), default=0) + 1
         prompt = _parse(source, data, name, version, ())
         target = self.root / name / f"v{version}.yaml"
@@ -135,6 +146,12 @@ class LocalPromptRegistry:
         body = {"type": prompt.type, "config": prompt.config, "prompt": prompt.prompt}
         target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
         return prompt
+
+
+def check_label(label: str) -> str:
+    if not label or not all(c.isalnum() or c in "-_." for c in label):
+        raise PromptError(f"invalid label {label!r}: use letters, digits, '-', '_' or '.'")
+    return label
 
 
 def _parse(
