@@ -203,6 +203,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
         raise RunFailed(f"run {plan.run.run_id} failed: {message}") from exc
     if isinstance(session, RecordingSession):  # a recording that missed calls is refused
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
+    if problem := _register_partition(plan.run.prompt_version):
+        result.warnings.append(problem)
     prepared.services.flush()
     run_id = plan.run.run_id
     payloads = langfuse_scores.item_score_payloads(run_id, result.scores, result.outputs)
@@ -211,6 +213,17 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     return result
+
+
+def _register_partition(version: str) -> str | None:
+    """With a Dagster instance configured ($DAGSTER_HOME), the evaluated version becomes a
+    partition there (Dagster is imported only then: it costs a second)."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not Path(home).is_dir():
+        return None
+    from eval_pipeline.defs.partitions import register_version
+
+    return register_version(version, home)
 
 
 def evaluate(

@@ -188,3 +188,61 @@ def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
     config = request.run_config["ops"]["agent_run_outputs"]["config"]
     assert (config["tier"], config["cache"]) == ("full", "refresh")  # nightly measures afresh
     assert "v1" in instance.get_dynamic_partitions(prompt_version_partitions.name)
+
+
+def test_a_version_evaluated_from_the_cli_is_a_partition_of_the_instance(env, monkeypatch):
+    """Before: the sensor skipped versions the store showed as evaluated, so a version
+    evaluated from the CLI never became a partition and `dagster asset materialize
+    --partition …` for it failed with DagsterUnknownPartitionError. Now the first tick adds
+    every labelled version, and the CLI adds the one it evaluated."""
+    from eval_pipeline import evaluate
+
+    instance, resources, registry, project = env
+    new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
+    registry.set_label(PROMPT, new.version, "production")
+    monkeypatch.setenv("EVAL_RESULTS_URL", resources["results_store"].url)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # no instance: the CLI adds nothing
+    for suite in ("drive_thru", "drive_thru_conversations"):  # the prompt's two suites
+        assert evaluate(suite, project=project, prompt_version=new.version).verdict == "PASS"
+    version = f"v{new.version}"
+    assert not instance.has_dynamic_partition(prompt_version_partitions.name, version)
+    first = tick(instance, resources, project=project)
+    assert version not in {r.tags["eval/to_version"] for r in first.run_requests}  # evaluated
+    assert instance.has_dynamic_partition(prompt_version_partitions.name, version)
+
+
+def test_the_cli_adds_the_version_it_evaluated_to_the_configured_instance(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from dagster import DagsterInstance
+
+    from eval_pipeline_tests.helpers import CONFIG_ENV
+
+    project = copy_project(tmp_path)
+    home = tmp_path / "dagster_home"
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"DAGSTER_HOME": str(home), "EVAL_HOME": str(tmp_path / "eval_home"),
+            "EVAL_PROJECT": str(project)}  # fmt: skip
+    cli = str(Path(sys.executable).parent / "eval-pipeline")
+    for args in (["instance"], ["run", "--suite", "drive_thru", "--prompt-version", "2",
+                                 "--tier", "smoke"]):  # fmt: skip
+        done = subprocess.run([cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_dynamic_partitions(prompt_version_partitions.name) == ["v2"]
+    dagster = str(Path(sys.executable).parent / "dagster")
+    materialized = subprocess.run(
+        [dagster, "asset", "materialize", "-m", "eval_pipeline.definitions", "--select",
+         "golden_dataset", "--partition", "drive_thru"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=project.parent,
+    )  # fmt: skip
+    assert materialized.returncode == 0, materialized.stderr[-2000:]
+    outputs = subprocess.run(
+        [dagster, "asset", "materialize", "-m", "eval_pipeline.definitions", "--select",
+         "agent_run_outputs", "--partition", "v2|drive_thru"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=project.parent,
+    )  # fmt: skip
+    assert outputs.returncode == 0, outputs.stderr[-2000:]
+    assert "DagsterUnknownPartitionError" not in outputs.stderr

@@ -21,6 +21,25 @@ prompt_version_partitions = DynamicPartitionsDefinition(name="prompt_version")
 day_partitions = DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
 
 
+def register_version(version: str, home: str) -> str | None:
+    """Add the ``prompt_version`` partition to the Dagster instance at ``home`` (the
+    configured $DAGSTER_HOME), so a version evaluated from the CLI can be materialized and
+    its checks read there (partition key ``v1|<suite>``); None when done, else why not."""
+    from dagster import DagsterInstance
+
+    try:
+        with DagsterInstance.get() as instance:
+            name = prompt_version_partitions.name
+            if not instance.has_dynamic_partition(name, version):
+                instance.add_dynamic_partitions(name, [version])
+    except Exception as exc:  # the run stands; the partition can be added later
+        return (
+            f"could not add partition {version} to the Dagster instance at {home} "
+            f"({type(exc).__name__}: {exc}); the label sensor adds it on its next tick"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Partitions:
     suite_names: tuple[str, ...]

@@ -61,8 +61,11 @@ def build_prompt_label_sensor(eval_job: UnresolvedAssetJobDefinition) -> SensorD
 
         state = current_state(watched, snapshot)
         requests, cursor = plan_requests(previous, state, watched, evaluated=evaluated)
+        # Every labelled version is a partition, evaluated already (from the CLI) or not:
+        # its assets can be materialized from the UI and its checks read per partition.
+        labelled = {f"v{v}" for by_label in state.values() for v in by_label.values()}
         new_partitions = missing_partitions(
-            context.instance, [r.partition_version for r in requests]
+            context.instance, [*labelled, *(r.partition_version for r in requests)]
         )
         for r in requests:
             context.log.info(f"{r.suite}: {', '.join(map(str, r.moves))} → {r.tier} run")
