@@ -15,6 +15,7 @@ from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.evaluators import BUILTIN
 from eval_pipeline.llm.offline.customer import next_words
 from eval_pipeline.llm.offline.model import OfflineChatModel
+from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import agent, suite
 
 SUITE = "drive_thru_conversations"
@@ -228,3 +229,134 @@ def test_verbose_prints_the_turns_and_why_the_conversation_stopped():
     assert "agent: Got it: 1 × Hash Brown. Anything else?" in text
     assert "[tools: finalize_order]" in text
     assert text.rstrip().endswith("stopped: agent_finalized after 2 turn(s)")
+
+
+# --- conversations with a callable or an HTTP agent -------------------------------------------
+# A team's drive-thru agent that is not a graph to us: a function keeping its own threads,
+# asked once per turn (agents/adapters/answers.py); the same function behind an HTTP service.
+TURN_AGENT = """
+import uuid
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from eval_pipeline.agents.adapters.jsonable import jsonable
+from eval_pipeline.agents.drive_thru.graph import build
+
+THREADS = {}
+
+
+async def answer(input, ctx):
+    if input["conversation_id"] not in THREADS or input["turn"] == 1:
+        graph = build(ctx).copy({"checkpointer": InMemorySaver()})
+        thread = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        THREADS[input["conversation_id"]] = (graph, thread)
+    graph, config = THREADS[input["conversation_id"]]
+    before = len((await graph.aget_state(config)).values.get("messages") or [])
+    final = await graph.ainvoke({"messages": [HumanMessage(input["message"])]}, config)
+    made = [m for m in final["messages"][before:] if isinstance(m, AIMessage)]
+    order = jsonable(final.get("current_order"))
+    return {
+        "response": next((m.content for m in reversed(made) if m.content), ""),
+        "tool_calls": [{"name": c["name"], "args": c["args"]} for m in made for c in m.tool_calls],
+        "state": {"current_order": order},
+        "done": bool(order and order.get("finalized")),
+    }
+"""
+
+
+def service(module):
+    """The team's function behind POST /agent (the body is the turn's request)."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from eval_pipeline.agents.context import AgentContext
+    from eval_pipeline_tests.helpers import prompt as prompt_of
+
+    async def turn(request):
+        version = int(request.headers["x-eval-prompt-version"])
+        chosen = suite(SUITE)
+        ctx = AgentContext(SUITE, chosen.dataset_dir, LLMSettings.create(),
+                           prompt_of(chosen, version))  # fmt: skip
+        return JSONResponse(await module.answer(await request.json(), ctx))
+
+    return Starlette(routes=[Route("/agent", turn, methods=["POST"])])
+
+
+@pytest.mark.parametrize("kind", ["callable", "http"])
+def test_a_callable_or_http_agent_plays_conversations_with_the_same_metrics(
+    kind, tmp_path, monkeypatch
+):
+    """Before: conversations worked for graph agents only. The same agent asked turn by
+    turn scores what the graph scores: v1 perfect, v2 fails the gate."""
+    import importlib
+    import sys
+
+    import yaml
+
+    from eval_pipeline import evaluate
+    from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+    from eval_pipeline_tests.model_server import BackgroundServer
+
+    project = copy_project(tmp_path)
+    (tmp_path / "project" / "turn_agent.py").write_text(TURN_AGENT)
+    clean_cli_env(monkeypatch, tmp_path / "home", project)
+    as_graph = evaluate(SUITE, project=project, cache="off")  # the suite's own graph agent
+    monkeypatch.syspath_prepend(str(project.parent))
+    module = importlib.import_module("turn_agent")
+    background = BackgroundServer(service(module)) if kind == "http" else None
+    body = yaml.safe_load(project.read_text())
+    conversations = body["suites"][SUITE]
+    if background is not None:
+        background.start()
+        conversations["agent"] = {"http": f"http://127.0.0.1:{background.port}/agent",
+                                  "done_field": "done"}  # fmt: skip
+    else:
+        conversations["agent"] = {"callable": "turn_agent:answer"}
+    conversations["version"] = "team-1"  # (an HTTP agent's outputs are memoized by it)
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+    try:
+        production = evaluate(SUITE, project=project, cache="off")
+        staging = evaluate(SUITE, project=project, label="staging", tier="smoke",
+                           baseline="production", cache="off")  # fmt: skip
+    finally:
+        if background is not None:
+            background.stop()
+        sys.modules.pop("turn_agent", None)
+    gated = ("goal_completed", "order_correctness", "turn_efficiency",
+             "tool_protocol_every_turn", "no_hallucinated_items_any_turn")  # fmt: skip
+    assert production.verdict == "PASS", (production.errors, production.failed)
+    assert all(production.summary.metrics[m] == 1.0 for m in gated), production.summary.metrics
+    assert {m: production.summary.metrics[m] for m in gated} == {
+        m: as_graph.summary.metrics[m] for m in gated
+    }
+    assert production.run.agent_version.startswith("team-1")
+    assert production.summary.n_errors == 0
+    transcript = production.outputs[0].output["transcript"]
+    assert transcript and transcript[0]["state"]["current_order"] is not None
+    assert staging.verdict == "FAIL"
+    assert staging.summary.metrics["tool_protocol_every_turn"] < 1.0
+
+
+def test_an_item_timeout_keeps_the_turns_finished_before_it():
+    """Before: the item timeout cancelled the conversation where its ``except Exception``
+    never saw it, and the output was lost (NULL); other failures kept their turns."""
+    import asyncio
+
+    from eval_pipeline.agents.adapters.callable import CallableAgent
+    from eval_pipeline.agents.context import AgentContext
+
+    async def slow_on_third(input, ctx):
+        if input["turn"] == 3:
+            await asyncio.sleep(30)
+        return {"response": f"noted: {input['message']}", "state": {"turn": input["turn"]}}
+
+    chosen = suite(SUITE)
+    ctx = AgentContext(SUITE, chosen.dataset_dir, LLMSettings.create(), None)
+    talk = case({"turns": ["one", "two", "three", "four"]}, [HB])
+    (out,) = run_agent_sync(CallableAgent(slow_on_third, ctx, target="slow"), [talk],
+                            RunnerConfig(timeout_s=1.0, max_attempts=1))  # fmt: skip
+    assert out.error_kind == "timeout" and out.fault == "infrastructure"
+    assert [t["customer"] for t in out.output["transcript"]] == ["one", "two"]
+    assert out.output["stop_reason"] == "error" and out.output["turn"] == 2

@@ -5,7 +5,10 @@ is under test (``X-Eval-Case-Id``, ``X-Eval-Repeat``, ``X-Eval-Seed``, ``X-Eval-
 ``X-Eval-Prompt-Version``), plus the suite's own ``headers`` (``${VAR}`` is read from the
 environment and kept out of every log). The answer must be a JSON object: the output
 contract. If it carries ``usage: {model, input_tokens, output_tokens}``, those tokens are
-counted. Timeouts, retries and error recording are the runner's, as for model calls.
+counted. Timeouts, retries and error recording are the runner's, as for model calls. A
+conversation case is POSTed once per customer turn (agents/adapters/answers.py: the
+message, the history so far, the turn, a conversation id, also in
+``X-Eval-Conversation-Id``); each answer is one turn's reply.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 
 import httpx
 
-from eval_pipeline.agents.adapters.callable import AgentOutputError, output_of
+from eval_pipeline.agents.adapters.answers import AgentOutputError, TurnSession, output_of
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.conversation import Customer, conversation_spec, converse
 from eval_pipeline.core.redact import register_secret
 from eval_pipeline.core.running.agent import AgentResult, current_item
 
@@ -41,9 +45,11 @@ def expand_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 class HttpAgent:
     def __init__(self, url: str, ctx: AgentContext, *, headers: Mapping[str, str] | None = None,
-                 timeout_s: float = 60.0):  # fmt: skip
+                 timeout_s: float = 60.0, customer: Customer | None = None,
+                 done_field: str | None = None):  # fmt: skip
         self.url, self.ctx, self.timeout_s = url, ctx, timeout_s
         self.headers = expand_headers(headers or {})
+        self.customer, self.done_field = customer, done_field
         self._client: httpx.AsyncClient | None = None  # made in the run's event loop
 
     @property
@@ -62,7 +68,19 @@ class HttpAgent:
         if self.ctx.prompt_version is not None:
             headers["X-Eval-Prompt"] = self.ctx.prompt_version.name
             headers["X-Eval-Prompt-Version"] = str(self.ctx.prompt_version.version)
-        response = await self._client.post(self.url, json=case.input, headers=headers)
+        spec = conversation_spec(case)
+        if spec is not None:
+            conversation = f"{case.id}:{repeat}"
+            headers["X-Eval-Conversation-Id"] = conversation
+            session = TurnSession(lambda turn: self._post(turn, headers), conversation,
+                                  self.done_field, self.url)  # fmt: skip
+            return AgentResult(await converse(session, spec, self.customer))
+        return AgentResult(output_of(await self._post(case.input, headers), self.url))
+
+    async def _post(self, body: Any, headers: dict[str, str]) -> Any:
+        """POST ``body``; the JSON answer, its reported usage counted."""
+        assert self._client is not None
+        response = await self._client.post(self.url, json=body, headers=headers)
         response.raise_for_status()
         try:
             answer = response.json()
@@ -72,11 +90,12 @@ class HttpAgent:
                 f"{self.url} answered {kind}, not JSON: {response.text[:120]!r}"
             ) from exc
         usage = answer.get("usage") if isinstance(answer, dict) else None
+        scope = current_item.get()
         if scope is not None and isinstance(usage, dict):
             scope.usage.add(str(usage.get("model") or "unknown"),
                             int(usage.get("input_tokens") or 0),
                             int(usage.get("output_tokens") or 0))  # fmt: skip
-        return AgentResult(output_of(answer, self.url))
+        return answer
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -330,12 +330,15 @@ def build_agent(
 ) -> Agent:  # fmt: skip
     """The agent for one run of ``suite`` with ``prompt`` on ``llm`` (factories run here)."""
     ctx = AgentContext(suite=suite, dataset_dir=dataset_dir, settings=llm, prompt_version=prompt)
+    simulated = simulated_customer(customer, llm) if customer else None
     if agent.kind == "http":
-        return HttpAgent(agent.http or "", ctx, headers=agent.headers, timeout_s=agent.timeout_s)
+        return HttpAgent(agent.http or "", ctx, headers=agent.headers, timeout_s=agent.timeout_s,
+                         customer=simulated, done_field=agent.done_field)  # fmt: skip
     path = agent.graph or agent.callable or ""
     target = import_target(path)
     if agent.kind == "callable":
-        return CallableAgent(target, ctx, target=path)
+        return CallableAgent(target, ctx, target=path, customer=simulated,
+                             done_field=agent.done_field)  # fmt: skip
     with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
         graph = target if is_graph(target) else _call_factory(target, ctx, path)
     if not is_graph(graph):
@@ -350,7 +353,7 @@ def build_agent(
         recursion_limit=agent.recursion_limit,
         stepwise=stepwise_spec(stepwise, llm) if stepwise else None,
         done_field=agent.done_field,
-        customer=simulated_customer(customer, llm) if customer else None,
+        customer=simulated,
         context=agent.context,
     )  # fmt: skip
     return GraphAgent(graph, options, ctx)
