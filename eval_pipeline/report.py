@@ -32,11 +32,12 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
 def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
     code = result.exit_code
+    note = f"; note: {result.hint}" if result.hint else ""
     if result.errors:
-        return error_line(result.errors[0], code)
+        return error_line(result.errors[0], code) + note
     if result.failed:
-        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {code})"
-    return f"VERDICT: PASS (exit {code})"
+        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {code}){note}"
+    return f"VERDICT: PASS (exit {code}){note}"
 
 
 def error_line(why: str, code: int = 2, limit: int = 200) -> str:

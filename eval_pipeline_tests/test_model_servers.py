@@ -35,8 +35,20 @@ def test_without_tool_choice_no_tool_is_called_and_the_llama_cpp_preset_fixes_it
     plain = smoke()
     assert plain.summary.metrics["tool_call_accuracy"] < 0.5  # it never saw the tools
     assert plain.summary.tokens.output >= 2400 * plain.summary.n_items  # and ran on
+    # Before, the report said only "min_mean_scores": nothing hinted that no tool was ever
+    # called. Now the verdict says so and where to look.
+    offered = plain.summary.calls_with_tools
+    assert offered >= plain.summary.n_items and plain.summary.tool_call_answers == 0
+    assert plain.hint == (f"0 of {offered} model calls with tools returned a tool call: the "
+                          "endpoint may ignore tools; see `eval-pipeline doctor` / "
+                          "EVAL_LLM_COMPAT")  # fmt: skip
+    assert plain.hint in plain.notes
+    from eval_pipeline.report import verdict_line
+
+    assert verdict_line(plain).endswith(f"; note: {plain.hint}")
     env.setenv("EVAL_LLM_COMPAT", "llama.cpp")
     fixed = smoke()
+    assert fixed.hint is None and fixed.summary.tool_call_answers > 0
     assert fixed.summary.metrics == {"no_hallucinated_items": 1.0, "order_correctness": 1.0,
                                      "tool_call_accuracy": 1.0}  # fmt: skip
     assert fixed.summary.n_errors == 0

@@ -150,10 +150,24 @@ class EvalResult:
 
     @property
     def notes(self) -> list[str]:
-        """What the reader should know that does not change the verdict: scores of other
-        metrics that could not be given."""
+        """What the reader should know that does not change the verdict: a model that
+        never called the tools it was offered, scores of other metrics that could not be
+        given."""
         deciding = self.thresholds.deciding_metrics
-        return unscored([s for s in self.scores if s.evaluator not in deciding])
+        hint = [self.hint] if self.hint else []
+        return [*hint, *unscored([s for s in self.scores if s.evaluator not in deciding])]
+
+    @property
+    def hint(self) -> str | None:
+        """Said with the verdict: the agent's model was offered tools in many calls and
+        never called one (an endpoint that ignores tools, not a prompt that got worse)."""
+        offered, answered = self.summary.calls_with_tools, self.summary.tool_call_answers
+        if offered < 3 or answered:
+            return None
+        return (
+            f"{answered} of {offered} model calls with tools returned a tool call: the "
+            "endpoint may ignore tools; see `eval-pipeline doctor` / EVAL_LLM_COMPAT"
+        )
 
     @property
     def agent_failure(self) -> str | None:

@@ -1,4 +1,6 @@
-"""Count every LangChain model call's tokens into the running item's ledger.
+"""Count every LangChain model call's tokens into the running item's ledger, and whether a
+call that offered tools was answered with a tool call (an endpoint that ignores tools
+answers none: the run says so).
 
 One callback handler is registered once as a LangChain configure hook, so it is attached
 to every chat model call in the process, the user's own models included, without anyone
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from typing import Any
+from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
@@ -27,7 +30,20 @@ class ItemUsageHandler(BaseCallbackHandler):
     ignore_retriever = True
     ignore_custom_event = True
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+    def __init__(self) -> None:
+        self.offered: set[UUID] = set()  # calls in flight that offered tools
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID,
+                            **kwargs: Any) -> None:  # fmt: skip
+        if current_item.get() is not None and (kwargs.get("invocation_params") or {}).get("tools"):
+            self.offered.add(run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.offered.discard(run_id)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        offered = run_id in self.offered
+        self.offered.discard(run_id)
         scope = current_item.get()
         if scope is None:
             return
@@ -35,11 +51,15 @@ class ItemUsageHandler(BaseCallbackHandler):
         for generations in response.generations:
             for generation in generations:
                 message = getattr(generation, "message", None)
+                model = (getattr(message, "response_metadata", None) or {}).get(
+                    "model_name"
+                ) or default_model
+                if offered:
+                    scope.usage.tools_offered(model, bool(getattr(message, "tool_calls", None)))
                 usage = getattr(message, "usage_metadata", None)
-                if not usage:
-                    continue
-                model = (message.response_metadata or {}).get("model_name") or default_model
-                scope.usage.add(model, usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+                if usage:
+                    scope.usage.add(model, usage.get("input_tokens", 0),
+                                    usage.get("output_tokens", 0))  # fmt: skip
 
 
 # The default is the one shared handler (it keeps no state of its own): every LangChain

@@ -23,6 +23,7 @@ def write_json(path: Path, result: EvalResult) -> Path:
         "verdict": result.verdict,
         "exit_code": result.exit_code,
         "errors": result.errors,
+        "notes": result.notes,
         "run": result.run.to_dict(),
         "summary": result.summary.to_dict(),
         "checks": [
@@ -204,9 +205,10 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
 
 
 def verdict_text(result: EvalResult) -> str:
+    note = f" (note: {result.hint})" if result.hint else ""
     if result.errors:
-        return f"ERROR — {'; '.join(result.errors)}"
-    return f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS"
+        return f"ERROR — {'; '.join(result.errors)}{note}"
+    return (f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS") + note
 
 
 def errors_markdown(summary: Summary) -> str:

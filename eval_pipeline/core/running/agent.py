@@ -38,6 +38,8 @@ class ModelUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    calls_with_tools: int = 0  # calls that offered the model tools
+    tool_call_answers: int = 0  # … of them, answered with a tool call
 
 
 @dataclass
@@ -51,6 +53,12 @@ class UsageLedger:
         usage.input_tokens += int(input_tokens or 0)
         usage.output_tokens += int(output_tokens or 0)
         usage.calls += 1
+
+    def tools_offered(self, model: str, answered_with_a_call: bool) -> None:
+        """A call that offered tools, and whether the model called one."""
+        usage = self.by_model.setdefault(model or "unknown", ModelUsage())
+        usage.calls_with_tools += 1
+        usage.tool_call_answers += int(answered_with_a_call)
 
     @property
     def input_tokens(self) -> int:

@@ -95,6 +95,10 @@ class Summary:
     # step errored): "evaluator: kind" → how many; never counted as a 0.
     n_score_errors: int = 0
     score_errors_by_kind: dict[str, ErrorKind] = field(default_factory=dict)
+    # The agent's model calls that offered tools, and how many were answered with a call
+    # (none of many: the endpoint may ignore tools, e.g. llama.cpp without tool_choice)
+    calls_with_tools: int = 0
+    tool_call_answers: int = 0
     # Model-backed evaluators (LLM judges): their calls, tokens and cost, apart from the agent's
     judge_calls: int = 0
     judge_tokens: Tokens = field(default_factory=Tokens)
@@ -219,10 +223,16 @@ def summarize(
         cost_usd_spent=round(sum(o.cost_usd for o in outputs if not o.source_run_id), 6),
         unpriced_models=sorted({m for o in outputs for m in o.unpriced_models}),
         errors_by_kind=errors_by_kind(outputs),
+        calls_with_tools=_usage_sum(outputs, "calls_with_tools"),
+        tool_call_answers=_usage_sum(outputs, "tool_call_answers"),
         n_score_errors=sum(1 for s in scores if s.error_kind),
         score_errors_by_kind=score_errors_by_kind(scores),
         **judge_spending(scores),
     )
+
+
+def _usage_sum(outputs: Sequence[ItemOutput], key: str) -> int:
+    return int(sum(u.get(key, 0) for o in outputs for u in (o.usage or {}).values()))
 
 
 def judge_spending(scores: Sequence[ItemScore]) -> dict[str, Any]:
