@@ -126,7 +126,13 @@ def prepare(
         plan = evaluation.plan(chosen, prompt, llm.public_params(), request, notes=llm.notes)
         agent = chosen.make_agent(prompt, llm)  # a factory that fails: nothing written yet
         store = ResultsStore(settings.results_url())
-        evaluation.with_baseline(store, plan, services.registry())
+        try:
+            evaluation.with_baseline(store, plan, services.registry())
+        except BaselineMissing:
+            if recording != "replay" or request.baseline_label is None:
+                raise
+            plan.run.notes.append(_replay_baseline(loaded.path, suite, request))
+            evaluation.with_baseline(store, plan, services.registry())
     except SetupError:
         raise
     except (*SETUP_ERRORS, AgentBuildError, RecordingsError) as exc:
@@ -138,6 +144,24 @@ def prepare(
     agent = services.traced(agent, run_id=plan.run.run_id, suite=chosen.name,
                             version=plan.run.prompt_version)  # fmt: skip
     return Prepared(loaded, services, store, plan, agent, llm, planned)
+
+
+def _replay_baseline(project: Path, suite: str, request: RunRequest) -> str:
+    """CI, a fresh results store: the baseline label's version replayed from its own
+    recordings (a full run), so one command replays both sides of the gate."""
+    label = request.baseline_label or "production"
+    try:
+        baseline = evaluate(suite, project=project, label=label, tier="full",
+                            concurrency=request.concurrency, timeout_s=request.timeout_s,
+                            recording="replay")  # fmt: skip
+    except SetupError as exc:
+        raise SetupError(f"no baseline run of {suite} {label} in the results store, and "
+                         f"replaying it failed: {exc}") from exc  # fmt: skip
+    if baseline.errors:
+        raise SetupError(f"no baseline run of {suite} {label} in the results store, and "
+                         f"replaying it failed: {baseline.errors[0]}")  # fmt: skip
+    return (f"baseline: {label} ({baseline.run.prompt_version}) replayed from its recordings "
+            f"first (run {baseline.run.run_id})")
 
 
 def agent_hosts(agent: Agent) -> tuple[str, ...]:

@@ -1,0 +1,129 @@
+"""The README's "Evaluate your own agent" flow, executed as the README prints it.
+
+The commands are read from the README's code block itself, not a copy, and run in order
+in a team's repository outside this one, against a local model server: init, the edit of
+the cases, the endpoint settings, a recorded production run, a new prompt labelled
+staging, the recorded gate (which fails: the new prompt is worse), the commit, and the CI
+command on a fresh machine with no endpoint and no key (the model server, still up, is
+not asked). What the test supplies is only what a person would: the agent, the cases
+their editor writes, the new prompt's file, the values behind "…".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline_tests.model_server import LocalOpenAIServer
+from eval_pipeline_tests.stranger import (
+    PROMPT_V1,
+    PROMPT_V2,
+    TIMES,
+    TOOLS,
+    WEATHER,
+    WeatherModel,
+    cases_yaml,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BIN = Path(sys.executable).parent
+
+# The team's agent, as the README describes one: a factory taking ctx, its prompt constant
+# from before it used eval-pipeline (init makes it version 1).
+AGENT = f"""
+from langgraph.prebuilt import create_react_agent
+
+from .tools import get_time, get_weather
+
+SYSTEM_PROMPT = {PROMPT_V1!r}
+
+
+def build(ctx):
+    return create_react_agent(ctx.model, [get_weather, get_time], prompt=ctx.system_prompt())
+"""
+
+
+def readme_block(heading: str) -> list[str]:
+    """The commands of the first bash block after ``heading``: comment lines and trailing
+    comments dropped."""
+    text = README.read_text()
+    section = text[text.index(f"\n{heading}\n") :]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, f"no bash block under {heading}"
+    commands = []
+    for line in block.group(1).splitlines():
+        command = re.split(r"\s{2,}#", line)[0].strip()
+        if command and not command.startswith("#"):
+            commands.append(command)
+    return commands
+
+
+@pytest.fixture
+def team(tmp_path):
+    root = tmp_path / "team-repo"
+    (root / "my_agent").mkdir(parents=True)
+    (root / "my_agent" / "__init__.py").write_text("")
+    (root / "my_agent" / "tools.py").write_text(TOOLS.format(weather=repr(WEATHER),
+                                                             times=repr(TIMES)))  # fmt: skip
+    (root / "my_agent" / "graph.py").write_text(textwrap.dedent(AGENT))
+    (root / "new-prompt.txt").write_text(PROMPT_V2)  # the change under review: worse
+    editor = tmp_path / "editor.py"  # what the person types into the cases file
+    editor.write_text(f"import sys\nopen(sys.argv[1], 'w').write({cases_yaml()!r})\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
+    env |= {"PATH": f"{BIN}:{env.get('PATH', '')}", "EVAL_HOME": str(tmp_path / "home"),
+            "EDITOR": f"{sys.executable} {editor}", "GIT_AUTHOR_NAME": "Team",
+            "GIT_AUTHOR_EMAIL": "team@example.com", "GIT_COMMITTER_NAME": "Team",
+            "GIT_COMMITTER_EMAIL": "team@example.com"}  # fmt: skip
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root, env
+
+
+def test_the_readme_flow_runs_as_printed_in_ten_commands(team, tmp_path):
+    root, env = team
+    commands = readme_block("## Evaluate your own agent")
+    assert len(commands) <= 10, commands
+    install, *rest = commands
+    assert install.startswith("pip install ")  # this checkout is installed already
+    with LocalOpenAIServer(chat_model=lambda name: WeatherModel(model_name=name),
+                           models=["weather-model"]) as server:  # fmt: skip
+        for command in rest:
+            if command.startswith("export "):  # the person's endpoint, for the "…" here
+                for assignment in shlex.split(command)[1:]:
+                    name = assignment.partition("=")[0]
+                    env[name] = {"EVAL_LLM_BASE_URL": server.base_url,
+                                 "EVAL_LLM_API_KEY": "sk-team",
+                                 "EVAL_LLM_MODEL": "weather-model"}[name]  # fmt: skip
+                continue
+            if command == commands[-1]:  # CI: a fresh machine, no endpoint, no key
+                env = {k: v for k, v in env.items() if not k.startswith("EVAL_LLM_")}
+                env["EVAL_HOME"] = str(tmp_path / "ci-home")
+                served = server.requests
+            done = subprocess.run(["bash", "-c", command], cwd=root, env=env,
+                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+            gated = command.startswith("eval-pipeline run") and "--label staging" in command
+            expected = 1 if gated else 0  # the worse prompt fails the gate
+            assert done.returncode == expected, f"{command}\n{done.stdout}\n{done.stderr}"
+            if command.startswith("eval-pipeline init"):  # the command it prints runs
+                assert done.stdout.strip().splitlines()[-1].strip() == (
+                    "eval-pipeline run --suite support"
+                )
+        assert server.requests == served  # CI asked nothing of the endpoint
+    verdict = done.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("VERDICT: FAIL — ") and "paired_gate" in verdict
+    assert "baseline: production (v1) replayed from its recordings first" in " ".join(
+        done.stdout.split()
+    )
+    recorded = root / "recordings" / "support"
+    assert sorted(p.name for p in recorded.iterdir()) == ["v1.jsonl", "v2.jsonl"]
+    assert json.loads((recorded / "v1.jsonl").read_text().splitlines()[0])["item"]
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    assert "recordings/support/v2.jsonl" in tracked.stdout
