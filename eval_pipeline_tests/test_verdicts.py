@@ -254,3 +254,84 @@ def test_a_failing_judge_call_is_retried_by_its_client_then_recorded_on_its_scor
     assert all(d["comment"].startswith("judge error (HTTP 500") for d in judged)
     assert all(r["scores"]["politeness"] is None for r in body["items"])
     assert ran.exit_code == 0  # the judge is not a gated metric here; the agent is fine
+
+
+# --- whose failure -----------------------------------------------------------------------------
+LOOPING_AGENT = """
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def think(state):
+    return {}
+
+
+def build(ctx):
+    graph = StateGraph(MessagesState)
+    graph.add_node("think", think)
+    graph.add_edge(START, "think")
+    graph.add_conditional_edges("think", lambda state: "think" if {loops} else END)
+    return graph.compile()
+"""
+
+
+def test_an_agent_that_loops_fails_the_run_it_is_not_a_runtime_problem(tmp_path, monkeypatch):
+    """LangGraph's GraphRecursionError is the agent's behaviour: before, the verdict was
+    ERROR (exit 2, "a runtime problem"); a prompt that makes the agent loop is a
+    regression."""
+    from eval_pipeline_tests.stranger import cases_yaml
+
+    root = tmp_path / "repo"
+    (root / "evals").mkdir(parents=True)
+    (root / "evals" / "cases.yaml").write_text(cases_yaml())
+    (root / "looping.py").write_text(LOOPING_AGENT.replace("{loops}", "True"))
+    (root / "eval-pipeline.yaml").write_text(
+        "suites:\n  loop:\n    agent: looping:build\n    dataset: evals\n"
+        "    evaluators: [correctness]\n"
+    )
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    out = tmp_path / "loop.json"
+    ran = cli("run", "--suite", "loop", "--json", str(out))
+    assert ran.exit_code == 1, ran.output
+    body = json.loads(out.read_text())
+    assert body["verdict"] == "FAIL" and "agent_errors" in body["failed"]
+    kinds = body["summary"]["errors_by_kind"]
+    assert set(kinds) == {"recursion limit"} and kinds["recursion limit"]["fault"] == "agent"
+    assert last_line(ran.output).startswith("VERDICT: FAIL — ")
+
+
+def test_a_stepwise_step_that_errored_is_an_error_never_a_0():
+    """Before: 21 HTTP 500s inside the step-by-step scoring were only in score comments
+    (n_errors 0, errors_by_kind {}) and stepwise_score read 0.0, a wrong answer."""
+    from eval_pipeline.core.cases import GoldenCase
+    from eval_pipeline.core.evaluation import EvalResult
+    from eval_pipeline.core.scoring.apply import score_items
+    from eval_pipeline.core.scoring.summary import summarize
+    from eval_pipeline.core.store.records import ItemOutput
+    from eval_pipeline.evaluators import stepwise_score, survived_until
+
+    case = GoldenCase.model_validate({
+        "id": "rs-1", "input": {"question": "Where?"},
+        "expected_output": {"answer": "Velmora", "trajectory": []},
+        "metadata": {"category": "lookup", "difficulty": "easy", "tier": "smoke"},
+    })  # fmt: skip
+    steps = [{"step": 0, "score": 1.0, "comment": "ok"},
+             {"step": 1, "score": 0.0, "comment": "error: HTTP 500", "error": "HTTP 500 boom",
+              "error_kind": "HTTP 500"}]  # fmt: skip
+    output = ItemOutput("rs-1", 0, {"response": "Velmora", "steps": steps,
+                                    "stepwise_score": 0.5, "survived_until": 0.5})  # fmt: skip
+    scores = score_items([case], [output], [stepwise_score, survived_until])
+    assert all(s.value is None and s.error_kind == "HTTP 500" for s in scores)
+    assert "1 of 2 stepwise steps failed with an error (step 1: HTTP 500 boom)" in (
+        scores[0].comment
+    )  # fmt: skip
+    summary = summarize([case], [output], scores)
+    assert summary.n_score_errors == 2
+    assert set(summary.score_errors_by_kind) == {"stepwise_score: HTTP 500",
+                                                 "survived_until: HTTP 500"}  # fmt: skip
+    gated = Thresholds.model_validate({"primary_metric": "answer_correct",
+                                       "min_mean": {"stepwise_score": 0.8}})  # fmt: skip
+    result = EvalResult(record("c"), summary, [], gated, [output], scores)
+    assert result.verdict == "ERROR" and "scores could not be given" in result.errors[0]
+    reported = Thresholds.model_validate({"primary_metric": "answer_correct"})
+    result = EvalResult(record("c"), summary, [], reported, [output], scores)
+    assert result.verdict == "PASS" and "stepwise_score: HTTP 500" in result.notes[0]
