@@ -160,8 +160,10 @@ def _replay_baseline(project: Path, suite: str, request: RunRequest) -> str:
     if baseline.errors:
         raise SetupError(f"no baseline run of {suite} {label} in the results store, and "
                          f"replaying it failed: {baseline.errors[0]}")  # fmt: skip
-    return (f"baseline: {label} ({baseline.run.prompt_version}) replayed from its recordings "
-            f"first (run {baseline.run.run_id})")
+    return (
+        f"baseline: {label} ({baseline.run.prompt_version}) replayed from its recordings "
+        f"first (run {baseline.run.run_id})"
+    )
 
 
 def agent_hosts(agent: Agent) -> tuple[str, ...]:

@@ -41,8 +41,12 @@ def verdict_line(result: EvalResult) -> str:
 
 
 def error_line(why: str, code: int = 2, limit: int = 200) -> str:
-    """``VERDICT: ERROR — why``, the reason's first line cut at a word, never mid-word."""
-    first = why.splitlines()[0] if why else ""
+    """``VERDICT: ERROR — why``: the reason's first line (with the first problem when it
+    only announces a list), cut at a word, never mid-word."""
+    lines = [line.strip().removeprefix("- ") for line in why.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if first.endswith(":") and len(lines) > 1:
+        first = f"{first} {lines[1]}"
     if len(first) > limit:
         first = first[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     return f"VERDICT: ERROR — {first} (exit {code})"

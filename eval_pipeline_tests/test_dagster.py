@@ -170,7 +170,10 @@ def test_failing_items_are_kept_and_the_key_never_leaks(env, monkeypatch):
         )}  # fmt: skip
         result = evaluate(instance, resources, "v1", tier="full")
         assert server.app.state.stats["faults"] > 0
-    assert result.success
+    # a refused request is not the agent's failure: the run stops at items_measured
+    assert not result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["items_measured"] is False
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru")
     outputs = store.read_outputs(run.run_id)

@@ -69,7 +69,14 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
                 "tier": "full", "concurrency": 16, "timeout_s": 20}}}},
         )  # fmt: skip
         stats = dict(server.app.state.stats)
-    assert result.success
+    # The permanent 400s are not the agent's failures: the run could not measure those
+    # items, so its verdict is ERROR and the run fails at eval_summary (items_measured),
+    # after every output, score and the summary were stored.
+    assert not result.success
+    measured = {e.check_name: e for e in result.get_asset_check_evaluations()}["items_measured"]
+    assert not measured.passed and "failed for reasons outside the agent" in (
+        measured.description or str(measured.metadata)
+    )
     for kind in ("fault_429", "fault_500", "fault_hang", "fault_reset", "fault_400"):
         assert stats.get(kind, 0) > 0, f"the plan never injected {kind}: {stats}"
 

@@ -79,3 +79,15 @@ def test_test_servers_listen_on_loopback_only(make):
             with pytest.raises(OSError):
                 socket.create_connection((address, background.port), timeout=2).close()
         socket.create_connection(("127.0.0.1", background.port), timeout=2).close()
+
+
+def test_a_placeholder_key_is_not_a_secret_to_mask():
+    """llama.cpp takes any key ("none"), a CI replay a dummy one ("replay"): masking them
+    turned "replay: no recorded answer" into "***: no recorded answer"."""
+    from eval_pipeline.core.redact import redact, register_secret
+
+    for placeholder in ("none", "replay", "sk-team"):
+        register_secret(placeholder)
+    register_secret("sk-a-real-looking-key-123")
+    text = "replay: none of sk-team's answers; key sk-a-real-looking-key-123"
+    assert redact(text) == "replay: none of sk-team's answers; key ***"

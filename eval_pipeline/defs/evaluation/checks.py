@@ -33,6 +33,10 @@ from eval_pipeline.defs.partitions import partitioned_check
 
 ASSET = "eval_summary"
 DESCRIPTIONS = {
+    "items_measured": "Blocks. The run measured the agent on every item: no item failed for a "
+    "reason outside the agent (a timeout, an HTTP error, a request the recordings cannot "
+    "answer, a case that does not fit the agent) and no metric the verdict reads lacks a "
+    "score because its evaluator failed. Otherwise the verdict is ERROR, never a pass.",
     "min_mean_scores": "Blocks. Each metric's mean over the run's cases is at least its "
     "`min_mean` in the suite's thresholds file.",
     "all_items_pass": "Blocks. Every item scores 1.0 on each `all_items_pass` metric (for "
@@ -49,7 +53,8 @@ DESCRIPTIONS = {
     "cost_latency": "Blocks when `max_cost_ratio` / `max_latency_ratio` is set: the paired "
     "ratio of cost and latency per item against the baseline, with its CI.",
 }
-BLOCKING = ("min_mean_scores", "all_items_pass", "paired_gate", "binary_gate", "cost_latency")
+BLOCKING = ("items_measured", "min_mean_scores", "all_items_pass", "paired_gate", "binary_gate",
+            "cost_latency")  # fmt: skip
 
 
 def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
@@ -62,7 +67,7 @@ def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
 def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckResult], dict]:
     """The results of the checks that tested something (and, in a failing run, an N/A
     warning for the others), and why the others did not test anything."""
-    done: list[AssetCheckResult] = []
+    done: list[AssetCheckResult] = [measured(result, partition)]
     skipped: dict[str, str] = {}
     for name, outcome, blocking in result.checks:
         if name not in DESCRIPTIONS:  # (a CLI-only check, e.g. --threshold)
@@ -86,13 +91,25 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
     if gate is None:
         for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
             skipped[name] = result.gate_note or "no baseline"
-    if result.failed:
+    if result.failed or result.errors:
         # Dagster shows a check without a result in a failed run as "Execution failed": say
         # N/A with the reason instead (a warning, never a pass). In a passing run the UI
         # shows such a check as skipped.
         done += [check_result(ASSET, name, "N/A", why, partition, {}, [])
                  for name, why in skipped.items()]  # fmt: skip
     return done, skipped
+
+
+def measured(result: EvalResult, partition: str) -> AssetCheckResult:
+    """items_measured: FAIL with why the run could not measure the agent, else PASS."""
+    summary = result.summary
+    numbers = {"items": summary.n_items, "items_failed": summary.n_errors,
+               "scores_failed": summary.n_score_errors}  # fmt: skip
+    if not result.errors:
+        text = f"all {summary.n_items} items measured"
+        return check_result(ASSET, "items_measured", "PASS", text, partition, numbers, [])
+    return check_result(ASSET, "items_measured", "FAIL", "; ".join(result.errors), partition,
+                        numbers, [])  # fmt: skip
 
 
 def _label(check: GateCheck) -> str:
@@ -169,7 +186,9 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
 
 def failure_message(result: EvalResult, partition: str) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
-    lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(result.failed)}"]
+    failed = [*(["items_measured"] if result.errors else []), *result.failed]
+    lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
+    lines += [f"- items_measured: {why}" for why in result.errors]
     for name, outcome, blocking in result.checks:
         if blocking and not outcome.passed:
             lines.append(f"- {name}: {outcome.description}")
