@@ -53,16 +53,22 @@ def error_line(why: str, code: int = 2, limit: int = 200) -> str:
 
 
 def print_errors(console: Console, result: EvalResult) -> None:
-    """Errors by kind, one paragraph each (an example message is too long for a table)."""
-    kinds = result.summary.errors_by_kind
-    if not kinds:
-        return
+    """Errors by kind, one paragraph each (an example message is too long for a table):
+    the items', with whose failure each is, then the scores evaluators could not give."""
     summary = result.summary
-    console.print(f"[bold red]Errors by kind[/] ({summary.n_errors} of {summary.n_items} items)")
-    for kind, found in kinds.items():
-        items = ", ".join(found.items) + (" …" if found.count > len(found.items) else "")
-        console.print(f"  [red]{escape(kind)}[/] × {found.count} ({escape(items)}): "
-                      f"{escape(found.example)}", highlight=False)  # fmt: skip
+    for title, kinds in (
+        (f"Errors by kind ({summary.n_errors} of {summary.n_items} items)",
+         summary.errors_by_kind),
+        (f"Scores not given ({summary.n_score_errors})", summary.score_errors_by_kind),
+    ):  # fmt: skip
+        if not kinds:
+            continue
+        console.print(f"[bold red]{escape(title)}[/]")
+        for kind, found in kinds.items():
+            items = ", ".join(found.items) + (" …" if found.count > len(found.items) else "")
+            whose = escape(f" [{found.fault}]") if found.fault else ""
+            line = f"  [red]{escape(kind)}[/]{whose} × {found.count} ({escape(items)}): "
+            console.print(line + escape(found.example), highlight=False)
 
 
 def print_cases(console: Console, result: EvalResult) -> None:

@@ -232,17 +232,17 @@ def test_the_cli_adds_the_version_it_evaluated_to_the_configured_instance(tmp_pa
         assert done.returncode in (0, 1), done.stdout + done.stderr
     with DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_dynamic_partitions(prompt_version_partitions.name) == ["v2"]
-    dagster = str(Path(sys.executable).parent / "dagster")
-    materialized = subprocess.run(
-        [dagster, "asset", "materialize", "-m", "eval_pipeline.definitions", "--select",
-         "golden_dataset", "--partition", "drive_thru"],
-        env=env, capture_output=True, text=True, timeout=300, cwd=project.parent,
-    )  # fmt: skip
-    assert materialized.returncode == 0, materialized.stderr[-2000:]
-    outputs = subprocess.run(
-        [dagster, "asset", "materialize", "-m", "eval_pipeline.definitions", "--select",
-         "agent_run_outputs", "--partition", "v2|drive_thru"],
-        env=env, capture_output=True, text=True, timeout=300, cwd=project.parent,
-    )  # fmt: skip
+
+    def materialize(asset: str, partition: str) -> subprocess.CompletedProcess:
+        dagster = str(Path(sys.executable).parent / "dagster")
+        return subprocess.run(
+            [dagster, "asset", "materialize", "-m", "eval_pipeline.definitions", "--select",
+             asset, "--partition", partition],
+            env=env, capture_output=True, text=True, timeout=300, cwd=project.parent,
+        )  # fmt: skip
+
+    golden = materialize("golden_dataset", "drive_thru")
+    assert golden.returncode == 0, golden.stderr[-2000:]
+    outputs = materialize("agent_run_outputs", "v2|drive_thru")
     assert outputs.returncode == 0, outputs.stderr[-2000:]
     assert "DagsterUnknownPartitionError" not in outputs.stderr

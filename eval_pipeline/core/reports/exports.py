@@ -14,7 +14,7 @@ from typing import Any
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.scoring.gate import GateReport
-from eval_pipeline.core.scoring.summary import Summary, markdown_table, md_escape
+from eval_pipeline.core.scoring.summary import ErrorKind, Summary, markdown_table, md_escape
 from eval_pipeline.core.store.records import ItemScore, RunRecord
 
 
@@ -211,21 +211,25 @@ def verdict_text(result: EvalResult) -> str:
     return (f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS") + note
 
 
-def errors_markdown(summary: Summary) -> str:
-    """Errors by kind: count, the first items, one example message."""
-    lines = ["| kind | items | example |", "|---|---|---|"]
-    for kind, found in summary.errors_by_kind.items():
+def errors_markdown(kinds: dict[str, ErrorKind]) -> str:
+    """Errors by kind: count, the first items, whose failure, one example message."""
+    lines = ["| kind | whose | items | example |", "|---|---|---|---|"]
+    for kind, found in kinds.items():
         items = ", ".join(found.items) + (" …" if found.count > len(found.items) else "")
-        lines.append(f"| {md_escape(kind)} | {found.count}: {md_escape(items)} | "
-                     f"{md_escape(found.example)} |")  # fmt: skip
+        lines.append(f"| {md_escape(kind)} | {found.fault or ''} | {found.count}: "
+                     f"{md_escape(items)} | {md_escape(found.example)} |")  # fmt: skip
     return "\n".join(lines)
 
 
 def errors_section(summary: Summary) -> list[str]:
-    if not summary.errors_by_kind:
-        return []
-    title = f"## Errors ({summary.n_errors} of {summary.n_items} items)"
-    return [title, "", errors_markdown(summary), ""]
+    lines = []
+    if summary.errors_by_kind:
+        lines += [f"## Errors ({summary.n_errors} of {summary.n_items} items)", "",
+                  errors_markdown(summary.errors_by_kind), ""]  # fmt: skip
+    if summary.score_errors_by_kind:
+        lines += [f"## Scores not given ({summary.n_score_errors})", "",
+                  errors_markdown(summary.score_errors_by_kind), ""]  # fmt: skip
+    return lines
 
 
 def _gate_section(gate: GateReport) -> list[str]:

@@ -72,12 +72,15 @@ def outputs_metadata(run: RunRecord, outputs: Sequence[ItemOutput]) -> dict[str,
 
 
 def errors_metadata(summary: Summary) -> dict[str, Any]:
-    """Errors by kind (count, first items, an example), and a count per kind to plot."""
-    if not summary.errors_by_kind:
-        return {}
-    return {"errors_by_kind": MetadataValue.md(errors_markdown(summary))} | {
-        f"errors_{kind}": found.count for kind, found in summary.errors_by_kind.items()
-    }
+    """Errors by kind (count, first items, whose, an example) and a count per kind to plot;
+    the scores evaluators could not give, likewise."""
+    meta: dict[str, Any] = {}
+    if summary.errors_by_kind:
+        meta["errors_by_kind"] = MetadataValue.md(errors_markdown(summary.errors_by_kind))
+        meta |= {f"errors_{kind}": found.count for kind, found in summary.errors_by_kind.items()}
+    if summary.score_errors_by_kind:
+        meta["scores_not_given"] = MetadataValue.md(errors_markdown(summary.score_errors_by_kind))
+    return meta
 
 
 def check_metadata(outcome: CheckOutcome) -> dict[str, Any]:
