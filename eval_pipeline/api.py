@@ -7,7 +7,7 @@ from eval_pipeline import evaluate
 
 def test_support_agent_did_not_get_worse():
     result = evaluate("support", tier="smoke", baseline="production")
-    assert result.passed, result.failed
+    assert result.verdict == "PASS", result.errors or result.failed
 ```
 """
 
