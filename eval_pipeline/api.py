@@ -43,7 +43,7 @@ from eval_pipeline.llm.recording import (
     load_entries,
     recorded_model,
 )
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.settings import LLMSettings, replaying
 
 Recording = Literal["off", "record", "replay"]
 SETUP_ERRORS = (
@@ -107,8 +107,9 @@ def prepare(
     elif recording == "replay":  # every answer must come from the recordings
         request = replace(request, cache="off")
     try:
-        loaded = load_project(project)
-        chosen = loaded.suite(suite)
+        with replaying(recording == "replay"):  # judges built with the suite replay too
+            loaded = load_project(project)
+            chosen = loaded.suite(suite)
         services = Services.from_env(loaded.prompts_dir)
         prompt = services.prompt(chosen, version=prompt_version, label=label)
         recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))

@@ -285,3 +285,34 @@ def test_a_request_is_keyed_by_what_it_asks_not_where_or_when():
         "POST", "/v1/x", {"messages": [{"role": "system", "content": "Orders since 2026-11-24"}]}
     )  # a bare date is content
     assert request_key("GET", "/w?a=1&b=2", None) == request_key("GET", "/w?b=2&a=1", None)
+
+
+def test_an_llm_judge_is_replayed_too_never_silently_offline(tmp_path, monkeypatch):
+    """A judge is built when the suite is read, from the environment: in CI (no endpoint)
+    it was the offline model, judging instead of the recorded judge with no word said."""
+    from eval_pipeline import evaluate
+    from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+
+    project = copy_project(tmp_path)
+    body = yaml.safe_load(project.read_text())
+    body["suites"]["drive_thru"]["evaluators"].append(
+        {"llm_judge": {"rubric": "Is the answer polite?", "model": "judge-model",
+                       "name": "politeness"}}
+    )  # fmt: skip
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+    clean_cli_env(monkeypatch, tmp_path / "home", project)
+    with LocalOpenAIServer(models=("offline", "judge-model")) as server:
+        for name, value in (("EVAL_LLM_BASE_URL", server.base_url), ("EVAL_LLM_API_KEY",
+                            "sk-judged-run"), ("EVAL_LLM_MODEL", "offline")):  # fmt: skip
+            monkeypatch.setenv(name, value)
+        recorded = evaluate("drive_thru", tier="smoke", recording="record")
+        for name in ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "EVAL_LLM_MODEL"):
+            monkeypatch.delenv(name)
+        served = server.requests
+        replayed = evaluate("drive_thru", tier="smoke", recording="replay")
+        assert server.requests == served
+    assert recorded.verdict == replayed.verdict == "PASS", replayed.errors
+    judged = [s for s in replayed.scores if s.evaluator == "politeness"]
+    assert len(judged) == 11 and {s.metadata["judge_model"] for s in judged} == {"judge-model"}
+    assert replayed.summary.judge_calls == recorded.summary.judge_calls == 11
+    assert replayed.summary.metrics == recorded.summary.metrics

@@ -10,6 +10,9 @@ needs; each can also be set on its own.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +40,21 @@ COMPAT: dict[str, dict[str, Any]] = {
 @cache
 def _offline_fingerprint() -> str:
     return source_fingerprint([Path(offline_package.__file__).resolve().parent])
+
+
+_REPLAYING: ContextVar[bool] = ContextVar("eval_replaying", default=False)
+
+
+@contextmanager
+def replaying(active: bool = True) -> Iterator[None]:
+    """While a replay run is prepared, models built from the environment with no endpoint
+    (an LLM judge's, built when the suite is read) talk to the recordings, as the agent's
+    do, instead of silently becoming the offline model."""
+    token = _REPLAYING.set(active)
+    try:
+        yield
+    finally:
+        _REPLAYING.reset(token)
 
 
 class SettingsError(ValueError):
@@ -88,10 +106,11 @@ class LLMSettings(BaseModel):
             for name, (field, convert) in _VARIABLES.items()
             if env.get(name)
         }
-        default_model = "gpt-4o-mini" if (key or base_url) else OFFLINE_MODEL_NAME
+        replay = _REPLAYING.get() and not (key or base_url)
+        default_model = "gpt-4o-mini" if (key or base_url or replay) else OFFLINE_MODEL_NAME
         return cls.create(
             model=env.get("EVAL_LLM_MODEL") or default_model, base_url=base_url, api_key=key,
-            **{**COMPAT[compat], **explicit},
+            **{**COMPAT[compat], **explicit}, **({"recording": "replay"} if replay else {}),
         )  # fmt: skip
 
     @classmethod
