@@ -360,3 +360,23 @@ def test_an_item_timeout_keeps_the_turns_finished_before_it():
     assert out.error_kind == "timeout" and out.fault == "infrastructure"
     assert [t["customer"] for t in out.output["transcript"]] == ["one", "two"]
     assert out.output["stop_reason"] == "error" and out.output["turn"] == 2
+
+
+def test_the_conversation_suite_runs_without_langgraphs_unregistered_type_warning(tmp_path):
+    """Before: "Deserializing unregistered type …Order from checkpoint. This will be blocked
+    in a future version" on every run: the thread's checkpointer now reads back exactly the
+    types the graph's schemas name, as LangGraph's strict mode will."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from eval_pipeline_tests.helpers import CONFIG_ENV, PROJECT
+
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path), "EVAL_PROJECT": str(PROJECT)}
+    cli = str(Path(sys.executable).parent / "eval-pipeline")
+    ran = subprocess.run([cli, "run", "--suite", SUITE, "--tier", "smoke"], env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "unregistered type" not in ran.stdout + ran.stderr

@@ -116,6 +116,23 @@ def test_golden_dataset_check_results(env):
     found = checks(result)
     assert found["dataset_valid"].passed and found["absence_coverage"].passed
     assert found["absence_coverage"].metadata["share_expecting_nothing"].value >= 0.25
+    # Each result names its partition; each check says what it tests (it said nothing).
+    for name in ("dataset_valid", "absence_coverage"):
+        assert found[name].metadata["partition"].value == "drive_thru"
+        assert found[name].description.startswith(("drive_thru:", "PASS — drive_thru:"))
+    specs = {spec.name: spec for spec in golden_dataset.check_specs}
+    assert specs["absence_coverage"].description.startswith("Blocks. At least 25%")
+    assert specs["dataset_valid"].description.startswith("Blocks. Every case file")
+
+
+def test_absence_coverage_is_not_a_pass_for_a_suite_without_absence_categories(env):
+    """Before: a suite declaring no absence categories passed it with a share of 0.0."""
+    instance, resources, _ = env
+    result = materialize([golden_dataset], partition_key="product_discovery",
+                         instance=instance, resources=resources)  # fmt: skip
+    coverage = checks(result)["absence_coverage"]
+    assert not coverage.passed and coverage.severity.value == "WARN"
+    assert coverage.description.startswith("N/A — product_discovery: not tested")
 
 
 def test_malformed_dataset_fails_before_any_llm_call(env):

@@ -55,7 +55,8 @@ def run_in(tmp_path, monkeypatch):
     ("suite", "expected"),
     [
         ("    repeats: 0\n", "suite 'weather': field 'repeats': Input should be greater than"),
-        ("    evaluator: [groundedness]\n", "field 'evaluator': Extra inputs are not permitted"),
+        ("    evaluator: [groundedness]\n",
+         "field 'evaluator': unknown field; did you mean 'evaluators'?"),
         ("    thresholds: 7\n", "field 'thresholds'"),
         ("    watched_labels: production\n",
          "field 'watched_labels': Input should be a valid list"),
@@ -71,7 +72,7 @@ def test_field_errors_name_the_suite_field_and_value(tmp_path, run_in, suite, ex
     ("body", "expected"),
     [
         ("suites: {}\n", "field 'suites': Dictionary should have at least 1 item"),
-        ("suite:\n  x: {}\n", "field 'suite': Extra inputs are not permitted"),
+        ("suite:\n  x: {}\n", "field 'suite': unknown field; did you mean 'suites'?"),
         ("suites:\n  'bad name!':\n    agent: a.b:c\n    dataset: d\n    evaluators: [x]\n",
          "suite name 'bad name!'"),
         ("suites:\n  weather:\n    agent: not an import path\n    dataset: evals/weather\n"
@@ -82,6 +83,34 @@ def test_field_errors_name_the_suite_field_and_value(tmp_path, run_in, suite, ex
 def test_project_level_errors(tmp_path, run_in, body, expected):
     out = run_in(project_dir(tmp_path, body))
     assert expected in out
+
+
+def test_errors_speak_the_project_files_words_never_pydantics(tmp_path, run_in):
+    """Before: `agent.function-after[_one_kind(), AgentConfig].state_feilds`, and a
+    mapping agent also got "Input should be a valid string" from the other form."""
+    body = (
+        "suites:\n  weather:\n    agent:\n      graph: a.b:c\n      state_feilds: [x]\n"
+        "      stepwise: {nod: agent}\n    dataset: evals/weather\n"
+        "    evaluators: [correctness]\n    customer: {see: [order]}\n"
+    )
+    out = run_in(project_dir(tmp_path, body))
+    assert "field 'agent.state_feilds': unknown field; did you mean 'state_fields'?" in out
+    assert "field 'agent.stepwise.nod': unknown field; did you mean 'node'?" in out
+    assert "field 'agent.stepwise.node': required, not given" in out
+    assert "field 'customer.see': unknown field; did you mean 'sees'?" in out
+    for internal in ("function-after", "AgentConfig", "valid string", "Extra inputs"):
+        assert internal not in out
+
+
+def test_an_unknown_suite_is_the_commands_mistake_not_the_files(tmp_path, monkeypatch):
+    """Before: "unknown suite … Fix the project file and run again"."""
+    root = project_dir(tmp_path, "suites:\n" + GOOD_SUITE.format(agent="x.y:z"))
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    result = CliRunner().invoke(main, ["run", "--suite", "wether"], terminal_width=300)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2
+    assert "has no suite 'wether' (its suites: weather); did you mean 'weather'?" in text
+    assert "with --suite" in text and "Fix the project file" not in text
 
 
 def test_no_project_file_says_how_to_make_one(tmp_path, monkeypatch):
@@ -196,7 +225,7 @@ def test_agents_are_recognised_by_what_they_are(tmp_path):
 
     assert kind_of(agent.build) == "graph" and kind_of(agent.answer) == "callable"
     assert kind_of(agent.build(None)) == "graph" and kind_of(agent.NUMBER) is None
-    with pytest.raises(ProjectError, match="unknown suite 'other'"):
+    with pytest.raises(ProjectError, match="has no suite 'other'"):
         project.suite("other")
 
 

@@ -178,8 +178,13 @@ def test_tokens_of_every_attempt_are_counted_and_an_errored_item_keeps_them():
     (out,) = run_agent_sync(SpendsThenTimesOut(), make_cases(1), config)
     assert out.error and out.error_kind == "timeout" and out.attempts == 3
     assert (out.input_tokens, out.output_tokens) == (3 * 600, 3 * 25)
-    assert out.usage["gpt-4o-mini"] == {"input_tokens": 1500, "output_tokens": 60, "calls": 3,
-                                        "calls_with_tools": 0, "tool_call_answers": 0}
+    assert out.usage["gpt-4o-mini"] == {
+        "input_tokens": 1500,
+        "output_tokens": 60,
+        "calls": 3,
+        "calls_with_tools": 0,
+        "tool_call_answers": 0,
+    }
     assert out.cost_usd == pytest.approx(PriceTable().cost("gpt-4o-mini", 1500, 60))
     assert out.unpriced_models == ["my-local-model"]
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
+from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, stepwise
 from eval_pipeline.agents.context import AgentContext, ContextAgent
@@ -77,7 +77,7 @@ class GraphAgent(ContextAgent):
         graph = self.graph
         spec = conversation_spec(case)
         if graph.checkpointer not in (None, False) or spec is not None:
-            graph = graph.copy({"checkpointer": InMemorySaver()})
+            graph = graph.copy({"checkpointer": fresh_checkpointer(graph)})
         config = {
             "configurable": {"thread_id": f"{case.id}:{repeat}:{uuid.uuid4().hex}"},
             "callbacks": list(callbacks),

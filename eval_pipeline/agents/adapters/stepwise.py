@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, convert_to_messages
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 
+from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.failures import error_kind
 from eval_pipeline.evaluators.research import answer_matches
@@ -79,7 +79,8 @@ async def stepwise(
 ) -> dict[str, Any]:  # fmt: skip
     normalized = normalize_messages(list(reference))
     steps = [k for k, m in enumerate(normalized) if m["role"] == "assistant"]
-    forced = graph.copy({"checkpointer": InMemorySaver(), "interrupt_after_nodes": [spec.node]})
+    forced = graph.copy({"checkpointer": fresh_checkpointer(graph),
+                         "interrupt_after_nodes": [spec.node]})  # fmt: skip
     results = []
     for index, k in enumerate(steps):
         config = {

@@ -6,12 +6,15 @@ nothing runs until the file is right (the CLI exits 2).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import traceback
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -20,7 +23,7 @@ from typing import Any
 
 import yaml
 from langchain_core.language_models.chat_models import BaseChatModel
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from eval_pipeline import settings
 from eval_pipeline.agents.adapters.callable import CallableAgent
@@ -56,13 +59,20 @@ from eval_pipeline.llm.settings import LLMSettings
 class ProjectError(ValueError):
     """The project file cannot be used; lists every problem found."""
 
+    what = "invalid project"
+    fix = "Fix the project file and run again; nothing was run."
+
     def __init__(self, problems: list[str]):
         self.problems = problems
         shown = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(
-            f"invalid project ({len(problems)} problem(s)):\n{shown}\n"
-            "Fix the project file and run again; nothing was run."
-        )
+        super().__init__(f"{self.what} ({len(problems)} problem(s)):\n{shown}\n{self.fix}")
+
+
+class UnknownSuite(ProjectError):
+    """``--suite`` names a suite the project file does not declare: the command's mistake."""
+
+    what = "unknown suite"
+    fix = "Name one of the project's suites with --suite (eval-pipeline suites lists them)."
 
 
 class AgentBuildError(ProjectError):
@@ -102,6 +112,9 @@ def load_project(path: Path | str | None = None) -> Project:
 
 
 def _schema_problems(file: Path, exc: ValidationError) -> list[str]:
+    """Each validation error in the user's words: the suite, the field's path as written in
+    the file (never pydantic's union and validator names), what is wrong, the value, and a
+    near field name for a misspelled one."""
     problems = []
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
@@ -109,11 +122,41 @@ def _schema_problems(file: Path, exc: ValidationError) -> list[str]:
             head, rest = f"suite '{loc[1]}'", loc[2:]
         else:
             head, rest = "project", loc
-        rest = [p for p in rest if p not in ("str", "AgentConfig", "function-after[_one_kind()]")]
-        fieldname = ".".join(rest) or "(whole entry)"
-        got = "" if err["type"] == "missing" else f" (got {_short(err.get('input'))})"
-        problems.append(f"{file}: {head}: field '{fieldname}': {err['msg']}{got}")
+        if err["type"] == "string_type" and isinstance(err.get("input"), dict):
+            continue  # `agent:` written as a mapping: the error of its other form (a string)
+        path = [p for p in rest if not _INTERNAL.match(p)]
+        fieldname = ".".join(path) or "(whole entry)"
+        message = {"missing": "required, not given", "extra_forbidden": "unknown field"}.get(
+            err["type"], err["msg"]
+        )
+        got = "" if err["type"] in ("missing", "extra_forbidden") else (
+            f" (got {_short(err.get('input'))})"
+        )  # fmt: skip
+        hint = ""
+        if err["type"] == "extra_forbidden" and path:
+            near = difflib.get_close_matches(path[-1], _fields_at(head, path[:-1]), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+        problems.append(f"{file}: {head}: field '{fieldname}': {message}{got}{hint}")
     return list(dict.fromkeys(problems))
+
+
+# Parts of pydantic's error locations that name its machinery, not the user's fields:
+# a union member ("str", "AgentConfig"), a validator ("function-after[_one_kind(), …]").
+_INTERNAL = re.compile(r"^(str|int|float|bool|dict\[.*|list\[.*|function-\w+\[.*|[A-Z]\w*Config)$")
+
+
+def _fields_at(head: str, parents: list[str]) -> list[str]:
+    """The field names allowed where an unknown one was written."""
+    model: Any = ProjectConfig if head == "project" else SuiteConfig
+    for part in parents:
+        field = model.model_fields.get(part)
+        nested = [a for a in typing.get_args(field.annotation)] if field else []
+        nested = [t for t in nested or [field.annotation if field else None]
+                  if isinstance(t, type) and issubclass(t, BaseModel)]  # fmt: skip
+        if not nested:
+            return []
+        model = nested[0]
+    return list(model.model_fields)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -147,7 +190,9 @@ class Project:
         """The suite, resolved (imports, evaluators, thresholds) on first use."""
         if name not in self.config.suites:
             known = ", ".join(self.suite_names)
-            raise ProjectError([f"{self.path}: unknown suite {name!r} (known: {known})"])
+            near = difflib.get_close_matches(name, self.suite_names, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise UnknownSuite([f"{self.path} has no suite {name!r} (its suites: {known}){hint}"])
         if name not in self._suites:
             self._suites[name] = _Resolver(self, name).suite()
         return self._suites[name]
