@@ -7,6 +7,13 @@ import pytest
 from eval_pipeline_tests.pg import PostgresUnavailable, fresh_database, local_cluster
 
 
+def pytest_configure(config):
+    """Reports as wide wherever the tests run, before anything imports the CLI: rich fixes
+    a console's width when it is made, from COLUMNS (80 in a pytest-xdist worker, which
+    sets it) or the terminal (none in a CI log)."""
+    os.environ["COLUMNS"] = "240"
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     """A real PostgreSQL server (EVAL_TEST_PG_URL or a throwaway local cluster); must run
