@@ -43,7 +43,7 @@ def test_run_fails_on_a_worse_prompt(home):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--suite", "nope"], "unknown suite 'nope'"),
+        (["--suite", "nope"], "has no suite 'nope'"),
         (["--suite", "drive_thru", "--prompt-version", "99"], "has no version 99"),
         (["--suite", "drive_thru", "--label", "canary"], "has no label 'canary'"),
     ],
@@ -75,7 +75,7 @@ def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(h
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
-    (run,) = store.list_runs(suite="drive_thru", tier="full")
+    (run,) = store.list_runs(suite="drive_thru", tier="full", prompt_version="v1")
     summary = store.read_summary(run.run_id)
     assert run.status == "complete" and summary.n_cases == 47
     assert f"Cases: {summary.n_cases}" in result.output
