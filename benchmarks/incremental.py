@@ -27,7 +27,7 @@ import yaml  # noqa: E402
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core import evaluation  # noqa: E402
-from eval_pipeline.core.evaluation import RunRequest  # noqa: E402
+from eval_pipeline.core.options import RunOptions  # noqa: E402
 from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
             prompt = registry.get(suite.prompt_name, version)
             llm = settings.with_prompt_config(prompt.config)
             calls, start = server.calls(), time.perf_counter()
-            request = RunRequest(tier="full", repeats=args.repeats,
+            request = RunOptions(tier="full", repeats=args.repeats,
                                  concurrency=args.concurrency, cache=cache)  # fmt: skip
             plan = evaluation.plan(suite, prompt, llm.public_params(), request)
             result = evaluation.evaluate(store, plan, suite.make_agent(prompt, llm))

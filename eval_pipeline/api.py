@@ -6,7 +6,7 @@ The CLI's ``run`` is this function plus printing; both go through core/evaluatio
 from eval_pipeline import evaluate
 
 def test_support_agent_did_not_get_worse():
-    result = evaluate("support", tier="smoke", baseline="production")
+    result = evaluate("support", tier="smoke", baseline_label="production")
     assert result.verdict == "PASS", result.errors or result.failed
 ```
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +23,8 @@ from eval_pipeline import settings
 from eval_pipeline.agents.project import AgentBuildError, Project, ProjectError, load_project
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import DatasetError
-from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan, RunRequest
+from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan
+from eval_pipeline.core.options import OptionsError, RunOptions, run_options
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
@@ -94,18 +95,18 @@ def prepare(
     project: str | Path | None = None,
     prompt_version: int | None = None,
     label: str = "production",
-    request: RunRequest | None = None,
+    request: RunOptions | None = None,
     recording: Recording = "off",
 ) -> Prepared:
     """Everything up to the first model call: any problem raises SetupError."""
-    request = request or RunRequest()
+    request = request or RunOptions()
     if recording == "record" and request.shards != 1:
         raise SetupError("--record writes one recordings file from one process: record "
                          "without --workers, then replay with them")  # fmt: skip
     if recording == "record":  # every request must go out to be recorded
-        request = replace(request, cache="refresh")
+        request = request.model_copy(update={"cache": "refresh"})
     elif recording == "replay":  # every answer must come from the recordings
-        request = replace(request, cache="off")
+        request = request.model_copy(update={"cache": "off"})
     try:
         with replaying(recording == "replay"):  # judges built with the suite replay too
             loaded = load_project(project)
@@ -147,7 +148,7 @@ def prepare(
     return Prepared(loaded, services, store, plan, agent, llm, planned)
 
 
-def _replay_baseline(project: Path, suite: str, request: RunRequest) -> str:
+def _replay_baseline(project: Path, suite: str, request: RunOptions) -> str:
     """CI, a fresh results store: the baseline label's version replayed from its own
     recordings (a full run), so one command replays both sides of the gate."""
     label = request.baseline_label or "production"
@@ -182,7 +183,7 @@ class ProjectShardWorker:
     suite: str
     prompt: PromptVersion | None
     llm: LLMSettings
-    request: RunRequest
+    request: RunOptions
     run_id: str
     store_url: str
     recording: RecordingPlan | None = None
@@ -259,28 +260,21 @@ def evaluate(
     project: str | Path | None = None,
     prompt_version: int | None = None,
     label: str = "production",
-    tier: str = "full",
-    repeats: int | None = None,
-    concurrency: int = 8,
-    timeout_s: float = 120.0,
-    baseline: str | None = None,
-    baseline_run: str | None = None,
-    margin: float | None = None,
-    threshold: float | None = None,
-    cache: str = "reuse",
     recording: Recording = "off",
-    workers: int = 1,
+    **options: Any,
 ) -> EvalResult:
     """Evaluate ``suite`` of the project file (found from the working directory unless
-    ``project`` names it) and gate it against the latest full run of the version the
-    ``baseline`` label points to, or against the run ``baseline_run``. ``result.verdict`` is
-    PASS, FAIL or ERROR (``result.exit_code`` the CLI's 0, 1, 2), ``result.failed`` names what
-    failed, ``result.errors`` why there is no verdict. ``workers`` > 1 splits the items over
-    that many processes, sharing ``concurrency``."""
-    request = RunRequest(tier=tier, repeats=repeats, concurrency=concurrency,
-                         timeout_s=timeout_s, cache=cache, baseline_label=baseline,
-                         baseline_run_id=baseline_run, margin=margin, min_primary=threshold,
-                         shards=workers)  # fmt: skip
+    ``project`` names it) and gate it. ``options`` are the fields of RunOptions
+    (core/options.py), the CLI's flags under their own names: ``tier``, ``repeats``,
+    ``concurrency``, ``timeout_s``, ``cache``, ``baseline_label`` (gate against the latest
+    full run of the version this label points to), ``baseline_run_id``, ``margin``,
+    ``min_primary``, ``shards`` (processes sharing ``concurrency``), ….
+    ``result.verdict`` is PASS, FAIL or ERROR (``result.exit_code`` the CLI's 0, 1, 2),
+    ``result.failed`` names what failed, ``result.errors`` why there is no verdict."""
+    try:
+        request = run_options(**options)
+    except OptionsError as exc:
+        raise SetupError(f"evaluate(): {exc}") from None
     prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
                        request=request, recording=recording)  # fmt: skip
     return run_prepared(prepared)

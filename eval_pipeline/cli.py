@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import click
 from rich.console import Console
@@ -16,9 +18,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from eval_pipeline import settings
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.redact import redact
 
 EXIT_PASS, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
+F = TypeVar("F", bound=Callable[..., Any])
 console = Console()
 err_console = Console(stderr=True)
 
@@ -37,49 +41,61 @@ def main(project: Path | None) -> None:
         os.environ["EVAL_PROJECT"] = str(project.resolve())
 
 
+def run_option(
+    flag: str, name: str, help: str | None = None, metavar: str | None = None
+) -> Callable[[F], F]:
+    """A ``run`` option for the RunOptions field ``name`` (core/options.py): its default,
+    its bounds or choices and its help come from the model, declared there once."""
+    field = RunOptions.model_fields[name]
+    return click.option(flag, name, type=_click_type(field), default=field.default,
+                        show_default=field.default is not None, metavar=metavar,
+                        help=help or field.description)  # fmt: skip
+
+
+def _click_type(field: Any) -> Any:
+    if get_origin(field.annotation) is Literal:
+        return click.Choice(list(get_args(field.annotation)))
+    bounds = {type(m).__name__: m for m in field.metadata}
+    low = next((getattr(bounds[k], k.lower()) for k in ("Ge", "Gt") if k in bounds), None)
+    high = bounds["Le"].le if "Le" in bounds else None
+    kind = next((t for t in (int, float) if t in (field.annotation, *get_args(field.annotation))),
+                str)  # fmt: skip
+    if kind is int:
+        return click.IntRange(low, high)
+    return click.FloatRange(low, high) if kind is float else click.STRING
+
+
 @main.command()
 @click.option("--suite", "suite_name", required=True, help="Suite to run (see the project file).")
-@click.option("--tier", type=click.Choice(["smoke", "full"]), default="full", show_default=True)
-@click.option("--repeat", "repeats", type=click.IntRange(1, 100), default=None,
-              help="Runs per case (default: the suite's).")  # fmt: skip
-@click.option("--concurrency", type=click.IntRange(1, 512), default=8, show_default=True,
-              help="Items in flight, in all (split over --workers).")  # fmt: skip
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Processes the items are split over, sharing --concurrency and one memo "
-                   "(one core runs ~250 model calls/s; see BENCHMARKS.md).")  # fmt: skip
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=120.0,
-              show_default=True,
-              help="Seconds one attempt of one item may take, all its model calls "
-                   "included.")  # fmt: skip
+@run_option("--tier", "tier")
+@run_option("--repeat", "repeats")
+@run_option("--concurrency", "concurrency", help="Items in flight, in all (split over --workers).")
+@run_option(
+    "--workers",
+    "shards",
+    help="Processes the items are split over, sharing "
+    "--concurrency and one memo (one core runs ~250 model calls/s; see BENCHMARKS.md).",
+)
+@run_option("--timeout", "timeout_s")
 @click.option("--label", default="production", show_default=True,
               help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
 @click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
-@click.option("--baseline", "baseline_label", default=None, metavar="LABEL",
-              help="Gate against the latest full run of the version LABEL points to "
-                   "(e.g. production).")  # fmt: skip
-@click.option("--baseline-run", "baseline_run_id", default=None, metavar="RUN_ID",
-              help="Gate against this run (e.g. the base commit's, in CI) instead of a "
-                   "label's latest full run.")  # fmt: skip
-@click.option("--margin", type=click.FloatRange(0, 1), default=None,
-              help="Allowed drop before the gate fails (default 0.02).")  # fmt: skip
-@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="Minimum mean of the primary metric.")  # fmt: skip
-@click.option("--cache", type=click.Choice(["reuse", "refresh", "off"]), default="reuse",
-              show_default=True,
-              help="reuse: take memoized item outputs (unchanged agent, prompt, model, case, "
-                   "repeat), run only the rest; refresh: run all, overwrite the memo; "
-                   "off: ignore the memo.")  # fmt: skip
+@run_option("--baseline", "baseline_label", metavar="LABEL")
+@run_option("--baseline-run", "baseline_run_id", metavar="RUN_ID")
+@run_option("--margin", "margin")
+@run_option("--threshold", "min_primary")
+@run_option("--cache", "cache")
 @click.option(
     "--record",
     "recording",
     flag_value="record",
     default=None,
-    help="Store every model request and answer in recordings/SUITE/VERSION.jsonl "
+    help="Store every outbound request and its answer in recordings/SUITE/VERSION.jsonl "
     "next to the project file (every item runs, the memo is refreshed).",
 )
 @click.option("--replay", "recording", flag_value="replay",
-              help="Answer every model request from the recordings, with no endpoint; a "
-                   "request never recorded fails its item.")  # fmt: skip
+              help="Answer every outbound request from the recordings, with no endpoint; a "
+                   "request never recorded fails its item and the run (exit 2).")  # fmt: skip
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
               help="Write the result as JSON.")  # fmt: skip
 @click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
@@ -94,35 +110,22 @@ def main(project: Path | None) -> None:
 )
 def run(
     suite_name: str,
-    tier: str,
-    repeats: int | None,
-    concurrency: int,
-    workers: int,
-    timeout_s: float,
     label: str,
     prompt_version: int | None,
-    baseline_label: str | None,
-    baseline_run_id: str | None,
-    margin: float | None,
-    threshold: float | None,
-    cache: str,
     recording: str | None,
     json_path: Path | None,
     junit_path: Path | None,
     report_path: Path | None,
     verbose: bool,
+    **options: Any,
 ) -> None:
     """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error.
     The last line is the verdict."""
     from eval_pipeline import api
-    from eval_pipeline.core.evaluation import RunRequest
     from eval_pipeline.report import error_line, print_result, verdict_line
 
-    request = RunRequest(
-        tier=tier, repeats=repeats, concurrency=concurrency, timeout_s=timeout_s, cache=cache,
-        baseline_label=baseline_label, baseline_run_id=baseline_run_id, margin=margin,
-        min_primary=threshold, shards=workers,
-    )  # fmt: skip
+    request = RunOptions(**options)
+    tier = request.tier
     try:
         prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
                                request=request, recording=recording or "off")  # fmt: skip

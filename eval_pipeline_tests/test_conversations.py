@@ -319,7 +319,7 @@ def test_a_callable_or_http_agent_plays_conversations_with_the_same_metrics(
     try:
         production = evaluate(SUITE, project=project, cache="off")
         staging = evaluate(SUITE, project=project, label="staging", tier="smoke",
-                           baseline="production", cache="off")  # fmt: skip
+                           baseline_label="production", cache="off")  # fmt: skip
     finally:
         if background is not None:
             background.stop()

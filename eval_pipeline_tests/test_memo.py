@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.evaluation import RunRequest
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.memo import MemoScope, check_policy, source_fingerprint
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.llm.settings import LLMSettings
@@ -61,7 +61,7 @@ def evaluate(store, datasets, *, cache="reuse", version=1, settings=None, chosen
     chosen = chosen or at("drive_thru", datasets)
     version_ = prompt(chosen, version)
     settings = (settings or LLMSettings()).with_prompt_config(version_.config)
-    request = RunRequest(tier=tier, repeats=repeats, concurrency=1, cache=cache)
+    request = RunOptions(tier=tier, repeats=repeats, concurrency=1, cache=cache)
     plan = evaluation.plan(chosen, version_, settings.public_params(), request, run_id=run_id)
     if max_attempts is not None:
         plan.runner = dataclasses.replace(plan.runner, max_attempts=max_attempts)
@@ -175,7 +175,7 @@ def test_errors_are_never_memoized(store, datasets):
     drive_thru = at("drive_thru", datasets)
     version_ = prompt(drive_thru, 1)
     plan = evaluation.plan(drive_thru, version_, LLMSettings().public_params(),
-                           RunRequest(tier="smoke"))  # fmt: skip
+                           RunOptions(tier="smoke"))  # fmt: skip
     plan.runner = dataclasses.replace(plan.runner, max_attempts=1)
     store.create_run(plan.run)
     outputs = evaluation.produce(store, plan, Failing(None))

@@ -209,11 +209,11 @@ def test_unknown_executor_is_named(monkeypatch):
 def test_missing_outputs_fail_the_run_with_what_is_missing(tmp_path):
     """collect_outputs' and the CLI's check: a shard that wrote only part of its items."""
     from eval_pipeline.core import evaluation
-    from eval_pipeline.core.evaluation import RunRequest
+    from eval_pipeline.core.options import RunOptions
     from eval_pipeline.core.store.records import ItemOutput
 
     chosen = suite("drive_thru")
-    plan = evaluation.plan(chosen, None, {"model": "offline"}, RunRequest(tier="smoke"))
+    plan = evaluation.plan(chosen, None, {"model": "offline"}, RunOptions(tier="smoke"))
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     store.create_run(plan.run)
     shard = plan.shards[0]

@@ -147,14 +147,14 @@ def each_style_runs_gates_records_and_replays(team: Team, style: str) -> None:
 
     _, worse = STYLES[style]
     if worse == "label":
-        staging = evaluate(style, label="staging", baseline="production")
+        staging = evaluate(style, label="staging", baseline_label="production")
     else:
         source = team.prompt_file(style)
         original = source.read_text()
         source.write_text(original.replace(PROMPT_V1, PROMPT_V2))
         team.forget(style)
         try:
-            staging = evaluate(style, baseline_run=production.run.run_id)
+            staging = evaluate(style, baseline_run_id=production.run.run_id)
         finally:
             source.write_text(original)
             team.forget(style)

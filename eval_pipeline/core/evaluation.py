@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
@@ -62,23 +63,6 @@ class BaselineMissing(ValueError):
     """A baseline was asked for and there is none; the message says how to make one."""
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """What a caller asks of one evaluation (CLI flags, Dagster run config, API arguments)."""
-
-    tier: str = "full"
-    repeats: int | None = None  # None: the suite's
-    concurrency: int = 8
-    timeout_s: float = 120.0  # one attempt of one item
-    requests_per_second: float | None = None
-    cache: str = "reuse"
-    baseline_label: str | None = None  # gate against the version this label points to
-    baseline_run_id: str | None = None  # … or against this run (CI: the base commit's run)
-    margin: float | None = None  # overrides the suite's regression margin
-    min_primary: float | None = None  # an extra blocking floor on the primary metric
-    shards: int | None = 1  # processes the items are split over; None: by size (shards.py)
-
-
 @dataclass
 class RunPlan:
     """Everything decided before the first model call (nothing written yet)."""
@@ -90,7 +74,7 @@ class RunPlan:
     cases: list[GoldenCase]  # the tier's
     runner: RunnerConfig
     cache: CachePolicy
-    request: RunRequest
+    request: RunOptions
     shards: list[Shard]
     baseline: RunRecord | None = None
 
@@ -228,7 +212,7 @@ def plan(
     suite: Suite,
     prompt: PromptVersion | None,
     model_params: dict[str, Any],
-    request: RunRequest,
+    request: RunOptions,
     *,
     run_id: str | None = None,
     dagster_run_id: str | None = None,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_pipeline.core.cases import CaseValidator, FieldNeeds, GoldenCase, load_cases
+from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.memo import dataset_resources, source_fingerprint
@@ -44,7 +45,9 @@ class Suite:
     validate_case: CaseValidator | None = None
     watched_labels: tuple[str, ...] = ("production", "staging")
     repeats: int = 1
-    concurrency: int = 8  # of the runs automation starts (the CLI has --concurrency)
+    concurrency: int = (
+        DEFAULTS.concurrency
+    )  # of the runs automation starts (the CLI: --concurrency)
     agent_version: str = "1"  # declared by the project; the code fingerprint is added
     memoize: bool = True  # False: nothing tells when the agent changed (an unversioned service)
     agent_description: str = ""  # what `agent:` points at, for reports and doctor

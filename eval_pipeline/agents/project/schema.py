@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eval_pipeline.core.options import DEFAULTS
+
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -126,7 +128,7 @@ class SuiteConfig(BaseModel):
     repeats: int = Field(1, ge=1, le=100)
     # Items in flight in the runs the sensor and the nightly schedule start (their shards
     # follow from it: one per 32 in flight, docs/kubernetes.md).
-    concurrency: int = Field(8, ge=1, le=4096)
+    concurrency: int = Field(DEFAULTS.concurrency, ge=1, le=4096)
     categories: list[str] | None = None
     absence_categories: list[str] = Field(default_factory=list)
     case_validator: str | None = None  # package.module:fn(case) -> [(field, problem)]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
 from eval_pipeline.core.running.failures import error_kind, fault_of
@@ -47,9 +48,9 @@ def jobs_of(cases: Sequence[GoldenCase], repeats: int) -> list[Job]:
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    concurrency: int = 8
+    concurrency: int = DEFAULTS.concurrency
     requests_per_second: float | None = None  # item starts per second, None = unlimited
-    timeout_s: float = 120.0  # per attempt of one item (all of its model calls)
+    timeout_s: float = DEFAULTS.timeout_s  # per attempt of one item (all of its model calls)
     max_attempts: int = 3  # in all, the first included
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0

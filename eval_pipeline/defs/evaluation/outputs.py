@@ -14,7 +14,7 @@ finished from the memo (the run id survives re-execution).
 
 import resource
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from dagster import (
@@ -35,12 +35,11 @@ from dagster import (
     graph_asset,
     op,
 )
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.evaluation import RunRequest
+from eval_pipeline.core.options import DEFAULTS, Cache, RunOptions, Tier
 from eval_pipeline.core.prompts import PromptVersion, parse_version_key
-from eval_pipeline.core.running.memo import check_policy
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -60,35 +59,32 @@ from eval_pipeline.llm.provider_stats import describe as describe_provider
 from eval_pipeline.llm.settings import LLMSettings
 
 
-class EvalRunConfig(Config):
-    """Per-run knobs (Launchpad / run config / sensor and CLI run requests)."""
+def _about(name: str) -> str:
+    return RunOptions.model_fields[name].description or ""
 
-    tier: str = "full"
-    repeats: int = 0  # 0 = the suite's default
-    concurrency: int = Field(8, description="Items in flight, in all (split over the shards).")
-    timeout_s: float = Field(120.0, description="Seconds one attempt of one item may take.")
+
+class EvalRunConfig(Config):
+    """Per-run knobs (Launchpad / run config / sensor and schedule run requests): the
+    fields of core/options.py's RunOptions that a Dagster run takes, with its defaults."""
+
+    tier: Tier = Field(DEFAULTS.tier, description=_about("tier"))
+    repeats: int | None = Field(DEFAULTS.repeats, ge=1, description=_about("repeats"))
+    concurrency: int = Field(DEFAULTS.concurrency, ge=1, description=_about("concurrency"))
+    timeout_s: float = Field(DEFAULTS.timeout_s, ge=1.0, description=_about("timeout_s"))
     requests_per_second: float | None = Field(
-        None, description="Item starts per second, in all (split over the shards)."
+        DEFAULTS.requests_per_second, gt=0, description=_about("requests_per_second")
     )
-    cache: str = Field(
-        default="reuse",
-        description="reuse: take memoized item outputs, run the rest; refresh: run every "
-        "item again and overwrite the memo (nightly); off: ignore the memo.",
-    )
+    cache: Cache = Field(DEFAULTS.cache, description=_about("cache"))
     shards: int = Field(
         0,
+        ge=0,
         description="Steps the items are split over (a process or pod each). 0: one per 32 "
         "items in flight, at most one per 200 items; 1 when every step runs in one process.",
     )
 
-    @field_validator("cache")
-    @classmethod
-    def _known_policy(cls, value: str) -> str:
-        return check_policy(value)
-
-    def request(self, *, shards: int | None) -> RunRequest:
-        return RunRequest(
-            tier=self.tier, repeats=self.repeats or None, concurrency=self.concurrency,
+    def request(self, *, shards: int | None) -> RunOptions:
+        return RunOptions(
+            tier=self.tier, repeats=self.repeats, concurrency=self.concurrency,
             timeout_s=self.timeout_s, requests_per_second=self.requests_per_second,
             cache=self.cache, shards=shards,
         )  # fmt: skip
@@ -101,7 +97,7 @@ class ShardTask:
     suite: str
     version_key: str
     run_id: str
-    request: RunRequest
+    request: RunOptions
     shard: Shard
 
 
@@ -197,7 +193,8 @@ def plan_shards(
             f"{count} shards in one process run one after another: launch with run config "
             "`execution: {config: {multiprocess: {}}}` to run them side by side"
         )
-    request = replace(plan.request, shards=count)  # each shard plans the run again: same count
+    # each shard plans the run again: with the same count
+    request = plan.request.model_copy(update={"shards": count})
     for shard in plan.shards:
         yield DynamicOutput(ShardTask(suite_name, version_key, run.run_id, request, shard),
                             mapping_key=f"shard_{shard.index}")  # fmt: skip

@@ -16,6 +16,7 @@ from dagster import (
 )
 
 from eval_pipeline import settings
+from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.records import ItemScore
@@ -34,7 +35,6 @@ from eval_pipeline.integrations import langfuse_scores
 
 ASSET = "failure_replay"
 CHECK = "replay_fixes"
-TIMEOUT_S = 120.0
 ASSET_DESCRIPTION = (
     "This version on the newest day's production failures: how many it fixes and how many "
     "still fail, per trace id."
@@ -72,9 +72,9 @@ def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition
                 "has not run for this suite, or found none)"})  # fmt: skip
             return
         found = services.get()
-        prompt, llm_settings = candidate(suite, version_key, found, llm, TIMEOUT_S)
+        prompt, llm_settings = candidate(suite, version_key, found, llm, DEFAULTS.timeout_s)
         agent = suite.make_agent(prompt, llm_settings)
-        outputs = run_agent_sync(agent, cases, RunnerConfig(timeout_s=TIMEOUT_S),
+        outputs = run_agent_sync(agent, cases, RunnerConfig(timeout_s=DEFAULTS.timeout_s),
                                  prices=llm.prices())  # fmt: skip
         primary = next((f for f in suite.evaluators
                         if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip

@@ -1,0 +1,85 @@
+"""What a caller asks of one evaluation run, declared once.
+
+``RunOptions`` is the CLI's flags (cli.py builds its options from these fields: default,
+bounds and help), the keyword arguments of ``eval_pipeline.evaluate()``, and the run
+config of Dagster's ``agent_run_outputs`` (defs/evaluation/outputs.py derives its config
+class from it). A default changed here changes everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Tier = Literal["smoke", "full"]
+Cache = Literal["reuse", "refresh", "off"]
+
+
+class RunOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tier: Tier = Field("full", description="Which cases: smoke (the quick subset) or full.")
+    repeats: int | None = Field(
+        None, ge=1, le=100, description="Runs per case (default: the suite's)."
+    )
+    concurrency: int = Field(
+        8, ge=1, le=4096, description="Items in flight, in all (split over the shards)."
+    )
+    timeout_s: float = Field(
+        120.0,
+        ge=1.0,
+        description="Seconds one attempt of one item may take, all its model calls included.",
+    )
+    requests_per_second: float | None = Field(
+        None, gt=0, description="Item starts per second, in all (split over the shards)."
+    )
+    cache: Cache = Field(
+        "reuse",
+        description="reuse: take memoized item outputs (unchanged "
+        "agent, prompt, model, case, repeat), run only the rest; refresh: run "
+        "all and overwrite the memo; off: ignore the memo.",
+    )
+    baseline_label: str | None = Field(
+        None, description="Gate against the latest full run of the version this label points to."
+    )
+    baseline_run_id: str | None = Field(
+        None, description="Gate against this run instead (e.g. the base commit's, in CI)."
+    )
+    margin: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Allowed drop before the gate fails (default: the suite's, 0.02).",
+    )
+    min_primary: float | None = Field(
+        None, ge=0.0, le=1.0, description="Minimum mean of the primary metric."
+    )
+    shards: int | None = Field(
+        1,
+        ge=0,
+        le=64,
+        description="Processes (Dagster: steps) the "
+        "items are split over, sharing the concurrency; None or 0: by "
+        "size.",
+    )
+
+
+class OptionsError(ValueError):
+    """Options that cannot be used; the message names the option and the value."""
+
+
+def run_options(**given: Any) -> RunOptions:
+    """``RunOptions`` from keyword arguments, a mistake named in the caller's words."""
+    try:
+        return RunOptions(**given)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"]) or "options"
+            message = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
+            problems.append(f"{name}={err.get('input')!r}: {message}")
+        raise OptionsError("; ".join(problems)) from None
+
+
+DEFAULTS = RunOptions()
