@@ -114,8 +114,7 @@ def prepare(
         services = Services.from_env(loaded.prompts_dir)
         prompt = services.prompt(chosen, version=prompt_version, label=label)
         recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))
-        llm = run_settings(prompt.config if prompt else {}, recording, recordings)
-        llm = llm.for_item_timeout(request.timeout_s)
+        llm = run_settings(recording, recordings).for_run(prompt, request.timeout_s)
         which = f" --prompt-version {prompt.version}" if prompt else ""
         rerecord = f"re-record with `eval-pipeline run --suite {suite}{which} --record`"
         if recording == "replay" and not recordings.exists():
@@ -126,7 +125,8 @@ def prepare(
         if recording != "replay":
             require_model(llm, model_source(prompt))
         plan = evaluation.plan(chosen, prompt, llm.public_params(), request, notes=llm.notes)
-        agent = chosen.make_agent(prompt, llm)  # a factory that fails: nothing written yet
+        # a factory that fails: nothing written yet
+        agent = services.agent(chosen, prompt, llm, run_id=plan.run.run_id)
         store = ResultsStore(settings.results_url())
         try:
             evaluation.with_baseline(store, plan, services.registry())
@@ -141,10 +141,9 @@ def prepare(
         raise SetupError(redact(str(exc))) from exc
     planned = None
     if recording != "off":
-        ours = (*services.own_hosts(), *agent_hosts(agent))
+        service = getattr(agent, "service_url", None)  # an HTTP agent's: the thing under test
+        ours = (*services.own_hosts(), *([service] if service else []))
         planned = RecordingPlan(recordings, recording, ours, rerecord)
-    agent = services.traced(agent, run_id=plan.run.run_id, suite=chosen.name,
-                            version=plan.run.prompt_version)  # fmt: skip
     return Prepared(loaded, services, store, plan, agent, llm, planned)
 
 
@@ -168,12 +167,6 @@ def _replay_baseline(project: Path, suite: str, request: RunOptions) -> str:
     )
 
 
-def agent_hosts(agent: Agent) -> tuple[str, ...]:
-    """The agent service an HTTP agent calls: the thing under test, never recorded."""
-    url = getattr(agent, "url", None)
-    return (url,) if isinstance(url, str) else ()
-
-
 @dataclass(frozen=True)
 class ProjectShardWorker:
     """Runs one shard of a CLI/API run in a worker process (``--workers``): loads the
@@ -194,8 +187,7 @@ class ProjectShardWorker:
         plan = evaluation.plan(chosen, self.prompt, self.llm.public_params(), self.request,
                                run_id=self.run_id, notes=self.llm.notes)  # fmt: skip
         services = Services.from_env(loaded.prompts_dir)
-        agent = services.traced(chosen.make_agent(self.prompt, self.llm), run_id=self.run_id,
-                                suite=chosen.name, version=plan.run.prompt_version)  # fmt: skip
+        agent = services.agent(chosen, self.prompt, self.llm, run_id=self.run_id)
         with ResultsStore(self.store_url) as store, _session(self.recording):
             evaluation.produce(store, plan, agent, shard=shard,
                                prices=PriceTable.from_file(settings.prices_file()),
@@ -280,12 +272,12 @@ def evaluate(
     return run_prepared(prepared)
 
 
-def run_settings(prompt_config: dict, recording: Recording, recordings: Path) -> LLMSettings:
-    """The model settings of a run: the environment, the prompt's config on top, and the
-    recording mode."""
+def run_settings(recording: Recording, recordings: Path) -> LLMSettings:
+    """The model settings of a CLI or API run: the environment and the recording mode (a
+    replay takes the recordings' model unless EVAL_LLM_MODEL names one)."""
     llm = LLMSettings.from_env()
     if recording != "off":
         llm = llm.model_copy(update={"recording": recording, "recordings_path": recordings})
         if recording == "replay" and not os.environ.get("EVAL_LLM_MODEL") and recordings.exists():
             llm = llm.model_copy(update={"model": recorded_model(recordings) or llm.model})
-    return llm.with_prompt_config(prompt_config)
+    return llm

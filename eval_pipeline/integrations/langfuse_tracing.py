@@ -81,6 +81,10 @@ class TracedAgent:
     def prompt_read(self) -> bool:
         return getattr(self.agent, "prompt_read", True)
 
+    @property
+    def service_url(self) -> str | None:
+        return getattr(self.agent, "service_url", None)
+
     async def aclose(self) -> None:
         if (close := getattr(self.agent, "aclose", None)) is not None:
             await close()

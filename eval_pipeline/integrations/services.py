@@ -26,6 +26,7 @@ from eval_pipeline.integrations.trace_sources import (
     LocalTraceSource,
     TraceSource,
 )
+from eval_pipeline.llm.settings import LLMSettings
 
 PAGE_TIMEOUT_S = 30  # one page of 1,000 observations
 
@@ -76,6 +77,14 @@ class Services:
         if self.langfuse is None:
             return LocalTraceSource()
         return LangfuseTraceSource(self.langfuse, timeout_s=PAGE_TIMEOUT_S)
+
+    def agent(self, suite: Suite, prompt: PromptVersion | None, settings: LLMSettings, *,
+              run_id: str, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
+        """The agent of one run (its factory runs here), each item traced when Langfuse is
+        configured: the one place every entry point gets its agent from."""
+        version = prompt.partition_key if prompt is not None else "v0"
+        return self.traced(suite.make_agent(prompt, settings), run_id=run_id, suite=suite.name,
+                           version=version, metadata=metadata)  # fmt: skip
 
     def traced(self, agent: Agent, *, run_id: str, suite: str, version: str,
                metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip

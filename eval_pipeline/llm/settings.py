@@ -140,6 +140,12 @@ class LLMSettings(BaseModel):
             update["model"] = str(config["model"])
         return self.model_copy(update=update)
 
+    def for_run(self, prompt: Any, item_timeout_s: float) -> LLMSettings:
+        """The settings one run's model calls use: the prompt version's config on top (a
+        ``PromptVersion`` or None), each request fitting in an item attempt."""
+        config = prompt.config if prompt is not None else {}
+        return self.with_prompt_config(config).for_item_timeout(item_timeout_s)
+
     def for_item_timeout(self, item_timeout_s: float) -> LLMSettings:
         """The request timeout inside an item attempt of ``item_timeout_s`` seconds: one
         model call, all its tries included, fits in it. A request timeout set explicitly is

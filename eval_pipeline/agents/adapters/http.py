@@ -53,6 +53,11 @@ class HttpAgent:
         self._client: httpx.AsyncClient | None = None  # made in the run's event loop
 
     @property
+    def service_url(self) -> str:
+        """The service under test: its traffic is never recorded nor blocked."""
+        return self.url
+
+    @property
     def prompt_read(self) -> bool:
         return True  # the service is told the prompt version; whether it uses it is its own
 

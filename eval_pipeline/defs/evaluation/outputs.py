@@ -143,8 +143,7 @@ def candidate(
     endpoint does not serve fails here, before anything is written."""
     version = parse_version_key(version_key) or None
     prompt = found.prompt(suite, version=version) if version else None
-    settings = llm.settings().with_prompt_config(prompt.config if prompt else {})
-    settings = settings.for_item_timeout(timeout_s)
+    settings = llm.settings().for_run(prompt, timeout_s)
     require_model(settings, model_source(prompt))
     return prompt, settings
 
@@ -217,9 +216,9 @@ def run_shard(
         suite, prompt, settings.public_params(), task.request, run_id=task.run_id,
         dagster_run_id=context.run.run_id, notes=settings.notes,
     )  # fmt: skip
-    agent = found.traced(suite.make_agent(prompt, settings), run_id=task.run_id,
-                         suite=task.suite, version=task.version_key,
-                         metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
+    agent = found.agent(
+        suite, prompt, settings, run_id=task.run_id, metadata={"dagster_run_id": context.run.run_id}
+    )
     label = f"{task.run_id} {task.shard.label}"
     before, started = PROVIDER_STATS.snapshot(), time.perf_counter()
     outputs = evaluation.produce(results_store.open(), plan, agent, shard=task.shard,

@@ -73,7 +73,9 @@ def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition
             return
         found = services.get()
         prompt, llm_settings = candidate(suite, version_key, found, llm, DEFAULTS.timeout_s)
-        agent = suite.make_agent(prompt, llm_settings)
+        run_id = f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}"
+        agent = found.agent(suite, prompt, llm_settings, run_id=run_id,
+                            metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
         outputs = run_agent_sync(agent, cases, RunnerConfig(timeout_s=DEFAULTS.timeout_s),
                                  prices=llm.prices())  # fmt: skip
         primary = next((f for f in suite.evaluators
