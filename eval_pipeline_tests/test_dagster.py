@@ -298,3 +298,41 @@ def test_errors_by_kind_reach_the_dagster_metadata(env):
         table = meta["errors_by_kind"].value
         assert "HTTP 400 server\\_error" in table and "maximum context length" in table, node
         assert meta["errors_HTTP 404 server_error"].value >= 1
+
+
+def test_llm_judges_keep_to_the_runs_concurrency_in_dagster_too(tmp_path, monkeypatch):
+    """Before: item_scores scored without the run's settings, so LLM judges ran 8 in
+    flight whatever the run's concurrency (the CLI passed them)."""
+    import yaml
+
+    project = copy_project(tmp_path)
+    body = yaml.safe_load(project.read_text())
+    body["suites"]["drive_thru"]["evaluators"].append(
+        {"llm_judge": {"rubric": "Polite?", "model": "judge-model", "name": "politeness"}}
+    )
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+    (tmp_path / "dagster").mkdir()
+    with (
+        LocalOpenAIServer(latency_s=0.1, models=("offline", "judge-model")) as server,
+        instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance,
+    ):
+        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        for name, value in (("EVAL_LLM_BASE_URL", server.base_url),
+                            ("EVAL_LLM_API_KEY", "sk-judged-run")):  # fmt: skip
+            monkeypatch.setenv(name, value)  # a judge's endpoint is read with the suite
+        resources = eval_resources(tmp_path, project=project)
+        resources["llm"] = LLMResource(base_url=server.base_url, api_key="sk-judged-run",
+                                       model="offline")  # fmt: skip
+        assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
+        materialize([assets.golden_dataset], partition_key="drive_thru", instance=instance,
+                    resources=resources)  # fmt: skip
+        result = materialize(
+            [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            instance=instance, resources=resources, raise_on_error=False,
+            run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke",
+                                                                 "concurrency": 2}}}},
+        )  # fmt: skip
+        stats = server.app.state.stats
+    assert result.success
+    assert stats["by_model"]["judge-model"] == 11 and stats["max_in_flight"] <= 2

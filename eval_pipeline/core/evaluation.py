@@ -439,6 +439,12 @@ def score(
     return scores
 
 
+def judges_config(options: RunOptions) -> RunnerConfig:
+    """The runner settings LLM judges run under: the run's concurrency, rate and timeout."""
+    return RunnerConfig(concurrency=options.concurrency, timeout_s=options.timeout_s,
+                        requests_per_second=options.requests_per_second)  # fmt: skip
+
+
 def summarise(
     store: ResultsStore, run_id: str, suite: Suite, cases: Sequence[GoldenCase]
 ) -> Summary:
@@ -535,8 +541,7 @@ def evaluate(
     else:
         produce_in_processes(store, plan_, shard_worker, progress=progress)
     suite, run_id = plan_.suite, plan_.run.run_id
-    judges = dataclasses.replace(plan_.runner, repeats=1)
-    score(store, run_id, suite, plan_.cases, judges=judges, prices=prices)
+    score(store, run_id, suite, plan_.cases, judges=judges_config(plan_.request), prices=prices)
     summary = summarise(store, run_id, suite, plan_.cases)
     run = store.get_run(run_id) or plan_.run
     result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,

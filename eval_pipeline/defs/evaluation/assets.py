@@ -33,6 +33,7 @@ from dagster import (
 
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
@@ -168,11 +169,14 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         llm: LLMResource,
     ) -> Output[dict[str, Any]]:
         """Score every recorded output with the suite's item evaluators; LLM judges run
-        through the runner (concurrency, timeouts, retries), their cost counted apart."""
+        through the runner under the run's concurrency, rate and timeout (as in the CLI),
+        their cost counted apart."""
         suite = suites.get(agent_run_outputs["suite"])
         store, run_id = results_store.open(), agent_run_outputs["run_id"]
         cases = evaluation.cases_of_run(store, run_id, suite)
-        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices())
+        options = RunOptions(**agent_run_outputs.get("options", {}))
+        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices(),
+                                  judges=evaluation.judges_config(options))  # fmt: skip
         means = values_by_evaluator(scores)
         spent = judge_spending(scores)
         metadata: dict[str, Any] = {"run_id": run_id, "scores": len(scores)}

@@ -266,7 +266,7 @@ def collect_outputs(
     metadata["prompt_registry"] = found.registry().description
     metadata["langfuse"] = found.description
     ref = {"run_id": run.run_id, "suite": task.suite, "prompt_version": task.version_key,
-           "tier": run.tier}  # fmt: skip
+           "tier": run.tier, "options": task.request.model_dump()}  # fmt: skip
     return Output(ref, metadata=metadata)
 
 
