@@ -105,11 +105,7 @@ class Demo:
             return None
         run = runs[0]
         cases = evaluation.cases_of_run(self.store, run.run_id, suite)
-        baseline, why_not = (None, "the production version itself")
-        if label != "production":
-            baseline, why_not = evaluation.baseline_for(
-                self.store, suite, run, "production", self.services.registry()
-            )
+        baseline, why_not = evaluation.decided_baseline(self.store, run)
         return evaluation.judge(self.store, run, suite, cases, summary, baseline=baseline,
                                 baseline_note=why_not)  # fmt: skip
 

@@ -119,3 +119,17 @@ def test_a_baseline_run_named_by_id(home):
     assert gated.exit_code == 1 and f"vs baseline run {base_id}" in " ".join(gated.output.split())
     missing = run("--tier", "smoke", "--baseline-run", "nope")
     assert missing.exit_code == 2 and "baseline run nope is not there" in missing.output
+
+
+def test_every_run_is_gated_against_the_suites_baseline_label_unasked(home):
+    """CLI, API and Dagster decide the baseline one way (evaluation.with_baseline): unasked,
+    the suite's regression.baseline_label (production) — a worse version fails the gate."""
+    first = run("--prompt-version", "1", "--json", str(home / "first.json"))
+    assert first.exit_code == 0, first.output
+    body = json.loads((home / "first.json").read_text())
+    assert body["gate"] is None and "no baseline yet" in first.output
+    worse = run("--prompt-version", "2", "--tier", "smoke", "--json", str(home / "r.json"))
+    assert worse.exit_code == 1 and "paired_gate" in worse.output, worse.output
+    body = json.loads((home / "r.json").read_text())
+    production = json.loads((home / "first.json").read_text())["run"]["run_id"]
+    assert body["run"]["baseline_run_id"] == body["gate"]["baseline_run_id"] == production

@@ -77,6 +77,7 @@ class RunPlan:
     request: RunOptions
     shards: list[Shard]
     baseline: RunRecord | None = None
+    baseline_note: str | None = None  # why the run has no gate (with_baseline)
 
     @property
     def n_items(self) -> int:
@@ -291,33 +292,71 @@ def baseline_for(
 
 
 def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) -> RunPlan:
-    """The plan with the baseline its request names (``--baseline LABEL`` or
-    ``--baseline-run ID``), checked for comparability: missing (BaselineMissing) or not
-    comparable (NotComparable) is an error before any model call."""
-    request, run = plan_.request, plan_.run
+    """The plan with its baseline, decided before any model call and kept with the run
+    (``RunRecord.baseline_run_id``), the same way from every entry point:
+
+    - asked for (``baseline_run_id``, or ``baseline_label``: ``--baseline``): it must exist
+      and be comparable, else BaselineMissing / NotComparable, an error;
+    - else the suite's ``regression.baseline_label`` (production): the latest complete
+      full-tier run of the version it points to (of this version itself: its previous
+      full run). None yet (or the registry is out of reach) leaves the run without a
+      gate, and ``baseline_note`` says why; one that is not comparable (another dataset,
+      other items) is kept, and the gate FAILs "not comparable": it cannot tell."""
+    request, run, suite = plan_.request, plan_.run, plan_.suite
+    asked = request.baseline_run_id is not None or request.baseline_label is not None
     if request.baseline_run_id is not None:
         baseline = store.get_run(request.baseline_run_id)
         if baseline is None or baseline.status != "complete" or baseline.suite != run.suite:
             found = f"is {baseline.status} ({baseline.suite})" if baseline else "is not there"
             raise BaselineMissing(f"baseline run {request.baseline_run_id} {found} in the "
                                   f"results store: name a complete run of {run.suite}")  # fmt: skip
-    elif request.baseline_label is not None:
-        label = request.baseline_label
-        baseline, reason = baseline_for(store, plan_.suite, run, label, labels)
-        if baseline is None:
-            how = (f"run `eval-pipeline run --suite {run.suite} --label {label}` first"
-                   if "no baseline yet" in reason else "label a prompt version first")  # fmt: skip
-            raise BaselineMissing(f"{reason} in the results store: {how}")
     else:
-        return plan_
+        label = request.baseline_label or suite.thresholds.regression.baseline_label
+        try:
+            baseline, reason = baseline_for(store, suite, run, label, labels)
+        except Exception as exc:  # the registry is out of reach: no gate, and why
+            if asked:
+                raise
+            baseline, reason = None, f"baseline unknown: prompt registry unavailable ({exc})"
+        if baseline is None:
+            if asked:
+                how = (f"run `eval-pipeline run --suite {run.suite} --label {label}` first"
+                       if "no baseline yet" in reason else
+                       "label a prompt version first")  # fmt: skip
+                raise BaselineMissing(f"{reason} in the results store: {how}")
+            return _without_gate(plan_, reason)
     base_items = {o.item_id for o in store.read_outputs(baseline.run_id)}
     items = {c.id for c in plan_.cases}
-    if problems := gating.comparability_problems(baseline, run, base_items, items):
+    problems = gating.comparability_problems(baseline, run, base_items, items)
+    if problems and asked:
         raise gating.NotComparable(
             f"not comparable with baseline run {baseline.run_id}: " + "; ".join(problems)
         )
+    # not comparable and not asked for: the gate FAILs "not comparable" (judge), it cannot tell
     plan_.baseline = baseline
+    run.baseline_run_id = baseline.run_id
     return plan_
+
+
+def _without_gate(plan_: RunPlan, why: str) -> RunPlan:
+    plan_.baseline_note = why
+    plan_.run.notes.append(f"{_NO_GATE}{why}")
+    return plan_
+
+
+_NO_GATE = "gate: "  # the run note that says why a run has no gate
+
+
+def decided_baseline(store: ResultsStore, run: RunRecord) -> tuple[RunRecord | None, str]:
+    """The baseline ``with_baseline`` chose for ``run`` when it was planned, or None and
+    why: for judging a stored run again (Dagster's eval_summary, the demo)."""
+    if run.baseline_run_id is not None:
+        baseline = store.get_run(run.baseline_run_id)
+        if baseline is not None:
+            return baseline, ""
+        return None, f"baseline run {run.baseline_run_id} is no longer in the results store"
+    why = next((n.removeprefix(_NO_GATE) for n in run.notes if n.startswith(_NO_GATE)), None)
+    return None, why or "no baseline was decided when this run was planned"
 
 
 # --- produce, score, summarise --------------------------------------------------------
@@ -481,7 +520,7 @@ def judge(
     result = EvalResult(run, summary, checks, thresholds, outputs, scores,
                         warnings=list(run.notes), cases=list(cases))  # fmt: skip
     if baseline is None:
-        result.gate_note = baseline_note or "no baseline requested (use --baseline production)"
+        result.gate_note = baseline_note or "no baseline"
         return result
     categories = {c.id: c.category for c in cases}
     rescored = bool(gating.evaluator_changes(baseline, run))
@@ -545,7 +584,8 @@ def evaluate(
     summary = summarise(store, run_id, suite, plan_.cases)
     run = store.get_run(run_id) or plan_.run
     result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,
-                   margin=plan_.request.margin, min_primary=plan_.request.min_primary)  # fmt: skip
+                   baseline_note=plan_.baseline_note, margin=plan_.request.margin,
+                   min_primary=plan_.request.min_primary)  # fmt: skip
     return result
 
 

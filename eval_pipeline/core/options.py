@@ -41,7 +41,10 @@ class RunOptions(BaseModel):
         "all and overwrite the memo; off: ignore the memo.",
     )
     baseline_label: str | None = Field(
-        None, description="Gate against the latest full run of the version this label points to."
+        None,
+        description="Gate against the latest full run of the version this label points to, "
+        "and fail before any model call when there is none (default: the suite's "
+        "regression.baseline_label, where none yet means no gate).",
     )
     baseline_run_id: str | None = Field(
         None, description="Gate against this run instead (e.g. the base commit's, in CI)."

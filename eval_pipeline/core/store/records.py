@@ -38,6 +38,7 @@ class RunRecord:
     dagster_run_id: str | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)  # what the run wants a reader to know
+    baseline_run_id: str | None = None  # the run it is gated against, decided when planned
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

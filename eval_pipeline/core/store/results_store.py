@@ -63,6 +63,7 @@ runs = Table(
     Column("dagster_run_id", String(100)),
     Column("error", Text),
     Column("notes", JSON),
+    Column("baseline_run_id", String(200)),
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(

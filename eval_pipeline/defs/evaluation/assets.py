@@ -220,11 +220,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         run = store.get_run(run_id)
         assert run is not None
-        label = suite.thresholds.regression.baseline_label
-        try:
-            baseline, why_not = evaluation.baseline_for(store, suite, run, label, found.registry())
-        except Exception as exc:  # the registry is unreachable: the gate says so, no number
-            baseline, why_not = None, f"baseline unknown: prompt registry unavailable ({exc})"
+        baseline, why_not = evaluation.decided_baseline(store, run)  # chosen in plan_shards
         result = evaluation.judge(store, run, suite, cases, summary, baseline=baseline,
                                   baseline_note=why_not)  # fmt: skip
         partition = f"{run.suite} {run.prompt_version}"

@@ -180,6 +180,7 @@ def plan_shards(
         run_id=eval_run_id(suite_name, version_key, context.run),
         dagster_run_id=context.run.run_id, notes=settings.notes,
     )  # fmt: skip
+    evaluation.with_baseline(store, plan, services.get().registry())  # before any model call
     store.create_run(plan.run)
     run, count = plan.run, len(plan.shards)
     context.log.info(
