@@ -417,37 +417,6 @@ def not_comparable_report(candidate: RunRecord, baseline: RunRecord | None, reas
     )
 
 
-def gate_against_baseline(
-    store: ResultsStore,
-    candidate: RunRecord,
-    baseline_version: str,
-    thresholds: Thresholds,
-    categories: Mapping[str, str],
-    *,
-    margin: float | None = None,
-) -> GateReport | None:
-    """The gate for a stored candidate run; None when no baseline run exists yet."""
-    baseline = find_baseline(store, candidate, baseline_version)
-    if baseline is None:
-        return None
-    data = {
-        run.run_id: (store.read_outputs(run.run_id), store.read_scores(run.run_id))
-        for run in (baseline, candidate)
-    }
-    try:
-        return compare_runs(
-            baseline,
-            candidate,
-            data[baseline.run_id],
-            data[candidate.run_id],
-            thresholds,
-            categories,
-            margin=margin,
-        )
-    except NotComparable as exc:
-        return not_comparable_report(candidate, baseline, str(exc))
-
-
 def flips_across_runs(
     store: ResultsStore, run: RunRecord, metric: str, thresholds: Thresholds, *, limit: int = 10
 ) -> list[dict[str, Any]]:

@@ -14,7 +14,6 @@ from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
 from eval_pipeline.core.scoring.gate import GateReport, flips_across_runs
 from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
-from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
@@ -81,12 +80,6 @@ def errors_metadata(summary: Summary) -> dict[str, Any]:
     if summary.score_errors_by_kind:
         meta["scores_not_given"] = MetadataValue.md(errors_markdown(summary.score_errors_by_kind))
     return meta
-
-
-def check_metadata(outcome: CheckOutcome) -> dict[str, Any]:
-    if not outcome.rows:
-        return {}
-    return {"details": MetadataValue.md(rows_markdown(outcome.rows)), "rows": len(outcome.rows)}
 
 
 def rows_markdown(rows: Sequence[dict[str, Any]]) -> str:
