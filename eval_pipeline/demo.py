@@ -105,9 +105,7 @@ class Demo:
             return None
         run = runs[0]
         cases = evaluation.cases_of_run(self.store, run.run_id, suite)
-        baseline, why_not = evaluation.decided_baseline(self.store, run)
-        return evaluation.judge(self.store, run, suite, cases, summary, baseline=baseline,
-                                baseline_note=why_not)  # fmt: skip
+        return evaluation.verdict(self.store, run, suite, cases, summary)
 
 
 def _step_error(result) -> str:

@@ -33,7 +33,7 @@ def env(tmp_path):
         yield instance, resources, tmp_path
 
 
-def evaluate(instance, resources, version, tier="smoke", suite="drive_thru"):
+def evaluate(instance, resources, version, tier="smoke", suite="drive_thru", **options):
     materialize([golden_dataset], partition_key=suite, instance=instance,
                 resources=resources)  # fmt: skip
     return materialize(
@@ -42,7 +42,7 @@ def evaluate(instance, resources, version, tier="smoke", suite="drive_thru"):
         partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
         instance=instance,
         resources=resources,
-        run_config={"ops": {"agent_run_outputs": {"config": {"tier": tier}}}},
+        run_config={"ops": {"agent_run_outputs": {"config": {"tier": tier, **options}}}},
         raise_on_error=False,
     )
 
@@ -247,6 +247,18 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     gate = checks(changed)["paired_gate"]
     assert not changed.success and gate.severity.value == "ERROR"
     assert gate.description.startswith("FAIL — drive_thru v1: not comparable: dataset changed")
+
+
+def test_the_run_config_takes_every_run_option_as_the_cli_does(env):
+    """A baseline asked for in the run config must exist, as with `--baseline`: the step
+    fails before any model call and records no run (evaluation.with_baseline)."""
+    instance, resources, tmp_path = env
+    result = evaluate(instance, resources, "v1", baseline_label="nightly")
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "has no label 'nightly'" in str(failure.event_specific_data.error)
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    assert store.list_runs(suite="drive_thru") == []
 
 
 def test_behavioural_suite_materializes_with_axes_and_tools_table(env):

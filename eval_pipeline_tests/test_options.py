@@ -31,9 +31,10 @@ def test_the_cli_takes_its_defaults_and_bounds_from_the_model():
 
 def test_dagster_run_config_and_the_runner_default_to_the_model():
     config = EvalRunConfig()
-    for field in ("tier", "repeats", "concurrency", "timeout_s", "requests_per_second",
-                  "cache"):  # fmt: skip
-        assert getattr(config, field) == getattr(DEFAULTS, field), field
+    for field in RunOptions.model_fields:  # every option, baseline and margin included
+        if field != "shards":  # a Dagster run splits by size unless told
+            assert getattr(config, field) == getattr(DEFAULTS, field), field
+    assert config.request(shards=None) == RunOptions(shards=None)
     assert RunnerConfig().concurrency == DEFAULTS.concurrency
     assert RunnerConfig().timeout_s == DEFAULTS.timeout_s
 

@@ -2,13 +2,13 @@
 ``eval_pipeline.evaluate()``:
 
 plan (what runs, against which baseline; writes nothing) → produce (agent calls, memo) →
-score (evaluators) → summarise (aggregates; the run is complete) → judge (thresholds and
-the regression gate).
+score (evaluators) → summarise (aggregates; the run is complete) → verdict (thresholds
+and the regression gate).
 
 Each stage reads its inputs from and writes its results to the results store in one
 transaction, so a crash between stages leaves a 'running' run and no half summary. The
 CLI runs the stages in one process (``evaluate``); Dagster runs produce, score and
-summarise+judge as three assets.
+summarise+verdict as three assets.
 """
 
 from __future__ import annotations
@@ -76,8 +76,6 @@ class RunPlan:
     cache: CachePolicy
     request: RunOptions
     shards: list[Shard]
-    baseline: RunRecord | None = None
-    baseline_note: str | None = None  # why the run has no gate (with_baseline)
 
     @property
     def n_items(self) -> int:
@@ -243,6 +241,7 @@ def plan(
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
         notes=[*notes, *_fields_note(noticed)],
+        options=request.model_dump(mode="json"),
     )
     runner = RunnerConfig(
         concurrency=request.concurrency, repeats=repeats, timeout_s=request.timeout_s,
@@ -300,7 +299,7 @@ def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) ->
     - else the suite's ``regression.baseline_label`` (production): the latest complete
       full-tier run of the version it points to (of this version itself: its previous
       full run). None yet (or the registry is out of reach) leaves the run without a
-      gate, and ``baseline_note`` says why; one that is not comparable (another dataset,
+      gate, and a run note says why; one that is not comparable (another dataset,
       other items) is kept, and the gate FAILs "not comparable": it cannot tell."""
     request, run, suite = plan_.request, plan_.run, plan_.suite
     asked = request.baseline_run_id is not None or request.baseline_label is not None
@@ -332,14 +331,12 @@ def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) ->
         raise gating.NotComparable(
             f"not comparable with baseline run {baseline.run_id}: " + "; ".join(problems)
         )
-    # not comparable and not asked for: the gate FAILs "not comparable" (judge), it cannot tell
-    plan_.baseline = baseline
+    # not comparable and not asked for: the gate FAILs "not comparable" (verdict): it cannot tell
     run.baseline_run_id = baseline.run_id
     return plan_
 
 
 def _without_gate(plan_: RunPlan, why: str) -> RunPlan:
-    plan_.baseline_note = why
     plan_.run.notes.append(f"{_NO_GATE}{why}")
     return plan_
 
@@ -349,7 +346,7 @@ _NO_GATE = "gate: "  # the run note that says why a run has no gate
 
 def decided_baseline(store: ResultsStore, run: RunRecord) -> tuple[RunRecord | None, str]:
     """The baseline ``with_baseline`` chose for ``run`` when it was planned, or None and
-    why: for judging a stored run again (Dagster's eval_summary, the demo)."""
+    why (the verdict stage reads it)."""
     if run.baseline_run_id is not None:
         baseline = store.get_run(run.baseline_run_id)
         if baseline is not None:
@@ -466,22 +463,19 @@ def score(
     suite: Suite,
     cases: Sequence[GoldenCase],
     *,
-    judges: RunnerConfig | None = None,
     prices: PriceTable | None = None,
 ) -> list[ItemScore]:
-    """Score every output; judges (model-backed evaluators) run under ``judges``'
-    concurrency, timeout and retries (default: the runner's defaults)."""
+    """Score every output; judges (model-backed evaluators) run under the run's own
+    concurrency, rate and timeout (its options, kept with the run)."""
     with failure_recorded(store, run_id):
+        run = store.get_run(run_id)
+        options = RunOptions(**run.options) if run is not None else RunOptions()
+        judges = RunnerConfig(concurrency=options.concurrency, timeout_s=options.timeout_s,
+                              requests_per_second=options.requests_per_second)  # fmt: skip
         scores = score_items(cases, store.read_outputs(run_id), suite.evaluators,
                              judges=judges, prices=prices)  # fmt: skip
         store.write_scores(run_id, scores)
     return scores
-
-
-def judges_config(options: RunOptions) -> RunnerConfig:
-    """The runner settings LLM judges run under: the run's concurrency, rate and timeout."""
-    return RunnerConfig(concurrency=options.concurrency, timeout_s=options.timeout_s,
-                        requests_per_second=options.requests_per_second)  # fmt: skip
 
 
 def summarise(
@@ -498,36 +492,32 @@ def summarise(
     return summary
 
 
-# --- judge ----------------------------------------------------------------------------
-def judge(
-    store: ResultsStore,
-    run: RunRecord,
-    suite: Suite,
-    cases: Sequence[GoldenCase],
+# --- verdict ----------------------------------------------------------------------------
+def verdict(
+    store: ResultsStore, run: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
     summary: Summary,
-    *,
-    baseline: RunRecord | None = None,
-    baseline_note: str | None = None,
-    margin: float | None = None,
-    min_primary: float | None = None,
-) -> EvalResult:
-    """The thresholds, then the paired gate against ``baseline`` (when there is one)."""
+) -> EvalResult:  # fmt: skip
+    """The thresholds, then the paired gate against the baseline chosen when the run was
+    planned (``with_baseline``), with the run's own options (margin, min_primary): read
+    from the results store, so every entry point reaches the same verdict on a stored run."""
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
+    options = RunOptions(**run.options)
     thresholds = suite.thresholds
     checks = evaluate_thresholds(summary, scores, thresholds)
-    if min_primary is not None:
-        checks.append(_primary_floor(summary, thresholds.primary_metric, min_primary))
+    if options.min_primary is not None:
+        checks.append(_primary_floor(summary, thresholds.primary_metric, options.min_primary))
     result = EvalResult(run, summary, checks, thresholds, outputs, scores,
                         warnings=list(run.notes), cases=list(cases))  # fmt: skip
+    baseline, why_not = decided_baseline(store, run)
     if baseline is None:
-        result.gate_note = baseline_note or "no baseline"
+        result.gate_note = why_not
         return result
     categories = {c.id: c.category for c in cases}
     rescored = bool(gating.evaluator_changes(baseline, run))
     try:
         base_data = baseline_data(store, baseline, suite, cases, rescore=rescored)
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
-                                          thresholds, categories, margin=margin,
+                                          thresholds, categories, margin=options.margin,
                                           rescored=rescored)  # fmt: skip
         if rescored and (spent := judge_spending(base_data[1]))["judge_calls"]:
             result.gate.notes.append(
@@ -580,13 +570,9 @@ def evaluate(
     else:
         produce_in_processes(store, plan_, shard_worker, progress=progress)
     suite, run_id = plan_.suite, plan_.run.run_id
-    score(store, run_id, suite, plan_.cases, judges=judges_config(plan_.request), prices=prices)
+    score(store, run_id, suite, plan_.cases, prices=prices)
     summary = summarise(store, run_id, suite, plan_.cases)
-    run = store.get_run(run_id) or plan_.run
-    result = judge(store, run, suite, plan_.cases, summary, baseline=plan_.baseline,
-                   baseline_note=plan_.baseline_note, margin=plan_.request.margin,
-                   min_primary=plan_.request.min_primary)  # fmt: skip
-    return result
+    return verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary)
 
 
 class ShardWorker(Protocol):

@@ -39,6 +39,7 @@ class RunRecord:
     error: str | None = None
     notes: list[str] = field(default_factory=list)  # what the run wants a reader to know
     baseline_run_id: str | None = None  # the run it is gated against, decided when planned
+    options: dict[str, Any] = field(default_factory=dict)  # its RunOptions (core/options.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

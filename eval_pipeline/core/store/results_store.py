@@ -64,6 +64,7 @@ runs = Table(
     Column("error", Text),
     Column("notes", JSON),
     Column("baseline_run_id", String(200)),
+    Column("options", JSON),
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(

@@ -33,7 +33,6 @@ from dagster import (
 
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import GoldenCase, dataset_version
-from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
@@ -174,9 +173,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         suite = suites.get(agent_run_outputs["suite"])
         store, run_id = results_store.open(), agent_run_outputs["run_id"]
         cases = evaluation.cases_of_run(store, run_id, suite)
-        options = RunOptions(**agent_run_outputs.get("options", {}))
-        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices(),
-                                  judges=evaluation.judges_config(options))  # fmt: skip
+        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices())
         means = values_by_evaluator(scores)
         spent = judge_spending(scores)
         metadata: dict[str, Any] = {"run_id": run_id, "scores": len(scores)}
@@ -220,9 +217,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         run = store.get_run(run_id)
         assert run is not None
-        baseline, why_not = evaluation.decided_baseline(store, run)  # chosen in plan_shards
-        result = evaluation.judge(store, run, suite, cases, summary, baseline=baseline,
-                                  baseline_note=why_not)  # fmt: skip
+        result = evaluation.verdict(store, run, suite, cases, summary)
         partition = f"{run.suite} {run.prompt_version}"
         checks, not_tested = check_results(result, partition)
         pictures = summary_pictures(store, run, suite, result.gate)

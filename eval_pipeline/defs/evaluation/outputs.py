@@ -12,6 +12,7 @@ run from failure re-runs only the shards that failed; they take the items they h
 finished from the memo (the run id survives re-execution).
 """
 
+import copy
 import resource
 import time
 from dataclasses import asdict, dataclass
@@ -35,10 +36,10 @@ from dagster import (
     graph_asset,
     op,
 )
-from pydantic import Field
+from pydantic import Field, create_model
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.options import DEFAULTS, Cache, RunOptions, Tier
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptVersion, parse_version_key
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import RunRecord
@@ -59,35 +60,35 @@ from eval_pipeline.llm.provider_stats import describe as describe_provider
 from eval_pipeline.llm.settings import LLMSettings
 
 
-def _about(name: str) -> str:
-    return RunOptions.model_fields[name].description or ""
-
-
-class EvalRunConfig(Config):
-    """Per-run knobs (Launchpad / run config / sensor and schedule run requests): the
-    fields of core/options.py's RunOptions that a Dagster run takes, with its defaults."""
-
-    tier: Tier = Field(DEFAULTS.tier, description=_about("tier"))
-    repeats: int | None = Field(DEFAULTS.repeats, ge=1, description=_about("repeats"))
-    concurrency: int = Field(DEFAULTS.concurrency, ge=1, description=_about("concurrency"))
-    timeout_s: float = Field(DEFAULTS.timeout_s, ge=1.0, description=_about("timeout_s"))
-    requests_per_second: float | None = Field(
-        DEFAULTS.requests_per_second, gt=0, description=_about("requests_per_second")
-    )
-    cache: Cache = Field(DEFAULTS.cache, description=_about("cache"))
-    shards: int = Field(
-        0,
-        ge=0,
-        description="Steps the items are split over (a process or pod each). 0: one per 32 "
-        "items in flight, at most one per 200 items; 1 when every step runs in one process.",
-    )
-
+class _RunConfig(Config):
     def request(self, *, shards: int | None) -> RunOptions:
-        return RunOptions(
-            tier=self.tier, repeats=self.repeats, concurrency=self.concurrency,
-            timeout_s=self.timeout_s, requests_per_second=self.requests_per_second,
-            cache=self.cache, shards=shards,
-        )  # fmt: skip
+        return RunOptions(**(self.model_dump() | {"shards": shards}))
+
+
+# Per-run knobs (Launchpad / run config / sensor and schedule run requests): the fields of
+# core/options.py's RunOptions, their defaults, bounds and descriptions, declared there once.
+# Only `shards` differs: a Dagster run splits by size unless told (the CLI: one process).
+EvalRunConfig = create_model(
+    "EvalRunConfig",
+    __base__=_RunConfig,
+    **{
+        name: (f.annotation, copy.deepcopy(f))
+        for name, f in RunOptions.model_fields.items()
+        if name != "shards"
+    },
+    shards=(
+        int,
+        Field(
+            0,
+            ge=0,
+            le=64,
+            description=(
+                "Steps the items are split over (a process or pod each). 0: one per 32 items in "
+                "flight, at most one per 200 items; 1 when every step runs in one process."
+            ),
+        ),
+    ),
+)  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ def collect_outputs(
     metadata["prompt_registry"] = found.registry().description
     metadata["langfuse"] = found.description
     ref = {"run_id": run.run_id, "suite": task.suite, "prompt_version": task.version_key,
-           "tier": run.tier, "options": task.request.model_dump()}  # fmt: skip
+           "tier": run.tier}  # fmt: skip
     return Output(ref, metadata=metadata)
 
 

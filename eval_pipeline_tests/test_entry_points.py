@@ -1,0 +1,86 @@
+"""One run service: the same suite through the CLI, the Python API and Dagster stores the
+same run — the same baseline, options, outputs, scores, summary and verdict
+(core/evaluation.py is every entry point's; each is a thin caller)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from dagster import MultiPartitionKey, instance_for_test, materialize
+
+from eval_pipeline import evaluate
+from eval_pipeline.agents.project import load_project
+from eval_pipeline.cli import main
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline_tests.helpers import SUITE_NAMES, clean_cli_env, copy_project, eval_resources
+
+OPTIONS = {"tier": "smoke", "cache": "off", "concurrency": 4}  # cache off: each one runs
+
+
+def test_cli_api_and_dagster_store_the_same_run(tmp_path, monkeypatch):
+    project = copy_project(tmp_path)
+    clean_cli_env(monkeypatch, tmp_path, project)  # the CLI's store: tmp_path/results.sqlite
+    baseline = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--prompt-version", "1"])
+    assert baseline.exit_code == 0, baseline.output
+
+    flags = ["--tier", "smoke", "--cache", "off", "--concurrency", "4"]
+    cli = CliRunner().invoke(
+        main, ["run", "--suite", "drive_thru", "--prompt-version", "2", *flags]
+    )
+    assert cli.exit_code == 1, cli.output  # v2 is the worse prompt: the gate fails it
+    api = evaluate("drive_thru", prompt_version=2, **OPTIONS)
+    assert api.exit_code == 1
+    assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
+    resources = eval_resources(tmp_path, project=project)
+    (tmp_path / "dagster").mkdir(exist_ok=True)
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v2"])
+        materialize([assets.golden_dataset], partition_key="drive_thru", instance=instance,
+                    resources=resources)  # fmt: skip
+        dagster = materialize(
+            [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v2"}),
+            instance=instance, resources=resources, raise_on_error=False,
+            run_config={"ops": {"agent_run_outputs": {"config": OPTIONS}}},
+        )  # fmt: skip
+    assert not dagster.success  # the blocking gate stopped it, as the CLI exited 1
+
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    runs = store.list_runs(suite="drive_thru", prompt_version="v2")
+    assert len(runs) == 3 and {r.status for r in runs} == {"complete"}
+    production = store.list_runs(suite="drive_thru", prompt_version="v1")[0].run_id
+    seen = [_stored(store, run, production) for run in runs]
+    assert seen[0] == seen[1] == seen[2]
+    verdicts = {run.run_id: _verdict(store, run, project) for run in runs}
+    first, *rest = verdicts.values()
+    for other in rest:
+        assert other == first
+    failed_checks = {c.check_name for c in dagster.get_asset_check_evaluations() if not c.passed}
+    assert "paired_gate" in failed_checks and "paired_gate" in api.failed
+
+
+def _stored(store: ResultsStore, run, production: str):
+    """What a run stored, without what differs by nature (ids, times, the Dagster run)."""
+    assert run.baseline_run_id == production
+    options = {k: v for k, v in run.options.items() if k != "shards"}
+    outputs = sorted((o.item_id, o.repeat, repr(o.output), o.error, o.fault)
+                     for o in store.read_outputs(run.run_id))  # fmt: skip
+    scores = sorted((s.item_id, s.repeat, s.evaluator, s.value, s.error_kind)
+                    for s in store.read_scores(run.run_id))  # fmt: skip
+    summary = store.read_summary(run.run_id)
+    return (run.prompt_hash, run.dataset_version, run.tier, run.model_params, options,
+            outputs, scores, summary.metrics)  # fmt: skip
+
+
+def _verdict(store: ResultsStore, run, project):
+    suite = load_project(project).suite("drive_thru")
+    cases = evaluation.cases_of_run(store, run.run_id, suite)
+    result = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
+    gate = tuple(
+        (c.name, c.label, c.description if c.name != "cost_latency" else "")
+        for c in result.gate.checks
+    )  # (latencies differ by nature)
+    checks = tuple((name, o.label(b), o.description) for name, o, b in result.checks)
+    return result.verdict, tuple(result.failed), checks, gate
