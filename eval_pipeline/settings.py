@@ -37,9 +37,9 @@ def eval_home() -> Path:
     return Path(os.environ.get("EVAL_HOME") or project_dir() / ".eval_home")
 
 
-def replay_dir(suite: str) -> Path:
-    """Where each day's production failures of a suite wait to be replayed (``<day>.yaml``)."""
-    return eval_home() / "replay" / suite
+def failures_dir(suite: str) -> Path:
+    """Where each day's production failures of a suite wait to be run again (``<day>.yaml``)."""
+    return eval_home() / "failures" / suite
 
 
 def results_url() -> str:

@@ -365,36 +365,36 @@ def test_reused_items_are_scored_on_the_trace_that_produced_them(env, server):
     assert third["reused_from_memo"].value == 0 and len(roots()) == 22
 
 
-def test_replayed_failures_are_scored_on_their_production_traces(env, server, monkeypatch):
-    """Lineage: each replayed production failure says on its own trace whether the
+def test_failures_run_again_are_scored_on_their_production_traces(env, server, monkeypatch):
+    """Lineage: each production failure run again says on its own trace whether the
     candidate fixes it."""
     from datetime import date
 
     from dagster import MultiPartitionKey, materialize
 
     from eval_pipeline.core.traces.records import parse_observation, score_traces
-    from eval_pipeline.core.traces.replay import failure_cases, write_failures
-    from eval_pipeline.defs.evaluation.replay import build_failure_replay
+    from eval_pipeline.core.traces.rerun import failure_cases, write_failures
+    from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline_tests.helpers import SUITE_NAMES, suite
-    from eval_pipeline_tests.test_replay import BLIND_ADD, CORRECTED
+    from eval_pipeline_tests.test_failure_rerun import BLIND_ADD, CORRECTED
 
     instance, resources, tmp_path = env
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
     records = [parse_observation(o) for o in (BLIND_ADD, CORRECTED)]
     cases = failure_cases(records, score_traces(records, suite("drive_thru").trace_evaluators),
                           date(2026, 11, 21))  # fmt: skip
-    write_failures(tmp_path / "home" / "replay" / "drive_thru" / "2026-11-21.yaml", "drive_thru",
+    write_failures(tmp_path / "home" / "failures" / "drive_thru" / "2026-11-21.yaml", "drive_thru",
                    cases)  # fmt: skip
     instance.add_dynamic_partitions("prompt_version", ["v2"])
-    replayed = materialize([build_failure_replay(build_partitions(SUITE_NAMES), "evaluation")],
+    rerun = materialize([build_failure_rerun(build_partitions(SUITE_NAMES), "evaluation")],
                            resources=resources, instance=instance,
                            partition_key=MultiPartitionKey({"suite": "drive_thru",
                                                             "prompt_version": "v2"}))  # fmt: skip
-    assert replayed.success
+    assert rerun.success
     server.settle()
     lineage = {s["traceId"]: s for s in server.state.scores
-               if s.get("name") == "eval_replay_fixed_v2"}  # fmt: skip
+               if s.get("name") == "eval_rerun_fixed_v2"}  # fmt: skip
     assert lineage["a" * 32]["value"] == 0.0  # v2 still adds without a lookup
     assert "still fails: tool_protocol" in lineage["a" * 32]["comment"]
     assert lineage["b" * 32]["value"] == 1.0

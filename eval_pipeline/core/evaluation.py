@@ -59,6 +59,9 @@ class Labels(Protocol):
     def label_versions(self, labels: Iterable[str]) -> dict[str, dict[str, int]]: ...
 
 
+FAILURES_TIER = "failures"  # the tier of a run on production failures (plan(cases=…))
+
+
 class BaselineMissing(ValueError):
     """A baseline was asked for and there is none; the message says how to make one."""
 
@@ -216,13 +219,16 @@ def plan(
     run_id: str | None = None,
     dagster_run_id: str | None = None,
     notes: Sequence[str] = (),
+    cases: Sequence[GoldenCase] | None = None,
 ) -> RunPlan:
     """Load and select the cases and describe the run (raises DatasetError); writes nothing.
-    ``notes`` are kept with the run (e.g. a setting that overrode the prompt's). A
-    requested baseline is found next, by ``with_baseline``."""
+    ``notes`` are kept with the run (e.g. a setting that overrode the prompt's). The
+    baseline is decided next, by ``with_baseline``. Given ``cases`` (production failures,
+    core/traces/rerun.py), the run is on those, not on the suite's dataset: its tier is
+    "failures", which no gate, trend or sensor counts as an evaluation of the version."""
     noticed: list[str] = []
-    all_cases = suite.load_cases(noticed)
-    cases = select_tier(all_cases, request.tier)
+    all_cases = list(cases) if cases is not None else suite.load_cases(noticed)
+    selected = all_cases if cases is not None else select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
     key = prompt_key(prompt)
     run = RunRecord(
@@ -235,7 +241,7 @@ def plan(
         dataset_version=dataset_version(all_cases),  # the whole dataset; the tier selects
         model=str(model_params.get("model", "")),
         model_params=model_params,
-        tier=request.tier,
+        tier=request.tier if cases is None else FAILURES_TIER,
         repeats=repeats,
         agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
@@ -248,8 +254,8 @@ def plan(
         requests_per_second=request.requests_per_second,
         base_seed=int(model_params.get("seed") or 0),
     )  # fmt: skip
-    count = request.shards or auto_count(len(cases) * repeats, request.concurrency)
-    shard_list = split(count, len(cases) * repeats, request.concurrency,
+    count = request.shards or auto_count(len(selected) * repeats, request.concurrency)
+    shard_list = split(count, len(selected) * repeats, request.concurrency,
                        request.requests_per_second)  # fmt: skip
     policy = check_policy(request.cache)
     if not suite.memoize and policy != "off":
@@ -258,7 +264,7 @@ def plan(
             f"suite {suite.name}: nothing says when its agent service changed, so no output "
             "is reused from the memo (give the suite a `version:`)"
         )
-    return RunPlan(suite, prompt, run, all_cases, cases, runner, policy, request, shard_list)
+    return RunPlan(suite, prompt, run, all_cases, selected, runner, policy, request, shard_list)
 
 
 def _fields_note(noticed: Sequence[str], shown: int = 3) -> list[str]:

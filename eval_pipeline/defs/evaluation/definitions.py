@@ -15,7 +15,7 @@ from dagster import (
 from eval_pipeline.defs.evaluation.assets import GROUP, EvaluationAssets, build_evaluation_assets
 from eval_pipeline.defs.evaluation.execution import eval_executor
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
-from eval_pipeline.defs.evaluation.replay import build_failure_replay
+from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
 from eval_pipeline.defs.partitions import Partitions
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class EvaluationDefs:
     assets: EvaluationAssets
     judge_calibration: AssetsDefinition
-    failure_replay: AssetsDefinition
+    failure_rerun: AssetsDefinition
     eval_job: UnresolvedAssetJobDefinition
     golden_dataset_job: UnresolvedAssetJobDefinition
 
@@ -40,7 +40,7 @@ class EvaluationDefs:
                 a.langfuse_dataset,
                 self.judge_calibration,
                 *a.evaluation,
-                self.failure_replay,
+                self.failure_rerun,
             ],
             jobs=[self.golden_dataset_job, self.eval_job],
         )
@@ -49,7 +49,7 @@ class EvaluationDefs:
 def build_evaluation(partitions: Partitions) -> EvaluationDefs:
     assets = build_evaluation_assets(partitions)
     judge_calibration = build_judge_calibration(partitions, GROUP)
-    failure_replay = build_failure_replay(partitions, GROUP)
+    failure_rerun = build_failure_rerun(partitions, GROUP)
     # One job per partitions definition: Dagster refuses jobs that mix them.
     golden_dataset_job = define_asset_job(
         "golden_dataset_job",
@@ -62,7 +62,7 @@ def build_evaluation(partitions: Partitions) -> EvaluationDefs:
     # of step execution with a process per step vs 1.2 s in the run worker's own process).
     eval_job = define_asset_job(
         "eval_job",
-        selection=AssetSelection.assets(*assets.evaluation, failure_replay),
+        selection=AssetSelection.assets(*assets.evaluation, failure_rerun),
         executor_def=eval_executor(),
     )
-    return EvaluationDefs(assets, judge_calibration, failure_replay, eval_job, golden_dataset_job)
+    return EvaluationDefs(assets, judge_calibration, failure_rerun, eval_job, golden_dataset_job)

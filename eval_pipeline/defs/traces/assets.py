@@ -36,7 +36,7 @@ from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
 from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
-from eval_pipeline.core.traces.replay import failure_cases, lineage, write_failures
+from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
@@ -281,11 +281,11 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         trace_scores: list[ItemScore],
     ) -> Output[str]:
         """The day's sampled traces that failed a reference-free evaluator or that the user
-        corrected, as teacher-forced cases (trace ids kept) for the next candidate to replay
-        (`failure_replay` in eval_job)."""
+        corrected, as teacher-forced cases (trace ids kept) for the next candidate to run again
+        (`failure_rerun` in eval_job)."""
         day, suite_name = _keys(context)
         cases = failure_cases(production_traces, trace_scores, day)
-        path = write_failures(settings.replay_dir(suite_name) / f"{day}.yaml", suite_name, cases)
+        path = write_failures(settings.failures_dir(suite_name) / f"{day}.yaml", suite_name, cases)
         traced = [lineage(c) for c in cases]
         reasons = Counter(r for _, failed in traced for r in failed)
         rows = "\n".join(
@@ -294,7 +294,7 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         return Output(str(path), metadata={
             "failures": len(cases), "of_traces": len(production_traces),
             **{f"failed_{k}": v for k, v in sorted(reasons.items())},
-            "replay_file": MetadataValue.path(str(path)),
+            "failures_file": MetadataValue.path(str(path)),
             "traces": MetadataValue.md("| trace id | failed |\n|---|---|\n" + rows),
         })  # fmt: skip
 

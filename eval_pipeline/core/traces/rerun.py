@@ -1,12 +1,14 @@
-"""Production failures, replayed against a candidate: did it fix yesterday's failures?
+"""Production failures, run again with a candidate: did it fix yesterday's failures?
 
 A sampled production trace is a failure when a reference-free evaluator scored it below
 1.0, or when the user corrected the order (``metadata.user_feedback.corrected_items``).
 Each becomes a case: the trace's input, teacher-forced (for a conversation, the customer's
 turns up to the end of the trace), with the trace id kept in its metadata for lineage.
-The candidate runs on them; a failure is *fixed* when every evaluator that failed in
-production now scores 1.0 and, with a user correction, the primary metric scores 1.0
-against the corrected order.
+The candidate runs on them as a run of the results store (``rerun_failures``: the run
+service's plan and produce, so the memo, the stored outputs and the agent's tracing are
+those of any run; its tier is "failures"); a failure is *fixed* when every evaluator that
+failed in production now scores 1.0 and, with a user correction, the primary metric scores
+1.0 against the corrected order.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ from typing import Any
 
 import yaml
 
+from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
+from eval_pipeline.core.scoring.summary import summarize
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.traces.records import TraceRecord
 from eval_pipeline.evaluators.base import evaluator_name
 
@@ -51,7 +58,7 @@ def failure_cases(
         if not reasons:
             continue
         cases.append(GoldenCase(
-            id=f"replay-{record.trace_id}"[:128],
+            id=f"failure-{record.trace_id}"[:128],
             input=_teacher_forced(record),
             expected_output={"expected_items": corrected} if corrected else None,
             metadata={"category": str(record.metadata.get("category") or "production"),
@@ -62,13 +69,13 @@ def failure_cases(
 
 
 def lineage(case: GoldenCase) -> tuple[str, tuple[str, ...]]:
-    """The production trace a replay case came from, and what it failed there."""
+    """The production trace a failure case came from, and what it failed there."""
     extra = case.metadata.model_extra or {}
     return str(extra["trace_id"]), tuple(extra.get("failed") or ())
 
 
 def _teacher_forced(record: TraceRecord) -> dict[str, Any]:
-    """The trace's input; a multi-turn trace replays its customer turns on one thread."""
+    """The trace's input; a multi-turn trace gives its customer turns again, on one thread."""
     messages = (record.output or {}).get("messages") if isinstance(record.output, dict) else None
     said = [m.get("content") for m in messages or [] if isinstance(m, dict)
             and m.get("role") == "user" and isinstance(m.get("content"), str)]  # fmt: skip
@@ -100,7 +107,7 @@ def latest_failures(folder: Path) -> tuple[Path | None, list[GoldenCase]]:
 
 
 @dataclass(frozen=True)
-class ReplayRow:
+class RerunRow:
     trace_id: str
     case_id: str
     failed_in_production: tuple[str, ...]
@@ -113,8 +120,8 @@ class ReplayRow:
 
 
 @dataclass(frozen=True)
-class ReplayReport:
-    rows: tuple[ReplayRow, ...]
+class RerunReport:
+    rows: tuple[RerunRow, ...]
 
     @property
     def fixed(self) -> int:
@@ -129,13 +136,13 @@ class ReplayReport:
                 f"{self.still_failing} still fail")  # fmt: skip
 
 
-def judge_replay(
+def score_rerun(
     cases: Sequence[GoldenCase],
     outputs: Sequence[ItemOutput],
     trace_evaluators: Sequence[Evaluator],
     primary: Evaluator | None,
-) -> tuple[ReplayReport, list[ItemScore]]:
-    """Score each replayed output with the evaluators its trace failed (the primary metric
+) -> tuple[RerunReport, list[ItemScore]]:
+    """Score each output of the rerun with the evaluators its trace failed (the primary metric
     against the user's correction) and say which failures are fixed."""
     by_name: Mapping[str, Evaluator] = {evaluator_name(f): f for f in trace_evaluators}
     rows, scores = [], []
@@ -158,6 +165,28 @@ def judge_replay(
                 scores.append(score)
                 if score.value is None or score.value < 1.0:
                     still.append(name)
-        rows.append(ReplayRow(trace_id, case.id, failed,
+        rows.append(RerunRow(trace_id, case.id, failed,
                               tuple(dict.fromkeys(still)), out.error))  # fmt: skip
-    return ReplayReport(tuple(rows)), scores
+    return RerunReport(tuple(rows)), scores
+
+
+def rerun_failures(
+    store: ResultsStore,
+    plan_: evaluation.RunPlan,
+    agent: Agent,
+    primary: Evaluator | None,
+    *,
+    prices: PriceTable | None = None,
+) -> RerunReport:
+    """Run the agent on a plan of failure cases (``evaluation.plan(cases=…)``) as a stored
+    run: outputs from the memo where the same version already ran them; then the rerun's
+    scores, and the run completes."""
+    run_id = plan_.run.run_id
+    store.create_run(plan_.run)
+    produced = {o.item_id: o for o in evaluation.produce(store, plan_, agent, prices=prices)}
+    outputs = [produced[c.id] for c in plan_.cases]
+    with evaluation.failure_recorded(store, run_id):
+        report, scores = score_rerun(plan_.cases, outputs, plan_.suite.trace_evaluators, primary)
+        store.write_scores(run_id, scores)
+        store.complete_run(run_id, summarize(plan_.cases, outputs, scores))
+    return report

@@ -1,4 +1,4 @@
-"""Production failures replayed against a candidate: a trace with a known failure becomes a
+"""Production failures run again with a candidate: a trace with a known failure becomes a
 case; a prompt that fixes it scores it fixed, one that does not still fails; the trace id
 travels with the case into the report (and onto the trace in Langfuse, tested there)."""
 
@@ -11,15 +11,17 @@ import yaml
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.scoring.gate import find_baseline
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.traces.records import parse_observation, score_traces
-from eval_pipeline.core.traces.replay import (
+from eval_pipeline.core.traces.rerun import (
     CORRECTION,
     failure_cases,
-    judge_replay,
     latest_failures,
+    score_rerun,
     write_failures,
 )
-from eval_pipeline.defs.evaluation.replay import build_failure_replay
+from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
 from eval_pipeline.defs.partitions import build_partitions
 from eval_pipeline.defs.traces.assets import build_trace_assets
 from eval_pipeline.evaluators.base import evaluator_name
@@ -47,20 +49,20 @@ CORRECTED = {  # the order was fine by the evaluators, but the customer wanted t
 FINE = {**CORRECTED, "id": "obs-fine", "traceId": "c" * 32, "metadata": {"category": "simple"}}
 
 
-def replay(version: int) -> tuple:
+def rerun(version: int) -> tuple:
     drive_thru = suite("drive_thru")
     records = [parse_observation(o) for o in (BLIND_ADD, CORRECTED, FINE)]
     cases = failure_cases(records, score_traces(records, drive_thru.trace_evaluators), DAY)
     outputs = run_agent_sync(agent("drive_thru", version), cases, RunnerConfig(max_attempts=1))
     primary = next(f for f in drive_thru.evaluators if evaluator_name(f) == "order_correctness")
-    return cases, judge_replay(cases, outputs, drive_thru.trace_evaluators, primary)[0]
+    return cases, score_rerun(cases, outputs, drive_thru.trace_evaluators, primary)[0]
 
 
 def test_failed_and_corrected_traces_become_cases_with_their_trace_ids():
-    cases, _ = replay(1)
+    cases, _ = rerun(1)
     assert [c.metadata.model_dump()["trace_id"] for c in cases] == ["a" * 32, "b" * 32]
     blind, corrected = cases
-    assert blind.id == "replay-" + "a" * 32
+    assert blind.id == "failure-" + "a" * 32
     assert blind.input == {"customer_utterance": "Can I get a Hash Brown"}
     assert blind.metadata.model_dump()["failed"] == ["tool_protocol"]
     assert blind.expected_output is None  # no correction: reference-free evaluators only
@@ -70,10 +72,10 @@ def test_failed_and_corrected_traces_become_cases_with_their_trace_ids():
 
 
 def test_a_fixing_prompt_fixes_them_and_a_worse_one_does_not():
-    _, fixed = replay(1)  # v1 looks items up first and reads quantities
+    _, fixed = rerun(1)  # v1 looks items up first and reads quantities
     assert fixed.fixed == 2 and fixed.still_failing == 0
     assert fixed.line() == "fixes 2 of 2 production failures, 0 still fail"
-    _, worse = replay(2)  # v2 adds without a lookup: the protocol failure stays
+    _, worse = rerun(2)  # v2 adds without a lookup: the protocol failure stays
     by_trace = {r.trace_id: r for r in worse.rows}
     assert by_trace["a" * 32].still_failing == ("tool_protocol",)
     assert by_trace["b" * 32].fixed  # v2 does read "two"
@@ -81,7 +83,7 @@ def test_a_fixing_prompt_fixes_them_and_a_worse_one_does_not():
 
 
 def test_the_failures_file_round_trips_and_the_newest_day_wins(tmp_path):
-    cases, _ = replay(1)
+    cases, _ = rerun(1)
     write_failures(tmp_path / "2026-11-20.yaml", "drive_thru", cases[:1])
     write_failures(tmp_path / "2026-11-21.yaml", "drive_thru", cases)
     path, loaded = latest_failures(tmp_path)
@@ -89,11 +91,11 @@ def test_the_failures_file_round_trips_and_the_newest_day_wins(tmp_path):
     assert latest_failures(tmp_path / "none") == (None, [])
 
 
-def test_dagster_production_failures_feed_the_candidates_replay(tmp_path, monkeypatch):
+def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeypatch):
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
     partitions = build_partitions(SUITE_NAMES)
     production_traces, trace_scores, _, production_failures = build_trace_assets(partitions)
-    failure_replay = build_failure_replay(partitions, "evaluation")
+    failure_rerun = build_failure_rerun(partitions, "evaluation")
     resources = eval_resources(tmp_path)
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
@@ -103,7 +105,7 @@ def test_dagster_production_failures_feed_the_candidates_replay(tmp_path, monkey
                 {"day": DAY.isoformat(), "suite": "drive_thru"}),
         )  # fmt: skip
         found = traces.asset_materializations_for_node("production_failures")[0].metadata
-        saved = yaml.safe_load((tmp_path / "home" / "replay" / "drive_thru" / "2026-11-21.yaml")
+        saved = yaml.safe_load((tmp_path / "home" / "failures" / "drive_thru" / "2026-11-21.yaml")
                                .read_text())  # fmt: skip
         assert found["failures"].value == len(saved["cases"]) > 0
         assert found["failed_tool_protocol"].value > 0
@@ -111,9 +113,9 @@ def test_dagster_production_failures_feed_the_candidates_replay(tmp_path, monkey
         outcome = {}
         for version in ("v1", "v2"):
             key = MultiPartitionKey({"suite": "drive_thru", "prompt_version": version})
-            result = materialize([failure_replay], resources=resources, instance=instance,
+            result = materialize([failure_rerun], resources=resources, instance=instance,
                                  partition_key=key)  # fmt: skip
-            meta = result.asset_materializations_for_node("failure_replay")[0].metadata
+            meta = result.asset_materializations_for_node("failure_rerun")[0].metadata
             (check,) = result.get_asset_check_evaluations()
             outcome[version] = (meta["fixed"].value, meta["still_failing"].value, check)
             listed = [c["metadata"]["trace_id"] for c in saved["cases"]
@@ -126,3 +128,15 @@ def test_dagster_production_failures_feed_the_candidates_replay(tmp_path, monkey
         assert fixed_v1 > fixed_v2 and failing_v2 > 0
         assert not check_v2.passed and check_v2.severity.value == "WARN"
         assert check_v2.description.startswith("WARN — drive_thru v2: fixes ")
+        # each rerun is a run of the results store (tier "failures"), the second from the memo
+        again = materialize([failure_rerun], resources=resources, instance=instance,
+                            partition_key=MultiPartitionKey({"suite": "drive_thru",
+                                                             "prompt_version": "v1"}))  # fmt: skip
+        run_id = again.asset_materializations_for_node("failure_rerun")[0].metadata["run_id"]
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    reruns = store.list_runs(suite="drive_thru", prompt_version="v1")
+    assert len(reruns) == 2 and {r.tier for r in reruns} == {"failures"}
+    assert {r.status for r in reruns} == {"complete"}
+    outputs = store.read_outputs(run_id.value)
+    assert outputs and all(o.source_run_id not in (None, run_id.value) for o in outputs)
+    assert find_baseline(store, reruns[0], "v1") is None  # no gate counts a rerun

@@ -1,7 +1,7 @@
-"""`failure_replay[suite × version]`: the version under evaluation replays the newest day
-of production failures (`production_failures`, core/traces/replay.py). Part of eval_job,
+"""`failure_rerun[suite × version]`: the version under evaluation runs the newest day of
+production failures again (`production_failures`, core/traces/rerun.py). Part of eval_job,
 so the sensor's run for a staging version says how many of yesterday's failures it fixes.
-With Langfuse, each original trace gets an `eval_replay_fixed_<version>` score (lineage)."""
+With Langfuse, each original trace gets an `eval_rerun_fixed_<version>` score (lineage)."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -16,11 +16,11 @@ from dagster import (
 )
 
 from eval_pipeline import settings
-from eval_pipeline.core.options import DEFAULTS
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.options import DEFAULTS, RunOptions
 from eval_pipeline.core.reports.charts import fit_inline
-from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.records import ItemScore
-from eval_pipeline.core.traces.replay import ReplayReport, ReplayRow, judge_replay, latest_failures
+from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
 from eval_pipeline.defs.evaluation.checks import check_result
 from eval_pipeline.defs.evaluation.outputs import candidate
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
@@ -33,8 +33,8 @@ from eval_pipeline.defs.resources import (
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline.integrations import langfuse_scores
 
-ASSET = "failure_replay"
-CHECK = "replay_fixes"
+ASSET = "failure_rerun"
+CHECK = "rerun_fixes"
 ASSET_DESCRIPTION = (
     "This version on the newest day's production failures: how many it fixes and how many "
     "still fail, per trace id."
@@ -43,19 +43,19 @@ DESCRIPTION = (
     "Warns while some of the newest day's production failures (failed a reference-free "
     "evaluator, or corrected by the user) still fail with this version: a failure is fixed "
     "when every evaluator it failed now scores 1.0 (the primary metric against the user's "
-    "correction). Not tested when there are no production failures to replay."
+    "correction). Not tested when there are no production failures to run again."
 )
 
 
-def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition:
+def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
     @multi_asset(
         outs={ASSET: AssetOut(group_name=group, description=ASSET_DESCRIPTION)},
         check_specs=[partitioned_check(CHECK, ASSET, DESCRIPTION, partitions.evals)],
         partitions_def=partitions.evals,
-        can_subset=True,  # nothing to replay: no check result, shown skipped
+        can_subset=True,  # nothing to run again: no check result, shown skipped
         pool="llm",
     )
-    def failure_replay(
+    def failure_rerun(
         context: AssetExecutionContext,
         suites: SuitesResource,
         services: ServicesResource,
@@ -65,31 +65,34 @@ def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition
         keys = context.partition_key.keys_by_dimension
         suite_name, version_key = keys["suite"], keys["prompt_version"]
         suite = suites.get(suite_name)
-        path, cases = latest_failures(settings.replay_dir(suite_name))
+        path, cases = latest_failures(settings.failures_dir(suite_name))
         if not cases:
             yield MaterializeResult(asset_key=ASSET, metadata={
-                "replayed": 0, "note": "no production failures to replay (production_failures "
+                "rerun": 0, "note": "no production failures to run again (production_failures "
                 "has not run for this suite, or found none)"})  # fmt: skip
             return
         found = services.get()
         prompt, llm_settings = candidate(suite, version_key, found, llm, DEFAULTS.timeout_s)
-        run_id = f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}"
-        agent = found.agent(suite, prompt, llm_settings, run_id=run_id,
+        plan = evaluation.plan(
+            suite, prompt, llm_settings.public_params(), RunOptions(shards=1),
+            run_id=f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}",
+            dagster_run_id=context.run.run_id, notes=llm_settings.notes, cases=cases,
+        )  # fmt: skip
+        agent = found.agent(suite, prompt, llm_settings, run_id=plan.run.run_id,
                             metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
-        outputs = run_agent_sync(agent, cases, RunnerConfig(timeout_s=DEFAULTS.timeout_s),
-                                 prices=llm.prices())  # fmt: skip
         primary = next((f for f in suite.evaluators
                         if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
-        report, _ = judge_replay(cases, outputs, suite.trace_evaluators, primary)
-        lineage = [ItemScore(r.trace_id, 0, f"replay_fixed_{version_key}", float(r.fixed),
+        store = results_store.open()
+        report = rerun_failures(store, plan, agent, primary, prices=llm.prices())
+        lineage = [ItemScore(r.trace_id, 0, f"rerun_fixed_{version_key}", float(r.fixed),
                              _comment(r, version_key)) for r in report.rows]  # fmt: skip
-        written = found.write_back(results_store.open(),
-                                   langfuse_scores.trace_score_payloads(lineage))  # fmt: skip
+        written = found.write_back(store, langfuse_scores.trace_score_payloads(lineage))
         partition = f"{suite_name} {version_key}"
         metadata: dict[str, Any] = {
-            "replayed": len(report.rows), "fixed": report.fixed,
+            "rerun": len(report.rows), "fixed": report.fixed,
             "still_failing": report.still_failing, "failures_file": MetadataValue.path(str(path)),
             "traces": MetadataValue.md(_table(report)), "langfuse": found.description,
+            "run_id": plan.run.run_id,
         }  # fmt: skip
         if written is not None:
             metadata |= written.metadata()
@@ -98,21 +101,21 @@ def build_failure_replay(partitions: Partitions, group: str) -> AssetsDefinition
         if CHECK in {k.name for k in context.selected_asset_check_keys}:
             label = "PASS" if not report.still_failing else "WARN"
             numbers = {"fixed": report.fixed, "still_failing": report.still_failing,
-                       "replayed": len(report.rows)}  # fmt: skip
+                       "rerun": len(report.rows)}  # fmt: skip
             yield check_result(ASSET, CHECK, label, f"{report.line()} (from {path.name})",
                                partition, numbers, [])  # fmt: skip
 
-    return failure_replay
+    return failure_rerun
 
 
-def _comment(row: ReplayRow, version: str) -> str:
+def _comment(row: RerunRow, version: str) -> str:
     if row.fixed:
         return f"{version} fixes it (failed in production: {', '.join(row.failed_in_production)})"
     why = row.error or ", ".join(row.still_failing)
     return f"{version} still fails: {why}"
 
 
-def _table(report: ReplayReport) -> str:
+def _table(report: RerunReport) -> str:
     """Still-failing traces first; as many rows as Dagster shows inline."""
     header = "| trace id | failed in production | with this version |\n|---|---|---|\n"
     rows = [
