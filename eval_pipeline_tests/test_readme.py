@@ -1,6 +1,7 @@
-"""The README's "Evaluate your own agent" flow, executed as the README prints it.
+"""The "Evaluate your own agent" flow (docs/own-agent.md, linked from the README), executed
+as the page prints it.
 
-The commands are read from the README's code block itself, not a copy, and run in order
+The commands are read from the page's code block itself, not a copy, and run in order
 in a team's repository outside this one, against a local model server: init, the edit of
 the cases, the endpoint settings, a recorded production run, a new prompt labelled
 staging, the recorded gate (which fails: the new prompt is worse), the commit, and the CI
@@ -33,10 +34,11 @@ from eval_pipeline_tests.stranger import (
     cases_yaml,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+OWN_AGENT = Path(__file__).resolve().parents[1] / "docs" / "own-agent.md"
+FLOW = "## From install to a gated CI run"
 BIN = Path(sys.executable).parent
 
-# The team's agent, as the README describes one: a factory taking ctx, its prompt constant
+# The team's agent, as the page describes one: a factory taking ctx, its prompt constant
 # from before it used eval-pipeline (init makes it version 1).
 AGENT = f"""
 from langgraph.prebuilt import create_react_agent
@@ -51,10 +53,10 @@ def build(ctx):
 """
 
 
-def readme_block(heading: str) -> list[str]:
-    """The commands of the first bash block after ``heading``: comment lines and trailing
-    comments dropped."""
-    text = README.read_text()
+def doc_block(heading: str, page: Path = OWN_AGENT) -> list[str]:
+    """The commands of the first bash block after ``heading`` in ``page``: comment lines
+    and trailing comments dropped."""
+    text = page.read_text()
     section = text[text.index(f"\n{heading}\n") :]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block, f"no bash block under {heading}"
@@ -87,9 +89,9 @@ def team(tmp_path):
     return root, env
 
 
-def test_the_readme_flow_runs_as_printed_in_ten_commands(team, tmp_path):
+def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
     root, env = team
-    commands = readme_block("## Evaluate your own agent")
+    commands = doc_block(FLOW)
     assert len(commands) <= 10, commands
     install, *rest = commands
     assert install.startswith("pip install ")  # this checkout is installed already
