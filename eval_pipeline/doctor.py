@@ -41,7 +41,7 @@ def check_configuration() -> Finding:
         llm = LLMSettings.from_env()
     except ValueError as exc:
         return _failure("configuration", exc, "EVAL_LLM_TEMPERATURE and EVAL_LLM_TIMEOUT_S "
-                        "must be numbers; see README › Configuration")  # fmt: skip
+                        "must be numbers; see docs/configuration.md")  # fmt: skip
     try:
         project = load_project()
     except ProjectError as exc:
@@ -200,7 +200,7 @@ def check_langfuse() -> Finding:
     usable, note = version_status(version)
     if note:
         return Finding("langfuse", usable, f"{detail}; {note}",
-                       "README › Langfuse lists the tested versions")  # fmt: skip
+                       "docs/langfuse.md lists the tested versions")  # fmt: skip
     return Finding("langfuse", True, detail)
 
 

@@ -24,7 +24,7 @@ from eval_pipeline.agents.project.loader import _importable, import_target, kind
 from eval_pipeline.agents.project.schema import IMPORT_PATH, SUITE_NAME
 
 HEADER = """\
-# eval-pipeline project: the suites of your agents (README › "Evaluate your own agent").
+# eval-pipeline project: the suites of your agents (eval-pipeline's docs/own-agent.md).
 # Paths are relative to this file.
 prompts: prompts
 
@@ -45,7 +45,7 @@ SUITE_ENTRY = """\
 
 CASES = """\
 # Golden cases of the {name} suite: replace these three with real requests your agent gets
-# (ten or more), each with what a right answer does. Case format: README › "Golden cases".
+# (ten or more), each with what a right answer does. Case format: eval-pipeline's docs/cases.md.
 - id: {name}-example-01
   input: {{message: "A request that needs one of your tools"}}
   expected_output:
@@ -67,7 +67,7 @@ CASES = """\
 """
 
 THRESHOLDS = """\
-# Gates of the {name} suite (README › "Regression gate").
+# Gates of the {name} suite (eval-pipeline's docs/gate.md).
 primary_metric: overall
 min_mean:
   overall: 0.70          # blocking: the run fails below this mean

@@ -82,7 +82,7 @@ async def answer_at(due: float, response: Response) -> Response:
 @dataclass(frozen=True)
 class ServerQuirks:
     """How real OpenAI-compatible servers differ from OpenAI's API; LLAMA_CPP holds what
-    llama-cpp-python 0.3.36's server did (measured, README › "Model servers")."""
+    llama-cpp-python 0.3.36's server did (measured, docs/model-servers.md)."""
 
     tools_need_tool_choice: bool = False  # tools are not even shown without tool_choice
     reject_null_content: bool = False  # 500 on an assistant turn whose content is null

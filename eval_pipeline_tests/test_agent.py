@@ -155,7 +155,7 @@ def test_agent_tools_run_on_the_event_loop(monkeypatch):
 
 
 # Means of the shipped suites on the full tier, as before the project file existed (and as
-# the README states): the same agents through the same door as a team's own.
+# docs/offline-model.md states): the same agents through the same door as a team's own.
 SHIPPED_SCORES = {
     ("drive_thru", 2): {"order_correctness": 0.894, "tool_call_accuracy": 0.491,
                         "no_hallucinated_items": 1.0},

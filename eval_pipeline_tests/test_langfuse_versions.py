@@ -160,7 +160,7 @@ def test_an_outage_queues_and_the_next_write_back_delivers(server, tmp_path):
 
 
 def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server, tmp_path):
-    """What a re-executed Dagster run does (README › Langfuse): both attempts show in one
+    """What a re-executed Dagster run does (docs/langfuse.md): both attempts show in one
     trace, and its scores, upserted by id, appear once."""
     from eval_pipeline.core.cases import select_tier
     from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync

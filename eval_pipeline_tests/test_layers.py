@@ -1,4 +1,5 @@
-"""DESIGN.md layers: dependencies point down only, and core/evaluators stay framework-free."""
+"""The layers (docs/architecture.md): dependencies point down only, and core/evaluators
+stay framework-free."""
 
 import ast
 from pathlib import Path

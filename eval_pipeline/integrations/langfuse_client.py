@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from eval_pipeline.core.redact import register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
-# Server releases this version was tested against (README › Langfuse): the v3 line serves
+# Server releases this version was tested against (docs/langfuse.md): the v3 line serves
 # v1 observations, the v4 line v2 observations; both take scores through /ingestion.
 TESTED_VERSIONS = ("3.225.4", "4.16.0")
 SUPPORTED_MAJORS = (3, 4)

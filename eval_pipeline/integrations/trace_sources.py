@@ -154,7 +154,7 @@ class LangfuseTraceSource(LangfuseService):
                     if getattr(getattr(exc, "response", None), "status_code", None) == 404:
                         where += ("; the server serves neither observations API: on v3 set "
                                   "LANGFUSE_MIGRATION_V4_ALLOW_PREVIEW_OPT_IN=true, or see "
-                                  "README › Langfuse")  # fmt: skip
+                                  "docs/langfuse.md")  # fmt: skip
                     raise self._failed(trace_name, day, exc, where) from exc
                 pages = int((body.get("meta") or {}).get("totalPages") or 0)
                 for i, raw in enumerate(body.get("data") or []):

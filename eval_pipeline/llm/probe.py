@@ -5,7 +5,7 @@
 2. That tool call answered (an assistant turn with tool calls, then a tool message): is
    the conversation accepted?
 
-Each finding says which setting fixes it (README › "Model servers"). The model server's
+Each finding says which setting fixes it (docs/model-servers.md). The model server's
 identity (``owned_by`` of its models, its ``server`` header) is reported as found.
 """
 
@@ -153,4 +153,4 @@ def _failed(what: str, exc: Exception, settings: LLMSettings) -> tuple[str, str]
             "set EVAL_LLM_TOOL_TURN_CONTENT=empty (the server rejects null content next "
             "to tool calls; EVAL_LLM_COMPAT=llama.cpp sets it)",
         )
-    return (f"{what} failed: {full[:300]}", "see the error; README › Model servers")
+    return (f"{what} failed: {full[:300]}", "see the error; docs/model-servers.md")

@@ -1,7 +1,7 @@
 """Which chat model the agents use, and how to talk to its server. No endpoint → offline.
 
 OpenAI-compatible servers differ where it hurts an evaluation (measured on llama.cpp's
-server: README › "Model servers"): some use tools only when ``tool_choice`` is sent, some
+server: docs/model-servers.md): some use tools only when ``tool_choice`` is sent, some
 honour ``max_tokens`` but not ``max_completion_tokens``, some reject an assistant turn whose
 ``content`` is null next to its tool calls. ``EVAL_LLM_COMPAT`` picks the settings a server
 needs; each can also be set on its own.
@@ -94,7 +94,7 @@ class LLMSettings(BaseModel):
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> LLMSettings:
         """EVAL_LLM_BASE_URL, EVAL_LLM_API_KEY (or OPENAI_API_KEY), EVAL_LLM_MODEL, … (see
-        README › Configuration). A bad value raises SettingsError naming the variable."""
+        docs/configuration.md). A bad value raises SettingsError naming the variable."""
         env = dict(os.environ if env is None else env)
         key = env.get("EVAL_LLM_API_KEY") or env.get("OPENAI_API_KEY")
         base_url = env.get("EVAL_LLM_BASE_URL") or None
