@@ -163,9 +163,10 @@ def print_report(console: Console, result: EvalResult) -> None:
     gates = Table(title="Checks")
     for column in ("check", "severity", "result", "details"):
         gates.add_column(column)
-    for name, outcome, blocking in result.checks:
-        verdict = COLOURS[outcome.label(blocking)]
-        gates.add_row(name, "ERROR" if blocking else "WARN", verdict, escape(outcome.description))
+    for check in result.checks:
+        severity = "ERROR" if check.blocking else "WARN"
+        gates.add_row(check.name, severity, COLOURS[check.label],
+                      escape(check.outcome.description))  # fmt: skip
     console.print(gates)
 
 
@@ -188,7 +189,7 @@ def print_gate(console: Console, gate: GateReport | None, note: str | None) -> N
         for column in ("item", "baseline", "candidate"):
             items.add_column(column)
         for w in worse:
-            items.add_row(escape(w["item_id"]), f"{w['baseline']:.3f}", f"{w['candidate']:.3f}")
+            items.add_row(escape(w.item_id), f"{w.baseline:.3f}", f"{w.candidate:.3f}")
         console.print(items)
 
 

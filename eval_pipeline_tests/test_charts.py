@@ -10,6 +10,7 @@ from eval_pipeline.core.reports.charts import (
     text_bar,
     trend_markdown,
 )
+from eval_pipeline.core.scoring.rows import PairedRow
 
 
 def test_text_bar_is_proportional_in_eighths():
@@ -32,14 +33,13 @@ def test_a_long_trend_keeps_the_newest_runs_and_fits_inline():
 
 
 def test_category_change_marks_worse_and_untested_rows():
-    rows = [
-        {"category": "simple", "n": 12, "delta": -0.5, "ci_low": -0.7, "ci_high": -0.3,
-         "decision": "fail"},
-        {"category": "combo", "n": 3, "delta": -0.25, "ci_low": None, "ci_high": None,
-         "decision": "untested"},
-        {"category": "drinks", "n": 8, "delta": 0.0, "ci_low": -0.1, "ci_high": 0.1,
-         "decision": "pass"},
-    ]  # fmt: skip
+    def row(category, n, delta, ci, decision):
+        return PairedRow(metric="order_correctness", category=category, n=n, delta=delta,
+                         ci_low=ci and ci[0], ci_high=ci and ci[1], p_value=None, mde=None,
+                         decision=decision, cases_needed=None, note="")  # fmt: skip
+
+    rows = [row("simple", 12, -0.5, (-0.7, -0.3), "fail"), row("combo", 3, -0.25, None, "warn"),
+            row("drinks", 8, 0.0, (-0.1, 0.1), "pass")]  # fmt: skip
     text = delta_markdown(rows, "order_correctness")
     lines = text.splitlines()
     assert lines[2] == "| simple | 12 | -0.500 | ▼████████ | **worse** |"

@@ -82,5 +82,5 @@ def _verdict(store: ResultsStore, run, project):
         (c.name, c.label, c.description if c.name != "cost_latency" else "")
         for c in result.gate.checks
     )  # (latencies differ by nature)
-    checks = tuple((name, o.label(b), o.description) for name, o, b in result.checks)
+    checks = tuple((c.name, c.label, c.outcome.description) for c in result.checks)
     return result.verdict, tuple(result.failed), checks, gate

@@ -65,7 +65,7 @@ def test_a_real_drop_fails_and_lists_the_worse_items():
     report = compare_runs(record("b"), record("c"), data({}), data(worse), THRESHOLDS, CATEGORIES)
     found = checks(report)
     assert found["paired_gate"].outcome == "fail" and found["paired_gate"].blocking_failure
-    assert [w["item_id"] for w in found["paired_gate"].worse_items][:3] == ITEMS[:3]
+    assert [w.item_id for w in found["paired_gate"].worse_items][:3] == ITEMS[:3]
     assert (
         found["category_deltas"].outcome == "warn"
         and "a (Δ" in found["category_deltas"].description
@@ -84,10 +84,10 @@ def test_mcnemar_and_latency_ratio():
     )
     found = checks(report)
     assert found["binary_gate"].outcome == "fail"
-    assert found["binary_gate"].rows[0]["newly_failing"] == 8
+    assert found["binary_gate"].rows[0].newly_failing == 8
     assert found["cost_latency"].outcome == "fail"  # ×3 > max 1.5 with confidence
-    latency = next(r for r in found["cost_latency"].rows if r["metric"] == "latency")
-    assert latency["ratio"] == pytest.approx(3.0)
+    latency = next(r for r in found["cost_latency"].rows if r.metric == "latency")
+    assert latency.ratio == pytest.approx(3.0)
 
 
 def test_missing_candidate_items_count_as_failures():

@@ -102,7 +102,7 @@ def test_a_built_in_evaluator_changed_since_the_baseline_is_re_scored(project):
 # --- nothing passes untested ----------------------------------------------------------------
 def test_checks_that_test_nothing_say_so_instead_of_passing():
     bare = Thresholds.model_validate({"primary_metric": "quality"})
-    checks = {name: outcome for name, outcome, _ in evaluate_thresholds(None, [], bare)}
+    checks = {c.name: c.outcome for c in evaluate_thresholds(None, [], bare)}
     for name in ("min_mean_scores", "all_items_pass", "category_floors"):
         assert not checks[name].tested and checks[name].label(True) == "N/A"
         assert checks[name].description.startswith("not tested: ")
@@ -123,9 +123,9 @@ def test_a_one_item_category_is_shown_not_tested():
     report = compare_runs(record("b"), record("c"), data({}), data({ITEMS[0]: 0.0}),
                           THRESHOLDS, categories)  # fmt: skip
     deltas = next(c for c in report.checks if c.name == "category_deltas")
-    tiny = next(r for r in deltas.rows if r["category"] == "tiny")
-    assert tiny["delta"] == -1.0 and tiny["p_value"] is None and tiny["ci_low"] is None
-    assert "too few items to test (n=1 < 5)" in tiny["note"]
+    tiny = next(r for r in deltas.rows if r.category == "tiny")
+    assert tiny.delta == -1.0 and tiny.p_value is None and tiny.ci_low is None
+    assert "too few items to test (n=1 < 5)" in tiny.note
     assert deltas.outcome == "pass" and "tiny" not in deltas.description.split("(")[0]
     assert "1 with fewer than 5 items: not tested" in deltas.description
 

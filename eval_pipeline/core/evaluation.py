@@ -44,13 +44,17 @@ from eval_pipeline.core.running.runner import (
 from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
+from eval_pipeline.core.scoring.rows import PrimaryFloorRow
 from eval_pipeline.core.scoring.summary import Summary, judge_spending, summarize
-from eval_pipeline.core.scoring.thresholds import CheckOutcome, Thresholds, evaluate_thresholds
+from eval_pipeline.core.scoring.thresholds import (
+    CheckOutcome,
+    ThresholdCheck,
+    Thresholds,
+    evaluate_thresholds,
+)
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-
-ThresholdChecks = list[tuple[str, CheckOutcome, bool]]  # (check, outcome, blocking)
 
 
 class Labels(Protocol):
@@ -91,7 +95,7 @@ class EvalResult:
 
     run: RunRecord
     summary: Summary
-    checks: ThresholdChecks
+    checks: list[ThresholdCheck]
     thresholds: Thresholds
     outputs: Sequence[ItemOutput]
     scores: Sequence[ItemScore]
@@ -104,7 +108,7 @@ class EvalResult:
 
     @property
     def failed(self) -> list[str]:
-        names = [name for name, outcome, blocking in self.checks if blocking and not outcome.passed]
+        names = [c.name for c in self.checks if c.blocking and not c.outcome.passed]
         if self.gate is not None:
             names += [c.name for c in self.gate.checks if c.blocking_failure]
         if self.agent_failure:
@@ -550,11 +554,12 @@ def baseline_data(
     return outputs, score_items(cases, outputs, suite.evaluators)
 
 
-def _primary_floor(summary: Summary, metric: str, minimum: float) -> tuple[str, CheckOutcome, bool]:
+def _primary_floor(summary: Summary, metric: str, minimum: float) -> ThresholdCheck:
     value = summary.metric(metric)
     passed = value is not None and value >= minimum
     text = f"{metric} mean {value} {'≥' if passed else '<'} --threshold {minimum}"
-    return ("threshold", CheckOutcome(passed, text), True)
+    row = PrimaryFloorRow(metric=metric, mean=value, minimum=minimum, ok=passed)
+    return ThresholdCheck("threshold", CheckOutcome(passed, text, [row]), True)
 
 
 def evaluate(

@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 
+from eval_pipeline.core.scoring.rows import PairedRow
+
 Z95 = 1.96
 
 
@@ -65,20 +67,20 @@ def trend_chart(points: Sequence[TrendPoint], metric: str, path: Path) -> Path:
     return _save(fig, path)
 
 
-def category_delta_chart(rows: Sequence[dict], metric: str, path: Path) -> Path:
+def category_delta_chart(rows: Sequence[PairedRow], metric: str, path: Path) -> Path:
     """Candidate − baseline per category, with the confidence interval of each delta; a
     category too small to test has no interval and a hatched bar."""
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2), dpi=90)
-    names = [f"{r['category']} (n={r['n']})" for r in rows]
-    deltas = [r["delta"] for r in rows]
+    names = [f"{r.category} (n={r.n})" for r in rows]
+    deltas = [r.delta for r in rows]
     errors = [
-        [r["delta"] - r["ci_low"] if r["ci_low"] is not None else 0.0 for r in rows],
-        [r["ci_high"] - r["delta"] if r["ci_high"] is not None else 0.0 for r in rows],
+        [r.delta - r.ci_low if r.ci_low is not None else 0.0 for r in rows],
+        [r.ci_high - r.delta if r.ci_high is not None else 0.0 for r in rows],
     ]
-    colours = ["#c0392b" if r["decision"] == "fail" else "#7f8c8d" for r in rows]
+    colours = ["#c0392b" if r.decision == "fail" else "#7f8c8d" for r in rows]
     bars = ax.barh(names, deltas, xerr=errors, color=colours, capsize=3)
     for bar, row in zip(bars, rows, strict=True):
-        if row["ci_low"] is None:
+        if row.ci_low is None:
             bar.set_hatch("//")
             bar.set_alpha(0.5)
     ax.axvline(0, color="black", linewidth=0.8)
@@ -129,21 +131,19 @@ def trend_markdown(points: Sequence[TrendPoint], metric: str) -> str:
     return fit_inline(header, rows, keep="last")
 
 
-def delta_markdown(rows: Sequence[dict], metric: str) -> str:
+def delta_markdown(rows: Sequence[PairedRow], metric: str) -> str:
     """Candidate − baseline per category: Δ, a bar scaled to the largest change, and the
     decision (worse / too few to test)."""
     header = f"| category | n | Δ {metric} | | |\n|---|---:|---:|---|---|\n"
-    largest = max((abs(r["delta"]) for r in rows), default=0.0) or 1.0
+    largest = max((abs(r.delta) for r in rows), default=0.0) or 1.0
     lines = []
     for r in rows:
-        sign = "▼" if r["delta"] < 0 else "▲" if r["delta"] > 0 else "·"
+        sign = "▼" if r.delta < 0 else "▲" if r.delta > 0 else "·"
         note = (
-            "too few to test"
-            if r["ci_low"] is None
-            else ("**worse**" if r["decision"] == "fail" else "")
+            "too few to test" if r.ci_low is None else ("**worse**" if r.decision == "fail" else "")
         )
-        bar = text_bar(abs(r["delta"]) / largest, width=8)
-        lines.append(f"| {r['category']} | {r['n']} | {r['delta']:+.3f} | {sign}{bar} | {note} |\n")
+        bar = text_bar(abs(r.delta) / largest, width=8)
+        lines.append(f"| {r.category} | {r.n} | {r.delta:+.3f} | {sign}{bar} | {note} |\n")
     return fit_inline(header, lines, keep="first")
 
 

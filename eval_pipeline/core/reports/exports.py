@@ -6,44 +6,22 @@ by ``md_escape``, so a case or a model answer cannot inject markup into a CI pag
 
 from __future__ import annotations
 
-import json
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring.gate import GateReport
+from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.scoring.summary import ErrorKind, Summary, markdown_table, md_escape
 from eval_pipeline.core.store.records import ItemScore, RunRecord
 
 
 def write_json(path: Path, result: EvalResult) -> Path:
-    body = {
-        "verdict": result.verdict,
-        "exit_code": result.exit_code,
-        "errors": result.errors,
-        "notes": result.notes,
-        "run": result.run.to_dict(),
-        "summary": result.summary.to_dict(),
-        "checks": [
-            {
-                "name": n,
-                "passed": o.passed,
-                "result": o.label(b),  # PASS / FAIL / WARN / N/A
-                "blocking": b,
-                "description": o.description,
-                "rows": o.rows,
-            }
-            for n, o, b in result.checks
-        ],
-        "gate": result.gate.to_dict() if result.gate else None,
-        "gate_note": result.gate_note,
-        "failed": result.failed,
-        "warnings": result.warnings,
-        "items": item_rows(result),
-    }
-    return _write(path, json.dumps(body, indent=2, default=str, ensure_ascii=False) + "\n")
+    """The results file (core/reports/result_file.py, docs/result.schema.json)."""
+    return _write(path, ResultFile.of(result).model_dump_json(indent=2) + "\n")
 
 
 SHOWN_PARAMS = ("provider", "model", "base_url", "temperature", "seed", "max_tokens",
@@ -58,32 +36,10 @@ def model_line(run: RunRecord) -> str:
     return ", ".join(shown) or run.model
 
 
-def item_rows(result: EvalResult) -> list[dict[str, Any]]:
-    """One row per case and repeat: its scores, error, latency, tokens and cost."""
-    scores: dict[tuple[str, int], dict[str, Any]] = {}
-    details: dict[tuple[str, int], dict[str, Any]] = {}
-    for s in result.scores:
-        scores.setdefault((s.item_id, s.repeat), {})[s.evaluator] = s.value
-        if s.comment or s.metadata:  # why it scored so: the judge's reasoning, model, …
-            details.setdefault((s.item_id, s.repeat), {})[s.evaluator] = {
-                "comment": s.comment,
-                "metadata": s.metadata,
-            }
-    return [
-        {"item_id": o.item_id, "repeat": o.repeat, "scores": scores.get((o.item_id, o.repeat), {}),
-         "score_details": details.get((o.item_id, o.repeat), {}),
-         "error": o.error, "error_kind": o.error_kind, "fault": o.fault,
-         "latency_ms": round(o.latency_ms, 1), "input_tokens": o.input_tokens,
-         "output_tokens": o.output_tokens, "cost_usd": o.cost_usd, "attempts": o.attempts,
-         "reused_from": o.source_run_id}
-        for o in result.outputs
-    ]  # fmt: skip
-
-
 def write_junit(path: Path, result: EvalResult) -> Path:
     run, thresholds = result.run, result.thresholds
     worse = {
-        w["item_id"]: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
+        w.item_id: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
     }
     by_item: dict[str, list[ItemScore]] = {}
     for s in result.scores:
@@ -106,12 +62,12 @@ def write_junit(path: Path, result: EvalResult) -> Path:
             ET.SubElement(case, "failure", message=f"{broken[0].evaluator}: {broken[0].comment}")
         elif item_id in worse:
             w = worse[item_id]
-            message = f"{thresholds.primary_metric} {w['baseline']} → {w['candidate']}"
+            message = f"{thresholds.primary_metric} {w.baseline} → {w.candidate}"
             ET.SubElement(case, "failure", message=f"worse than the baseline: {message}")
     gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
-    for name, outcome, blocking in result.checks:
-        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=name)
-        _gate_case(case, outcome.label(blocking), outcome.description)
+    for check in result.checks:
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
+        _gate_case(case, check.label, check.outcome.description)
     for check in result.gate.checks if result.gate else []:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
         label = "FAIL" if check.blocking_failure else "WARN" if check.outcome != "pass" else "PASS"
@@ -157,11 +113,10 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
     lines += ["", "## By category", "", markdown_table(summary.by_category, "category"), ""]
     lines += errors_section(summary)
     lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]
-    for name, outcome, blocking in result.checks:
-        verdict = outcome.label(blocking)
+    for check in result.checks:
         lines.append(
-            f"| {name} | {'yes' if blocking else 'no'} | {verdict} | "
-            f"{md_escape(outcome.description)} |"
+            f"| {check.name} | {'yes' if check.blocking else 'no'} | {check.label} | "
+            f"{md_escape(check.outcome.description)} |"
         )
     lines += ["", "## Regression gate", ""]
     if result.gate is None:
@@ -247,14 +202,15 @@ def _gate_section(gate: GateReport) -> list[str]:
             )
             continue
         for r in check.rows:
-            if r["p_value"] is None:
-                lines.append(f"| paired_gate | {md_escape(r['metric'])} | {r['n']} | "
-                             f"{r['delta']:+.3f} | | | | {md_escape(r['note'])} |")  # fmt: skip
+            assert isinstance(r, PairedRow)
+            if r.p_value is None:
+                lines.append(f"| paired_gate | {md_escape(r.metric)} | {r.n} | "
+                             f"{r.delta:+.3f} | | | | {md_escape(r.note)} |")  # fmt: skip
                 continue
             lines.append(
-                f"| paired_gate | {md_escape(r['metric'])} | {r['n']} | {r['delta']:+.3f} | "
-                f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] | {r['p_holm']:.3g} | "
-                f"{r['mde']:.3f} | {r['outcome']} |"
+                f"| paired_gate | {md_escape(r.metric)} | {r.n} | {r.delta:+.3f} | "
+                f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] | {r.p_holm:.3g} | "
+                f"{r.mde:.3f} | {r.outcome} |"
             )
     lines += ["", *(f"Note: {md_escape(n)}" for n in gate.notes)] if gate.notes else []
     worse = [w for c in gate.checks for w in c.worse_items]
@@ -267,8 +223,7 @@ def _gate_section(gate: GateReport) -> list[str]:
             "|---|---:|---:|",
         ]
         lines += [
-            f"| {md_escape(w['item_id'])} | {w['baseline']:.3f} | {w['candidate']:.3f} |"
-            for w in worse
+            f"| {md_escape(w.item_id)} | {w.baseline:.3f} | {w.candidate:.3f} |" for w in worse
         ]
     return lines
 

@@ -20,10 +20,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 from eval_pipeline.core.scoring.reducers import outcome_flips, reduce_items
+from eval_pipeline.core.scoring.rows import (
+    BinaryRow,
+    CheckRow,
+    Outcome,
+    PairedRow,
+    RatioRow,
+    WorseItem,
+)
 from eval_pipeline.core.scoring.stats import (
     MIN_PAIRED_N,
     PairedComparison,
@@ -36,7 +44,6 @@ from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 
-Outcome = Literal["pass", "warn", "fail"]
 GATE_CHECKS = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
 MAX_LISTED = 15
 
@@ -46,8 +53,8 @@ class GateCheck:
     name: str  # one of GATE_CHECKS
     outcome: Outcome
     description: str
-    rows: list[dict[str, Any]] = field(default_factory=list)  # one per metric / category
-    worse_items: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[CheckRow] = field(default_factory=list)  # one per metric / category
+    worse_items: list[WorseItem] = field(default_factory=list)
     tested: bool = True  # False: nothing was configured for it to test (not a pass)
 
     @property
@@ -73,9 +80,6 @@ class GateReport:
     def outcome(self) -> Outcome:
         outcomes = [c.outcome for c in self.checks]
         return "fail" if "fail" in outcomes else "warn" if "warn" in outcomes else "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "outcome": self.outcome}
 
 
 class NotComparable(ValueError):
@@ -141,21 +145,21 @@ def _paired_values(
     return [base.get(i, 0.0) for i in items], [cand.get(i, 0.0) for i in items]
 
 
-def _row(metric: str, comparison: PairedComparison, **extra: Any) -> dict[str, Any]:
+def _row(metric: str, comparison: PairedComparison, **extra: Any) -> PairedRow:
     tested = comparison.tested
-    return {
-        "metric": metric,
-        "n": comparison.n,
-        "delta": round(comparison.delta, 4),
-        "ci_low": round(comparison.ci_low, 4) if tested else None,
-        "ci_high": round(comparison.ci_high, 4) if tested else None,
-        "p_value": sig(comparison.p_value) if tested else None,
-        "mde": round(comparison.mde, 4) if tested else None,
-        "decision": comparison.decision,
-        "cases_needed": comparison.cases_needed,
-        "note": comparison.note,
+    return PairedRow(
+        metric=metric,
+        n=comparison.n,
+        delta=round(comparison.delta, 4),
+        ci_low=round(comparison.ci_low, 4) if tested else None,
+        ci_high=round(comparison.ci_high, 4) if tested else None,
+        p_value=sig(comparison.p_value) if tested else None,
+        mde=round(comparison.mde, 4) if tested else None,
+        decision=comparison.decision,
+        cases_needed=comparison.cases_needed,
+        note=comparison.note,
         **extra,
-    }
+    )
 
 
 def compare_runs(
@@ -231,22 +235,22 @@ def compare_runs(
         binary_outcomes.append(outcome)
         low, high = wilson_interval(sum(new), len(new))
         binary_rows.append(
-            {
-                "metric": metric,
-                "n": len(items),
-                "newly_failing": b,
-                "newly_passing": c,
-                "baseline_rate": round(sum(old) / len(old), 4) if old else None,
-                "candidate_rate": round(sum(new) / len(new), 4) if new else None,
-                "candidate_wilson_95": f"[{low:.3f}, {high:.3f}]",
-                "p_value": sig(p),
-                "p_holm": sig(p_holm),
-                "outcome": outcome,
-            }
+            BinaryRow(
+                metric=metric,
+                n=len(items),
+                newly_failing=b,
+                newly_passing=c,
+                baseline_rate=round(sum(old) / len(old), 4) if old else None,
+                candidate_rate=round(sum(new) / len(new), 4) if new else None,
+                candidate_wilson_95=f"[{low:.3f}, {high:.3f}]",
+                p_value=sig(p),
+                p_holm=sig(p_holm),
+                outcome=outcome,
+            )
         )
     text = "; ".join(
-        f"{r['metric']}: {r['newly_failing']} newly failing, "
-        f"{r['newly_passing']} newly passing (p={r['p_holm']:.3g})"
+        f"{r.metric}: {r.newly_failing} newly failing, "
+        f"{r.newly_passing} newly passing (p={r.p_holm:.3g})"
         for r in binary_rows
     )
     if binary_rows:
@@ -278,13 +282,13 @@ def _worst(outcomes: Sequence[Outcome]) -> Outcome:
     return "fail" if "fail" in outcomes else "warn" if "warn" in outcomes else "pass"
 
 
-def _describe(rows: Sequence[dict[str, Any]], margin: float) -> str:
+def _describe(rows: Sequence[PairedRow], margin: float) -> str:
     parts = [
-        f"{r['metric']}: {r['outcome']} (Δ {r['delta']:+.3f}, CI [{r['ci_low']:+.3f}, "
-        f"{r['ci_high']:+.3f}], p={r['p_holm']:.3g} Holm, MDE {r['mde']:.3f}, n={r['n']})"
-        + (f"; {r['note']}" if r["note"] else "")
-        if r["p_value"] is not None
-        else f"{r['metric']}: Δ {r['delta']:+.3f}, {r['note']}"
+        f"{r.metric}: {r.outcome} (Δ {r.delta:+.3f}, CI [{r.ci_low:+.3f}, "
+        f"{r.ci_high:+.3f}], p={r.p_holm:.3g} Holm, MDE {r.mde:.3f}, n={r.n})"
+        + (f"; {r.note}" if r.note else "")
+        if r.p_value is not None
+        else f"{r.metric}: Δ {r.delta:+.3f}, {r.note}"
         for r in rows
     ]
     return f"margin {margin}: " + "; ".join(parts)
@@ -292,17 +296,15 @@ def _describe(rows: Sequence[dict[str, Any]], margin: float) -> str:
 
 def _worse_items(
     base: Mapping[str, float], cand: Mapping[str, float], items: Sequence[str]
-) -> list[dict[str, Any]]:
+) -> list[WorseItem]:
     drops = [
-        {
-            "item_id": i,
-            "baseline": round(base.get(i, 0.0), 4),
-            "candidate": round(cand.get(i, 0.0), 4),
-        }
+        WorseItem(
+            item_id=i, baseline=round(base.get(i, 0.0), 4), candidate=round(cand.get(i, 0.0), 4)
+        )
         for i in items
         if cand.get(i, 0.0) < base.get(i, 0.0)
     ]
-    drops.sort(key=lambda r: (r["candidate"] - r["baseline"], r["item_id"]))
+    drops.sort(key=lambda r: (r.candidate - r.baseline, r.item_id))
     return drops[:MAX_LISTED]
 
 
@@ -361,14 +363,11 @@ def _ratio_check(
         both = [i for i in items if base.get(i, 0) > 0 and cand.get(i, 0) > 0]
         if len(both) < 2:
             rows.append(
-                {
-                    "metric": name,
-                    "n": len(both),
-                    "ratio": None,
-                    "outcome": "pass",
-                    "note": "not enough non-zero values",
-                }
-            )
+                RatioRow(
+                    metric=name, n=len(both), ratio=None, outcome="pass",
+                    note="not enough non-zero values",
+                )
+            )  # fmt: skip
             continue
         logs = compare_paired(
             [0.0] * len(both), [math.log(cand[i] / base[i]) for i in both], margin=0.0, alpha=alpha
@@ -379,21 +378,21 @@ def _ratio_check(
             outcome = "fail" if low > limit else "warn" if ratio > limit else "pass"
         outcomes.append(outcome)
         rows.append(
-            {
-                "metric": name,
-                "n": len(both),
-                "ratio": round(ratio, 4),
-                "ci_low": round(low, 4),
-                "ci_high": round(high, 4),
-                "max_ratio": limit,
-                "outcome": outcome,
-            }
+            RatioRow(
+                metric=name,
+                n=len(both),
+                ratio=round(ratio, 4),
+                ci_low=round(low, 4),
+                ci_high=round(high, 4),
+                max_ratio=limit,
+                outcome=outcome,
+            )
         )
     text = "; ".join(
-        f"{r['metric']} ×{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        + (f" (max ×{r['max_ratio']})" if r.get("max_ratio") else " (not gated)")
-        if r["ratio"] is not None
-        else f"{r['metric']}: {r['note']}"
+        f"{r.metric} ×{r.ratio:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+        + (f" (max ×{r.max_ratio})" if r.max_ratio else " (not gated)")
+        if r.ratio is not None
+        else f"{r.metric}: {r.note}"
         for r in rows
     )
     gated = max_cost is not None or max_latency is not None

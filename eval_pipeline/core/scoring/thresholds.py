@@ -21,6 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core.scoring.rows import CheckRow, FloorRow, ItemBelowRow, MeanRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.store.records import ItemScore
 
@@ -127,14 +128,30 @@ def load_thresholds(path: Path) -> Thresholds:
 class CheckOutcome:
     passed: bool
     description: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[CheckRow] = field(default_factory=list)
     tested: bool = True  # False: the thresholds configure nothing for it (not a pass)
 
-    def label(self, blocking: bool) -> str:
+    def label(self, blocking: bool) -> Label:
         """PASS, FAIL (blocking) or WARN, or N/A for a check that tested nothing."""
         if not self.tested:
             return "N/A"
         return "PASS" if self.passed else "FAIL" if blocking else "WARN"
+
+
+Label = Literal["PASS", "FAIL", "WARN", "N/A"]
+
+
+@dataclass
+class ThresholdCheck:
+    """One threshold check of a run: its name, what it found, whether it blocks."""
+
+    name: str
+    outcome: CheckOutcome
+    blocking: bool
+
+    @property
+    def label(self) -> Label:
+        return self.outcome.label(self.blocking)
 
 
 def not_tested(why: str) -> CheckOutcome:
@@ -144,11 +161,12 @@ def not_tested(why: str) -> CheckOutcome:
 def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
     if not thresholds.min_mean:
         return not_tested("the thresholds set no min_mean")
-    rows, failed = [], []
+    rows: list[MeanRow] = []
+    failed = []
     for metric, minimum in thresholds.min_mean.items():
         value = summary.metric(metric)
         ok = value is not None and value >= minimum
-        rows.append({"metric": metric, "mean": value, "minimum": minimum, "ok": ok})
+        rows.append(MeanRow(metric=metric, mean=value, minimum=minimum, ok=ok))
         if not ok:
             failed.append(f"{metric} {value} < {minimum}")
     text = (
@@ -162,9 +180,9 @@ def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
 def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) -> CheckOutcome:
     if not thresholds.all_items_pass:
         return not_tested("the thresholds list no all_items_pass metrics")
-    rows = [
-        {"metric": s.evaluator, "item_id": s.item_id, "repeat": s.repeat, "value": s.value,
-         "comment": s.comment}
+    rows: list[CheckRow] = [
+        ItemBelowRow(metric=s.evaluator, item_id=s.item_id, repeat=s.repeat, value=s.value,
+                     comment=s.comment)
         for s in scores
         if s.evaluator in thresholds.all_items_pass and s.value != 1.0
     ]  # fmt: skip
@@ -180,17 +198,18 @@ def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) ->
 def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
     if not thresholds.category_floors:
         return not_tested("the thresholds set no category_floors")
-    rows, failed = [], []
+    rows: list[FloorRow] = []
+    failed = []
     for metric, floors in thresholds.category_floors.items():
         for category, floor in floors.items():
             row = summary.by_category.get(category)
             value = row.means.get(metric) if row else None
             ok = value is None or value >= floor  # a tier without the category can't miss it
-            rows.append({"metric": metric, "category": category, "mean": value, "floor": floor,
-                         "ok": ok})  # fmt: skip
+            rows.append(FloorRow(metric=metric, category=category, mean=value, floor=floor,
+                                 ok=ok))  # fmt: skip
             if not ok:
                 failed.append(f"{category} {metric} {value} < {floor}")
-    if not any(r["mean"] is not None for r in rows):
+    if not any(r.mean is not None for r in rows):
         return CheckOutcome(True, "not tested: no case of a floored category in this tier",
                             rows, tested=False)  # fmt: skip
     text = "every category at or above its floor" if not failed else "; ".join(failed)
@@ -199,10 +218,10 @@ def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutc
 
 def evaluate_thresholds(
     summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds
-) -> list[tuple[str, CheckOutcome, bool]]:
-    """Every threshold check of a run as (check name, outcome, blocking)."""
+) -> list[ThresholdCheck]:
+    """Every threshold check of a run."""
     return [
-        ("min_mean_scores", check_min_mean(summary, thresholds), True),
-        ("all_items_pass", check_all_items_pass(scores, thresholds), True),
-        ("category_floors", check_category_floors(summary, thresholds), False),
+        ThresholdCheck("min_mean_scores", check_min_mean(summary, thresholds), True),
+        ThresholdCheck("all_items_pass", check_all_items_pass(scores, thresholds), True),
+        ThresholdCheck("category_floors", check_category_floors(summary, thresholds), False),
     ]

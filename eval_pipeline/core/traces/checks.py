@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from eval_pipeline.core.scoring.rows import CheckRow, TraceDropRow, TraceFloorRow
 from eval_pipeline.core.scoring.thresholds import CheckOutcome, TraceThresholds, not_tested
 
 MIN_DAYS = 2
@@ -52,15 +53,16 @@ def pooled(days: Sequence[DayStats]) -> DayStats:
 def check_floors(today: Mapping[str, DayStats], config: TraceThresholds) -> CheckOutcome:
     if not config.floors:
         return not_tested("the thresholds set no traces.floors")
-    rows, failed = [], []
+    rows: list[CheckRow] = []
+    failed = []
     for metric, floor in config.floors.items():
         day = today.get(metric)
         ok = day is None or day.mean >= floor
-        rows.append({"metric": metric, "mean": round(day.mean, 4) if day else None,
-                     "floor": floor, "traces": day.n if day else 0, "ok": ok})  # fmt: skip
+        rows.append(TraceFloorRow(metric=metric, mean=round(day.mean, 4) if day else None,
+                                  floor=floor, traces=day.n if day else 0, ok=ok))  # fmt: skip
         if not ok:
             failed.append(f"{metric} {day.mean:.3f} < {floor}")
-    if not any(r["traces"] for r in rows):
+    if not any(isinstance(r, TraceFloorRow) and r.traces for r in rows):
         return CheckOutcome(True, "not tested: no scored trace today", rows, tested=False)
     text = (
         "every metric at or above its floor" if not failed else "below floor: " + ", ".join(failed)
@@ -74,7 +76,8 @@ def check_drop(
     config: TraceThresholds,
 ) -> CheckOutcome:
     """Each metric today against the previous days pooled (see the module docstring)."""
-    rows, dropped, untested = [], [], []
+    rows: list[CheckRow] = []
+    dropped, untested = [], []
     for metric, day in sorted(today.items()):
         before = [p[metric] for p in previous if metric in p and p[metric].n]
         if len(before) < MIN_DAYS or day.n < MIN_TRACES:
@@ -89,9 +92,11 @@ def check_drop(
                 alternative="less",
             ).pvalue)  # fmt: skip
         clearly = day.mean <= base.mean - config.drop_margin and p_value < config.alpha
-        rows.append({"metric": metric, "today": round(day.mean, 4), "previous": round(base.mean, 4),
-                     "delta": round(day.mean - base.mean, 4), "days": len(before),
-                     "p_value": float(f"{p_value:.3g}"), "clearly_below": clearly})  # fmt: skip
+        rows.append(TraceDropRow(
+            metric=metric, today=round(day.mean, 4), previous=round(base.mean, 4),
+            delta=round(day.mean - base.mean, 4), days=len(before),
+            p_value=float(f"{p_value:.3g}"), clearly_below=clearly,
+        ))  # fmt: skip
         if clearly:
             dropped.append(f"{metric} {day.mean:.3f} vs {base.mean:.3f} (p={p_value:.2g})")
     if not rows:

@@ -14,6 +14,7 @@ What the Dagster UI shows of them is written for a reader:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dagster import (
@@ -26,6 +27,15 @@ from dagster import (
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.scoring.gate import GateCheck
+from eval_pipeline.core.scoring.rows import (
+    BinaryRow,
+    FloorRow,
+    MeanRow,
+    PairedRow,
+    PrimaryFloorRow,
+    RatioRow,
+    Row,
+)
 from eval_pipeline.core.scoring.stats import MIN_PAIRED_N
 from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
@@ -69,15 +79,15 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
     warning for the others), and why the others did not test anything."""
     done: list[AssetCheckResult] = [measured(result, partition)]
     skipped: dict[str, str] = {}
-    for name, outcome, blocking in result.checks:
-        if name not in DESCRIPTIONS:  # (a CLI-only check, e.g. --threshold)
+    for check in result.checks:
+        outcome = check.outcome
+        if check.name not in DESCRIPTIONS:  # (a CLI-only check, e.g. --threshold)
             continue
         if not outcome.tested:
-            skipped[name] = outcome.description
+            skipped[check.name] = outcome.description
             continue
-        label = outcome.label(blocking)
-        done.append(check_result(ASSET, name, label, outcome.description, partition,
-                                 threshold_numbers(name, outcome), outcome.rows))  # fmt: skip
+        done.append(check_result(ASSET, check.name, check.label, outcome.description, partition,
+                                 threshold_numbers(check.name, outcome), outcome.rows))  # fmt: skip
     gate = result.gate
     for check in gate.checks if gate else ():
         if not check.tested:
@@ -125,8 +135,8 @@ def check_result(
     description: str,
     partition: str,
     numbers: dict[str, Any],
-    rows: list[dict[str, Any]],
-    worse: list[dict[str, Any]] | None = None,
+    rows: Sequence[Row],
+    worse: Sequence[Row] | None = None,
 ) -> AssetCheckResult:
     metadata: dict[str, Any] = {"partition": partition, "outcome": label, **numbers}
     if rows:
@@ -147,14 +157,12 @@ def threshold_numbers(name: str, outcome: CheckOutcome) -> dict[str, float]:
     """Each row's number under a label naming its metric (and category)."""
     numbers: dict[str, float] = {}
     for row in outcome.rows:
-        value = row.get("mean")
-        if not isinstance(value, int | float):
-            continue
-        key = f"{row['category']} {row['metric']}" if "category" in row else row["metric"]
-        numbers[f"{key} mean"] = value
-        limit = row.get("minimum", row.get("floor"))
-        if isinstance(limit, int | float):
-            numbers[f"{key} {'minimum' if 'minimum' in row else 'floor'}"] = limit
+        if isinstance(row, MeanRow | PrimaryFloorRow) and row.mean is not None:
+            numbers[f"{row.metric} mean"] = row.mean
+            numbers[f"{row.metric} minimum"] = row.minimum
+        elif isinstance(row, FloorRow) and row.mean is not None:
+            numbers[f"{row.category} {row.metric} mean"] = row.mean
+            numbers[f"{row.category} {row.metric} floor"] = row.floor
     if name == "all_items_pass":
         numbers["items below 1.0"] = len(outcome.rows)
     return numbers
@@ -164,23 +172,21 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
     """Δ, CI, p and n per metric (or per category), and ratios, each under its own label."""
     numbers: dict[str, Any] = {}
     for row in check.rows:
-        subject = row.get("category") or row.get("metric")
-        if check.name == "binary_gate":
-            numbers[f"{subject} newly failing"] = row["newly_failing"]
-            numbers[f"{subject} newly passing"] = row["newly_passing"]
-            numbers[f"{subject} p (Holm)"] = row["p_holm"]
-            continue
-        if check.name == "cost_latency":
-            if row.get("ratio") is not None:
-                numbers[f"{subject} ratio"] = row["ratio"]
-            continue
-        numbers[f"{subject} Δ"] = row["delta"]
-        numbers[f"{subject} n"] = row["n"]
-        if row.get("ci_low") is not None:
-            numbers[f"{subject} CI"] = f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-            numbers[f"{subject} p (Holm)"] = row.get("p_holm")
-        if row.get("cases_needed") and check.outcome != "pass":
-            numbers[f"{subject} cases needed"] = row["cases_needed"]
+        if isinstance(row, BinaryRow):
+            numbers[f"{row.metric} newly failing"] = row.newly_failing
+            numbers[f"{row.metric} newly passing"] = row.newly_passing
+            numbers[f"{row.metric} p (Holm)"] = row.p_holm
+        elif isinstance(row, RatioRow):
+            numbers[f"{row.metric} ratio"] = row.ratio
+        elif isinstance(row, PairedRow):
+            subject = row.category or row.metric
+            numbers[f"{subject} Δ"] = row.delta
+            numbers[f"{subject} n"] = row.n
+            if row.ci_low is not None and row.ci_high is not None:
+                numbers[f"{subject} CI"] = f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+                numbers[f"{subject} p (Holm)"] = row.p_holm
+            if row.cases_needed and check.outcome != "pass":
+                numbers[f"{subject} cases needed"] = row.cases_needed
     return {k: v for k, v in numbers.items() if v is not None}
 
 
@@ -189,9 +195,9 @@ def failure_message(result: EvalResult, partition: str) -> str:
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
     lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
     lines += [f"- items_measured: {why}" for why in result.errors]
-    for name, outcome, blocking in result.checks:
-        if blocking and not outcome.passed:
-            lines.append(f"- {name}: {outcome.description}")
+    for check in result.checks:
+        if check.blocking and not check.outcome.passed:
+            lines.append(f"- {check.name}: {check.outcome.description}")
     for check in result.gate.checks if result.gate else ():
         if check.blocking_failure:
             lines.append(f"- {check.name}: {check.description}")

@@ -13,6 +13,7 @@ from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
 from eval_pipeline.core.scoring.gate import GateReport, flips_across_runs
+from eval_pipeline.core.scoring.rows import Row
 from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -82,8 +83,10 @@ def errors_metadata(summary: Summary) -> dict[str, Any]:
     return meta
 
 
-def rows_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """A list of same-keyed dicts as a Markdown table (cells escaped, long tables cut)."""
+def rows_markdown(rows: Sequence[Row | dict[str, Any]]) -> str:
+    """Rows of one kind (typed rows, or same-keyed dicts) as a Markdown table (cells
+    escaped, long tables cut)."""
+    rows = [r.cells() if isinstance(r, Row) else r for r in rows]
     columns = list(rows[0])
     lines = [
         "| " + " | ".join(md_escape(_cell(row.get(c))) for c in columns) + " |"

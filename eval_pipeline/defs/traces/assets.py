@@ -91,10 +91,11 @@ def trace_numbers(outcome: CheckOutcome) -> dict[str, float]:
     """Each metric's numbers under labels naming it."""
     numbers: dict[str, float] = {}
     for row in outcome.rows:
-        metric = row["metric"]
+        cells = row.cells()
         for key in ("mean", "floor", "today", "previous", "delta", "p_value"):
-            if isinstance(row.get(key), int | float):
-                numbers[f"{metric} {key.replace('_', ' ')}"] = row[key]
+            value = cells.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                numbers[f"{cells['metric']} {key.replace('_', ' ')}"] = value
     return numbers
 
 

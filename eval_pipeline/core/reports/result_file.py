@@ -1,0 +1,180 @@
+"""The results file (``eval-pipeline run --json``): one run's verdict and its evidence, a
+versioned, typed document.
+
+``ResultFile.of(result)`` builds it from an ``EvalResult``; ``--json`` writes it;
+``docs/result.schema.json`` is its JSON Schema (``python -m
+eval_pipeline.core.reports.result_file`` prints it; a test keeps the published file in
+step). ``schema_version`` changes when a field is removed or changes meaning; added fields
+keep it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.scoring.gate import GateCheck, GateReport
+from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.scoring.thresholds import Label
+from eval_pipeline.core.store.records import RunRecord
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CheckResult(_Model):
+    """A threshold check: blocking ones FAIL, the others WARN; N/A when it tested nothing."""
+
+    name: str
+    result: Label
+    passed: bool
+    blocking: bool
+    description: str
+    rows: list[CheckRow] = []
+
+
+class GateCheckResult(_Model):
+    """One check of the regression gate (paired_gate, binary_gate, category_deltas,
+    cost_latency)."""
+
+    name: str
+    result: Label
+    outcome: Outcome
+    tested: bool
+    description: str
+    rows: list[CheckRow] = []
+    worse_items: list[WorseItem] = []
+
+    @classmethod
+    def of(cls, check: GateCheck) -> GateCheckResult:
+        return cls(name=check.name, result=check.label, outcome=check.outcome,
+                   tested=check.tested, description=check.description, rows=check.rows,
+                   worse_items=check.worse_items)  # fmt: skip
+
+
+class GateResult(_Model):
+    """The run against its baseline, item by item (docs/gate.md)."""
+
+    candidate_run_id: str
+    baseline_run_id: str | None
+    comparable: bool
+    problems: list[str]
+    outcome: Outcome
+    checks: list[GateCheckResult]
+    notes: list[str]
+
+    @classmethod
+    def of(cls, gate: GateReport) -> GateResult:
+        return cls(candidate_run_id=gate.candidate_run_id, baseline_run_id=gate.baseline_run_id,
+                   comparable=gate.comparable, problems=gate.problems, outcome=gate.outcome,
+                   checks=[GateCheckResult.of(c) for c in gate.checks],
+                   notes=gate.notes)  # fmt: skip
+
+
+class ScoreDetail(_Model):
+    comment: str | None
+    metadata: dict[str, Any] | None
+
+
+class ItemResult(_Model):
+    """One case and repeat: its scores, error, latency, tokens and cost."""
+
+    item_id: str
+    repeat: int
+    scores: dict[str, float | None]
+    score_details: dict[str, ScoreDetail]  # why it scored so: a judge's reasoning, model, …
+    error: str | None
+    error_kind: str | None
+    fault: str | None  # agent | infrastructure | configuration
+    latency_ms: float
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    attempts: int
+    reused_from: str | None  # the run that produced it, when taken from the memo
+
+
+class ResultFile(_Model):
+    """What ``eval-pipeline run --json FILE`` writes."""
+
+    schema_version: Literal[1] = Field(SCHEMA_VERSION)
+    verdict: Literal["PASS", "FAIL", "ERROR"]
+    exit_code: Literal[0, 1, 2]
+    errors: list[str]  # why there is no verdict (ERROR)
+    notes: list[str]  # what does not change the verdict
+    run: RunRecord
+    summary: Summary
+    checks: list[CheckResult]
+    gate: GateResult | None
+    gate_note: str | None  # why there is no gate
+    failed: list[str]  # the checks that failed the run
+    warnings: list[str]
+    items: list[ItemResult]
+
+    @classmethod
+    def of(cls, result: EvalResult) -> ResultFile:
+        checks = [
+            CheckResult(
+                name=c.name,
+                result=c.label,
+                passed=c.outcome.passed,
+                blocking=c.blocking,
+                description=c.outcome.description,
+                rows=c.outcome.rows,
+            )
+            for c in result.checks
+        ]
+        return cls(
+            verdict=result.verdict, exit_code=result.exit_code, errors=result.errors,
+            notes=result.notes, run=result.run, summary=result.summary, checks=checks,
+            gate=GateResult.of(result.gate) if result.gate else None,
+            gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,
+            items=_items(result),
+        )  # fmt: skip
+
+
+def _items(result: EvalResult) -> list[ItemResult]:
+    scores: dict[tuple[str, int], dict[str, float | None]] = {}
+    details: dict[tuple[str, int], dict[str, ScoreDetail]] = {}
+    for s in result.scores:
+        scores.setdefault((s.item_id, s.repeat), {})[s.evaluator] = s.value
+        if s.comment or s.metadata:
+            details.setdefault((s.item_id, s.repeat), {})[s.evaluator] = ScoreDetail(
+                comment=s.comment, metadata=s.metadata
+            )
+    return [
+        ItemResult(
+            item_id=o.item_id,
+            repeat=o.repeat,
+            scores=scores.get((o.item_id, o.repeat), {}),
+            score_details=details.get((o.item_id, o.repeat), {}),
+            error=o.error,
+            error_kind=o.error_kind,
+            fault=o.fault,
+            latency_ms=round(o.latency_ms, 1),
+            input_tokens=o.input_tokens,
+            output_tokens=o.output_tokens,
+            cost_usd=o.cost_usd,
+            attempts=o.attempts,
+            reused_from=o.source_run_id,
+        )
+        for o in result.outputs
+    ]
+
+
+def json_schema() -> str:
+    """The results file's JSON Schema, as published in docs/result.schema.json."""
+    schema = ResultFile.model_json_schema(mode="serialization")
+    schema["$id"] = f"eval-pipeline/result/v{SCHEMA_VERSION}"
+    return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    print(json_schema(), end="")
