@@ -12,7 +12,7 @@ from eval_pipeline.agents.customer import LLMCustomer, customer_version
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import ConversationSpecError, conversation_spec
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.evaluators import BUILTIN
+from eval_pipeline.evaluators.registry import ITEM
 from eval_pipeline.llm.offline.customer import next_words
 from eval_pipeline.llm.offline.model import OfflineChatModel
 from eval_pipeline.llm.settings import LLMSettings
@@ -163,7 +163,7 @@ def test_conversation_metrics_on_v1_and_v2():
     items the customer never asked for on the order on the way."""
     conversation = {"turns": ["Can I get a Big Mac?"], "customer": {"max_turns": 6}}
     goal = [{"item_id": "sausage-burrito", "name": "Sausage Burrito", "quantity": 1}]
-    metrics = {name: BUILTIN[name]() for name in (
+    metrics = {name: ITEM[name].factory() for name in (
         "goal_completed", "turn_efficiency", "tool_protocol_every_turn",
         "no_hallucinated_items_any_turn")}  # fmt: skip
     scored = {}
@@ -181,7 +181,7 @@ def test_conversation_metrics_on_v1_and_v2():
 
 
 def test_correction_honoured_is_not_applicable_without_a_correction():
-    fn = BUILTIN["correction_honoured"]()
+    fn = ITEM["correction_honoured"].factory()
     output = play({"turns": ["Two Hash Browns", "That's all"]}, [HB])
     assert fn(output=output, expected_output={"expected_items": [HB]}).value is None
     corrected = {"turn": 1, "item_id": "hash-brown", "quantity": 2}

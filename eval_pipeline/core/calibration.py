@@ -89,7 +89,7 @@ def judges_of(suite: Suite) -> dict[str, Any]:
 
 def load_labels(path: Path) -> list[Label]:
     if not path.is_file():
-        raise CalibrationError(f"{path}: no labelled set (write {LABELS_FILE}: see the README)")
+        raise CalibrationError(f"{path}: no labelled set (write {LABELS_FILE}: see docs/judges.md)")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

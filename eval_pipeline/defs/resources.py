@@ -84,7 +84,7 @@ class ServicesResource(ConfigurableResource):
 
 
 class LLMResource(ConfigurableResource):
-    """The agents' chat model (the EVAL_LLM_* settings, README › Configuration). Without
+    """The agents' chat model (the EVAL_LLM_* settings, docs/configuration.md). Without
     base_url and api_key: the offline model."""
 
     model: str | None = None

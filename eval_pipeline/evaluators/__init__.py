@@ -1,12 +1,9 @@
 """Public evaluators. All follow the Langfuse evaluator calling convention.
 
-``BUILTIN`` and ``BUILTIN_RUN`` name what a project file may list under ``evaluators`` /
-``run_evaluators``: each maps a name to a factory called with the entry's parameters
-(``trajectory_match: {mode: unordered}``); an evaluator without parameters has a factory
-that takes none. A new built-in evaluator is declared in its module and named here.
+What a project file may list under ``evaluators`` / ``run_evaluators`` is the registry
+(registry.py): a built-in evaluator is declared with ``@builtin`` in its module, and
+nothing else lists it (``__all__`` below is checked against the registry by a test).
 """
-
-from collections.abc import Callable
 
 from eval_pipeline.evaluators.base import (
     Evaluator,
@@ -43,44 +40,7 @@ from eval_pipeline.evaluators.research import answer_correct, stepwise_score, su
 from eval_pipeline.evaluators.traces import cost_within, latency_within, no_error, tool_protocol
 from eval_pipeline.evaluators.trajectory import trajectory_match
 
-
-def _plain(fn: Evaluator) -> Callable[[], Evaluator]:
-    def factory() -> Evaluator:
-        return fn
-
-    return factory
-
-
-BUILTIN: dict[str, Callable[..., Evaluator]] = {
-    "order_correctness": _plain(order_correctness),
-    "tool_call_accuracy": _plain(tool_call_accuracy),
-    "no_hallucinated_items": no_hallucinated_items,
-    "groundedness": _plain(groundedness),
-    "correctness": _plain(correctness),
-    "completeness": completeness_with,
-    "overall": overall_with,
-    "trajectory_match": trajectory_match,
-    "answer_correct": _plain(answer_correct),
-    "stepwise_score": _plain(stepwise_score),
-    "survived_until": _plain(survived_until),
-    "tool_protocol": _plain(tool_protocol),
-    "no_error": _plain(no_error),
-    "latency_within": latency_within,
-    "cost_within": cost_within,
-    "llm_judge": llm_judge,
-    "goal_completed": _plain(goal_completed),
-    "turn_efficiency": _plain(turn_efficiency),
-    "tool_protocol_every_turn": _plain(tool_protocol_every_turn),
-    "no_hallucinated_items_any_turn": _plain(no_hallucinated_items_any_turn),
-    "correction_honoured": _plain(correction_honoured),
-}
-BUILTIN_RUN: dict[str, Callable[..., RunEvaluator]] = {
-    "avg_order_correctness": _plain(avg_order_correctness),
-}
-
 __all__ = [
-    "BUILTIN",
-    "BUILTIN_RUN",
     "Evaluator",
     "RunEvaluator",
     "Score",
@@ -89,16 +49,19 @@ __all__ = [
     "behavioural_overall",
     "completeness",
     "completeness_with",
+    "correction_honoured",
     "correctness",
     "cost_within",
     "evaluator",
     "evaluator_name",
     "evaluator_version",
+    "goal_completed",
     "groundedness",
     "latency_within",
     "llm_judge",
     "no_error",
     "no_hallucinated_items",
+    "no_hallucinated_items_any_turn",
     "order_correctness",
     "overall_with",
     "run_evaluator",
@@ -106,5 +69,7 @@ __all__ = [
     "survived_until",
     "tool_call_accuracy",
     "tool_protocol",
+    "tool_protocol_every_turn",
     "trajectory_match",
+    "turn_efficiency",
 ]

@@ -110,6 +110,7 @@ def run_evaluator(
         def call(*, item_results, **kwargs):
             return as_evaluation(label, body(item_results=item_results, **kwargs))
 
+        call.run_level = True  # type: ignore[attr-defined]
         return named(call, label, version or fingerprint(body))
 
     return declare(fn) if fn is not None else declare

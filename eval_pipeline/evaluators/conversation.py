@@ -19,6 +19,7 @@ from typing import Any
 
 from eval_pipeline.evaluators.base import Score, evaluator
 from eval_pipeline.evaluators.drive_thru import order_correctness
+from eval_pipeline.evaluators.registry import builtin
 from eval_pipeline.evaluators.traces import blind_add_at
 
 FINALIZED = "agent_finalized"
@@ -33,6 +34,7 @@ def _items_at(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(order.get("items") or []) if isinstance(order, dict) else []
 
 
+@builtin
 @evaluator(reads=("expected_output.expected_items",))
 def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the agent finished the order and it is exactly the customer's goal."""
@@ -45,6 +47,7 @@ def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
     return Score(1.0, f"finished with the goal's order in {(output or {}).get('turns')} turns")
 
 
+@builtin
 @evaluator(may_read=("expected_output.max_turns_needed",))
 def turn_efficiency(*, output, input=None, expected_output=None, **kwargs) -> Score:
     """Turns a good agent needs ÷ turns taken (1.0 at or under); 0.0 when the conversation
@@ -59,6 +62,7 @@ def turn_efficiency(*, output, input=None, expected_output=None, **kwargs) -> Sc
     return Score(round(min(1.0, needed / turns), 6), f"{turns} turns (a good agent: {needed})")
 
 
+@builtin
 @evaluator
 def tool_protocol_every_turn(*, output, **kwargs) -> Score:
     """Share of turns where every add_item_to_order came after a lookup_menu_item in the
@@ -76,6 +80,7 @@ def tool_protocol_every_turn(*, output, **kwargs) -> Score:
                  "lookups before adds on every turn")  # fmt: skip
 
 
+@builtin
 @evaluator(reads=("expected_output.expected_items",),
            may_read=("expected_output.allowed_items",))  # fmt: skip
 def no_hallucinated_items_any_turn(*, output, expected_output=None, **kwargs) -> Score:
@@ -91,6 +96,7 @@ def no_hallucinated_items_any_turn(*, output, expected_output=None, **kwargs) ->
     return Score(1.0, "only items the customer asked for, at every turn")
 
 
+@builtin
 @evaluator(may_read=("expected_output.correction",))
 def correction_honoured(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the order reflects the customer's correction right after it was made;

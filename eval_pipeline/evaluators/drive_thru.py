@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from eval_pipeline.evaluators.base import Score, evaluator, run_evaluator
+from eval_pipeline.evaluators.registry import builtin
 
 # Weights of one matched order line (they sum to 1).
 W_ITEM, W_QUANTITY, W_MODIFIERS, W_SIZE = 0.4, 0.3, 0.2, 0.1
@@ -66,6 +67,7 @@ def _line_score(exp: dict[str, Any], act: dict[str, Any]) -> tuple[float, list[s
     return score, notes
 
 
+@builtin
 @evaluator(reads=("expected_output.expected_items",))
 def order_correctness(*, output, expected_output=None, **kwargs) -> Score:
     """Weighted partial credit per item_id, divided by the distinct ids on either side."""
@@ -93,6 +95,7 @@ def order_correctness(*, output, expected_output=None, **kwargs) -> Score:
     return Score(round(value, 6), "; ".join(sorted(problems)) or "Order matches exactly")
 
 
+@builtin
 @evaluator(reads=("expected_output.expected_items",))
 def tool_call_accuracy(*, output, expected_output=None, **kwargs) -> Score:
     """Was the protocol followed: lookup_menu_item before add_item_to_order?"""
@@ -115,6 +118,7 @@ def tool_call_accuracy(*, output, expected_output=None, **kwargs) -> Score:
     return Score(0.0, "Neither lookup nor add was called")
 
 
+@builtin
 def no_hallucinated_items(valid_item_ids: Iterable[str]):
     """An evaluator: 1.0 if every ordered item_id is one of ``valid_item_ids`` (empty order:
     1.0). Needs no reference, so it also scores production traces."""
@@ -130,6 +134,7 @@ def no_hallucinated_items(valid_item_ids: Iterable[str]):
     return check
 
 
+@builtin
 @run_evaluator
 def avg_order_correctness(*, item_results, **kwargs) -> Score:
     """Run level: mean of the items' order_correctness values that are not None."""

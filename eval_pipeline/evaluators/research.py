@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from eval_pipeline.evaluators.base import Score, ScoreError, evaluator
+from eval_pipeline.evaluators.registry import builtin
 
 _FACT = re.compile(r"\d[\d,.]*\d|\d|[A-Z][A-Za-z&'-]+")
 _OPENERS = {"The", "It", "I", "In", "A", "An", "Its", "Which"}
@@ -28,8 +29,10 @@ def answer_matches(candidate: str, reference: str) -> tuple[bool, list[str]]:
     return not missing, missing
 
 
+@builtin
 @evaluator(reads=("expected_output.answer",))
 def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
+    """1.0 when the response states every key fact (number, name) of the reference answer."""
     reference = str((expected_output or {}).get("answer") or "")
     ok, missing = answer_matches(str((output or {}).get("response") or ""), reference)
     return Score(float(ok), "all reference facts present" if ok else f"missing facts {missing}")
@@ -51,15 +54,19 @@ def _failed_steps(output) -> list[dict]:
     return [s for s in steps if s.get("score", 0) < 1]
 
 
+@builtin
 @evaluator(may_read=("expected_output.trajectory",))
 def stepwise_score(*, output, **kwargs) -> Score:
+    """Share of the reference trajectory's steps the agent's steps matched (stepwise runs)."""
     failed = _failed_steps(output)
     comment = "; ".join(f"step {s['step']}: {s['comment']}" for s in failed) or "every step"
     return Score((output or {}).get("stepwise_score"), comment)
 
 
+@builtin
 @evaluator(may_read=("expected_output.trajectory",))
 def survived_until(*, output, **kwargs) -> Score:
+    """How far through the reference trajectory the agent got before its first failed step."""
     failed = _failed_steps(output)
     comment = f"first failed step: {failed[0]['step']}" if failed else "survived every step"
     return Score((output or {}).get("survived_until"), comment)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.drive_thru import tools_called
+from eval_pipeline.evaluators.registry import builtin
 
 
 def blind_add_at(names: Iterable[str]) -> int | None:
@@ -25,6 +26,7 @@ def blind_add_at(names: Iterable[str]) -> int | None:
     return None
 
 
+@builtin
 @evaluator
 def tool_protocol(*, output, **kwargs) -> Score:
     """1.0 if every add_item_to_order came after a lookup_menu_item (no adds: 1.0)."""
@@ -34,6 +36,7 @@ def tool_protocol(*, output, **kwargs) -> Score:
     return Score(1.0, "lookups before adds")
 
 
+@builtin
 @evaluator
 def no_error(*, output, metadata=None, **kwargs) -> Score:
     """0.0 if the trace ended in an error (level ERROR) or has no output at all."""
@@ -45,7 +48,10 @@ def no_error(*, output, metadata=None, **kwargs) -> Score:
     return Score(1.0, "completed")
 
 
+@builtin
 def latency_within(budget_ms: float) -> Evaluator:
+    """1.0 when the item (or trace) took at most ``budget_ms`` milliseconds."""
+
     @evaluator(name="latency_within", params={"budget_ms": budget_ms})
     def check(*, metadata=None, **kwargs) -> Score:
         latency = (metadata or {}).get("latency_ms")
@@ -56,7 +62,10 @@ def latency_within(budget_ms: float) -> Evaluator:
     return check
 
 
+@builtin
 def cost_within(budget_usd: float) -> Evaluator:
+    """1.0 when the item (or trace) cost at most ``budget_usd`` dollars."""
+
     @evaluator(name="cost_within", params={"budget_usd": budget_usd})
     def check(*, metadata=None, **kwargs) -> Score:
         cost = float((metadata or {}).get("cost_usd") or 0.0)

@@ -49,7 +49,7 @@ from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.evaluators import BUILTIN, BUILTIN_RUN
+from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline.evaluators.judge import llm_judge
 from eval_pipeline.llm.factory import create_chat_model
@@ -220,9 +220,10 @@ class _Resolver:
             self.problem("dataset", f"{c.dataset!r}: no such directory ({dataset})")
         make_agent, description, sources = self.agent()
         is_http = isinstance(c.agent, AgentConfig) and c.agent.kind == "http"
-        evaluators = self.evaluators("evaluators", c.evaluators, BUILTIN)
-        run_evaluators = self.evaluators("run_evaluators", c.run_evaluators, BUILTIN_RUN)
-        trace_evaluators = self.evaluators("trace_evaluators", c.trace_evaluators, BUILTIN)
+        item, run = registry.factories("item"), registry.factories("run")
+        evaluators = self.evaluators("evaluators", c.evaluators, item)
+        run_evaluators = self.evaluators("run_evaluators", c.run_evaluators, run)
+        trace_evaluators = self.evaluators("trace_evaluators", c.trace_evaluators, item)
         validator = self.target("case_validator", c.case_validator) if c.case_validator else None
         thresholds = self.thresholds(dataset, evaluators)
         if c.source is not None:

@@ -1,0 +1,92 @@
+"""The built-in evaluators a project file may name, each registered where it is declared.
+
+``@builtin`` above ``@evaluator`` (or ``@run_evaluator``) registers an evaluator without
+parameters; above a factory (a function of the entry's parameters that returns an
+evaluator: ``latency_within: {budget_ms: 8000}``) it registers the factory. The name is the
+evaluator's; a factory may give one. Nothing else lists them: the project loader, the
+docs' reference (docs/evaluators.md, ``python -m eval_pipeline.evaluators``) and
+``evaluators.__all__`` (checked by a test) all read ``ITEM`` and ``RUN``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from eval_pipeline.evaluators.base import CaseFields, case_fields
+
+Kind = Literal["item", "run"]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A registered evaluator: what a project file names, and how it is made."""
+
+    name: str
+    kind: Kind  # item: one score per case and repeat; run: one per run
+    function: Callable[..., Any]  # the evaluator itself, or its factory
+    about: str  # the first line of its docstring
+    params: tuple[str, ...]  # what a project entry may give (a factory's parameters)
+    fields: CaseFields | None  # the case fields it reads (None: its factory decides)
+
+    @property
+    def factory(self) -> Callable[..., Any]:
+        """Called with the entry's parameters (none for a plain evaluator): the evaluator."""
+        if self.params:
+            return self.function
+        return lambda: self.function
+
+
+ITEM: dict[str, Builtin] = {}
+RUN: dict[str, Builtin] = {}
+
+
+def factories(kind: Kind) -> dict[str, Callable[..., Any]]:
+    """Name → factory of the built-in evaluators of ``kind``, as registered now."""
+    return {name: b.factory for name, b in (RUN if kind == "run" else ITEM).items()}
+
+
+def builtin(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, kind: Kind | None = None
+) -> Any:
+    """Register ``fn``, a declared evaluator or a factory of one (see the module)."""
+
+    def register(target: Callable[..., Any]) -> Callable[..., Any]:
+        declared = hasattr(target, "evaluator_name")
+        label = name or (target.evaluator_name if declared else target.__name__)
+        found = kind or ("run" if getattr(target, "run_level", False) else "item")
+        table = RUN if found == "run" else ITEM
+        if label in table:
+            raise ValueError(f"two built-in {found} evaluators are named {label!r}")
+        params = () if declared else tuple(inspect.signature(target).parameters)
+        about = (inspect.getdoc(target) or "").split("\n\n")[0].replace("\n", " ")
+        if not about:
+            raise ValueError(f"built-in evaluator {label!r}: say what it scores in a docstring")
+        table[label] = Builtin(label, found, target, about, params,
+                               case_fields(target) if declared else None)  # fmt: skip
+        return target
+
+    return register(fn) if fn is not None else register
+
+
+def _default_fields(entry: Builtin) -> CaseFields | None:
+    """What a factory's evaluator reads when made with its defaults (None: it needs
+    parameters to be made)."""
+    parameters = inspect.signature(entry.function).parameters.values()
+    required = [p for p in parameters if p.default is p.empty]
+    return None if required else case_fields(entry.function())
+
+
+def reference() -> str:
+    """The Markdown reference of every built-in evaluator (docs/evaluators.md's table)."""
+    lines = ["| evaluator | kind | parameters | reads | may read | what it scores |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for entry in sorted([*ITEM.values(), *RUN.values()], key=lambda b: (b.kind, b.name)):
+        fields = entry.fields or _default_fields(entry) or CaseFields()
+        cells = [f"`{entry.name}`", entry.kind, ", ".join(entry.params) or "–",
+                 ", ".join(fields.reads) or "–", ", ".join(fields.may_read) or "–",
+                 entry.about]  # fmt: skip
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,14 @@
+"""A toy built-in evaluator, whole in one file: registering it is all it takes for a project
+file to name it (test_registry.py)."""
+
+from eval_pipeline.evaluators.base import Score, evaluator
+from eval_pipeline.evaluators.registry import builtin
+
+
+@builtin
+@evaluator(reads=("expected_output.expected_items",))
+def item_count_matches(*, output, expected_output=None, **kwargs) -> Score:
+    """1.0 when the order holds as many lines as the expected order."""
+    got = len(((output or {}).get("current_order") or {}).get("items") or [])
+    want = len((expected_output or {}).get("expected_items") or [])
+    return Score(float(got == want), f"{got} line(s), expected {want}")
