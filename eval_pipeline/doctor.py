@@ -87,7 +87,7 @@ def check_agents() -> Finding:
         prompt = services.prompt(suite, label="production")
         agent = suite.make_agent(prompt, LLMSettings.create().with_prompt_config({}))
         read = getattr(agent, "prompt_read", True)
-        if read and not suite.agent_description.startswith("graph"):
+        if read and not suite.prompt_read_when_built:
             read = not any("never read the prompt" in note for note in _latest_notes(name))
         if not read:
             deaf.append(f"{name} ({suite.prompt_name})")

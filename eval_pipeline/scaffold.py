@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 from eval_pipeline import settings
-from eval_pipeline.agents.project.loader import _importable, import_target, kind_of
-from eval_pipeline.agents.project.schema import IMPORT_PATH, SUITE_NAME
+from eval_pipeline.agents.project.schema import SUITE_NAME
+from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
 
 HEADER = """\
 # eval-pipeline project: the suites of your agents (eval-pipeline's docs/own-agent.md).
@@ -193,7 +193,7 @@ def _agent(agent: str, project: Path) -> tuple[str, object, str]:
         )
     if not IMPORT_PATH.match(agent):
         raise ScaffoldError(f"--agent {agent!r}: write package.module:attribute or an http URL")
-    _importable(project.parent)
+    importable(project.parent)
     try:
         target = import_target(agent)
     except ImportError as exc:

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.agents.project import ProjectError, load_project
-from eval_pipeline.agents.project.loader import kind_of
+from eval_pipeline.agents.targets import kind_of
 from eval_pipeline.cli import main
 from eval_pipeline_tests.helpers import clean_cli_env
 from eval_pipeline_tests.stranger import cases_yaml

@@ -174,8 +174,11 @@ def test_stepwise_calls_are_counted_in_tokens():
 def test_a_project_can_have_an_llm_judge_step_similarity_for_every_step():
     """Seed 004's option: `stepwise: {judge: {steps: all}}` judges tool steps and answers with
     a pinned LLM judge instead of matching them (matching stays the default)."""
-    from eval_pipeline.agents.project.loader import stepwise_spec
-    from eval_pipeline.agents.project.schema import StepJudgeConfig, StepwiseConfig
+    from eval_pipeline.agents.adapters.stepwise import (
+        StepJudgeConfig,
+        StepwiseConfig,
+        stepwise_spec,
+    )
     from eval_pipeline.llm.settings import LLMSettings
 
     matched = forced(ScriptedModel(), stepwise_spec(StepwiseConfig(node="agent"),

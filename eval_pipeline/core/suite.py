@@ -51,6 +51,9 @@ class Suite:
     agent_version: str = "1"  # declared by the project; the code fingerprint is added
     memoize: bool = True  # False: nothing tells when the agent changed (an unversioned service)
     agent_description: str = ""  # what `agent:` points at, for reports and doctor
+    # The agent says whether it read its prompt once built (a graph's factory reads it);
+    # otherwise only a run's notes tell (agents/adapters/kinds.py).
+    prompt_read_when_built: bool = False
     trace_name: str = ""  # name of the agent's root observation in production traces
     trace_evaluators: Sequence[Evaluator] = ()  # reference-free, for production traces
     source_paths: tuple[Path, ...] = ()  # the agent's code, fingerprinted into code_version

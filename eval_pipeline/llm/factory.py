@@ -107,3 +107,14 @@ def adapt_payload(
             if message.get("role") == "assistant" and message.get("content") is None:
                 message["content"] = ""
     return payload
+
+
+def pinned_chat_model(
+    settings: LLMSettings, model: str | None, temperature: float = 0.0
+) -> BaseChatModel:
+    """A chat model on ``settings``' endpoint at a fixed temperature, on ``model`` when given
+    (judges and the simulated customer: their answers must not drift between runs)."""
+    pinned: dict[str, Any] = {"temperature": temperature}
+    if model:
+        pinned["model"] = str(model)
+    return create_chat_model(settings.model_copy(update=pinned))

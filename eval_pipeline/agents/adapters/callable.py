@@ -12,14 +12,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from pydantic import field_validator
+
 from eval_pipeline.agents.adapters.answers import TurnSession, output_of
+from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
 from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.agents.langfuse_prompt import serving
+from eval_pipeline.agents.targets import check_import_path, import_target, source_of
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import Customer, conversation_spec, converse
-from eval_pipeline.core.running.agent import AgentResult
+from eval_pipeline.core.running.agent import Agent, AgentResult
 
 
 class CallableAgent(ContextAgent):
@@ -46,3 +51,31 @@ class CallableAgent(ContextAgent):
             return await self.fn(given, ctx)
         answer = await asyncio.to_thread(self.fn, given, ctx)
         return await answer if inspect.isawaitable(answer) else answer
+
+
+class CallableConfig(KindConfig):
+    """``agent: {callable: …}``: ``fn(input, ctx) -> dict``, sync or async."""
+
+    callable: str
+
+    @field_validator("callable")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return check_import_path(value)
+
+
+@register
+class CallableKind(AgentKind):
+    key = "callable"
+    Config = CallableConfig
+
+    def describe(self, config: CallableConfig, loading: Loading) -> tuple[str, tuple[Path, ...]]:
+        target = loading.target("agent", config.callable)
+        if target is not None and not callable(target):
+            loading.problem("agent", f"{config.callable} is a {type(target).__name__}: "
+                            "expected fn(input, ctx)")  # fmt: skip
+        return f"callable {config.callable}", source_of(config.callable) if target else ()
+
+    def build(self, config: CallableConfig, build: Build) -> Agent:
+        return CallableAgent(import_target(config.callable), build.ctx, target=config.callable,
+                             customer=build.customer, done_field=config.done_field)  # fmt: skip

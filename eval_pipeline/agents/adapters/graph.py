@@ -22,20 +22,36 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
+from pydantic import Field, field_validator
 
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.agents.adapters.jsonable import jsonable
-from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, stepwise
+from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
+from eval_pipeline.agents.adapters.stepwise import (
+    StepwiseConfig,
+    StepwiseSpec,
+    stepwise,
+    stepwise_spec,
+)
 from eval_pipeline.agents.context import AgentContext, ContextAgent
+from eval_pipeline.agents.errors import AgentBuildError
 from eval_pipeline.agents.langfuse_prompt import serving
+from eval_pipeline.agents.targets import (
+    call_factory,
+    check_import_path,
+    import_target,
+    is_graph,
+    source_of,
+)
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
-from eval_pipeline.core.running.agent import AgentResult
+from eval_pipeline.core.running.agent import Agent, AgentResult
 
 RESERVED = ("messages", "tool_calls", "tools_called", "response")
 
@@ -270,3 +286,51 @@ def _text(message: AIMessage) -> str:
         return content
     parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content or []]
     return "".join(parts)
+
+
+class GraphConfig(KindConfig):
+    """``agent: {graph: …}``: a compiled LangGraph graph, or a factory(ctx) returning one."""
+
+    graph: str
+    input_map: dict[str, str] | None = None  # graph state key → dotted path in the input
+    state_fields: list[str] = Field(default_factory=list)  # final-state fields to output
+    recursion_limit: int = Field(25, ge=1)
+    stepwise: StepwiseConfig | None = None
+    context: dict[str, Any] | None = None  # the graph's runtime context (its context_schema)
+
+    @field_validator("graph")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return check_import_path(value)
+
+
+@register
+class GraphKind(AgentKind):
+    key = "graph"
+    Config = GraphConfig
+    prompt_read_when_built = True
+
+    def describe(self, config: GraphConfig, loading: Loading) -> tuple[str, tuple[Path, ...]]:
+        target = loading.target("agent", config.graph)
+        if target is not None and not (is_graph(target) or callable(target)):
+            expected = "a compiled LangGraph graph or a factory(ctx) returning one"
+            loading.problem("agent", f"{config.graph} is a {type(target).__name__}: {expected}")
+        return f"graph {config.graph}", source_of(config.graph) if target is not None else ()
+
+    def build(self, config: GraphConfig, build: Build) -> Agent:
+        target, ctx = import_target(config.graph), build.ctx
+        with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
+            graph = target if is_graph(target) else call_factory(target, ctx, config.graph)
+        if not is_graph(graph):
+            raise AgentBuildError([
+                f"{build.project_file}: suite '{build.suite}': field 'agent': the factory "
+                f"{config.graph} returned a {type(graph).__name__}; expected a compiled "
+                "LangGraph graph (StateGraph(...).compile() or create_react_agent(...))"
+            ])  # fmt: skip
+        options = GraphOptions(
+            input_map=config.input_map, state_fields=tuple(config.state_fields),
+            recursion_limit=config.recursion_limit,
+            stepwise=stepwise_spec(config.stepwise, build.llm) if config.stepwise else None,
+            done_field=config.done_field, customer=build.customer, context=config.context,
+        )  # fmt: skip
+        return GraphAgent(graph, options, ctx)

@@ -16,16 +16,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import Field, field_validator
 
 from eval_pipeline.agents.adapters.answers import AgentOutputError, TurnSession, output_of
+from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import Customer, conversation_spec, converse
 from eval_pipeline.core.redact import register_secret
-from eval_pipeline.core.running.agent import AgentResult, current_item
+from eval_pipeline.core.running.agent import Agent, AgentResult, current_item
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -106,3 +109,33 @@ class HttpAgent:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+class HttpConfig(KindConfig):
+    """``agent: {http: URL}``: POST the case input as JSON to this URL."""
+
+    http: str
+    headers: dict[str, str] = Field(default_factory=dict)  # ${VAR} from the environment
+    timeout_s: float = Field(60.0, gt=0)  # one request
+
+    @field_validator("http")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+
+@register
+class HttpKind(AgentKind):
+    key = "http"
+    Config = HttpConfig
+    memoize_unversioned = False  # the service can change without us knowing
+
+    def describe(self, config: HttpConfig, loading: Loading) -> tuple[str, tuple[Path, ...]]:
+        return f"http {config.http}", ()
+
+    def build(self, config: HttpConfig, build: Build) -> Agent:
+        return HttpAgent(config.http, build.ctx, headers=config.headers,
+                         timeout_s=config.timeout_s, customer=build.customer,
+                         done_field=config.done_field)  # fmt: skip

@@ -20,17 +20,21 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, convert_to_messages
 from langgraph.pregel import Pregel
+from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.failures import error_kind
+from eval_pipeline.evaluators.judge import llm_judge
 from eval_pipeline.evaluators.research import answer_matches
 from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
+from eval_pipeline.llm.factory import pinned_chat_model
+from eval_pipeline.llm.settings import LLMSettings
 
 # (produced answer, reference answer) -> (acceptable, why): e.g. judge_answers(llm_judge(...))
 AnswerJudge = Callable[[str, str], tuple[bool, str]]
@@ -148,3 +152,37 @@ def _score(index: int, expected: dict[str, Any], produced: Any, spec: StepwiseSp
         "score": 1.0 if ok else 0.0,
         "comment": why or "matches the reference",
     }
+
+
+class StepwiseConfig(BaseModel):
+    """Teacher-forced evaluation on a reference trajectory (agents/adapters/stepwise.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: str = Field(min_length=1)  # the graph node that calls the model
+    reference: str = "trajectory"  # the key of expected_output holding the reference
+    args_mode: Literal["exact", "ignore", "subset", "superset"] = "exact"
+    judge: StepJudgeConfig | None = None  # an LLM judges step similarity (default: matching)
+
+
+class StepJudgeConfig(BaseModel):
+    """``stepwise: {judge: …}``: an LLM judges step similarity instead of matching."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None  # default: the configured endpoint's model (pinned, temp 0)
+    steps: Literal["answers", "all"] = "answers"  # all: tool steps too
+    pass_at: float = Field(0.7, ge=0.0, le=1.0)  # a judge score at or above it passes
+
+
+def stepwise_spec(config: StepwiseConfig, llm: LLMSettings) -> StepwiseSpec:
+    """Teacher-forced steps matched deterministically, or judged by a pinned LLM judge."""
+    spec = StepwiseSpec(config.node, config.reference, config.args_mode)
+    if config.judge is None:
+        return spec
+    judge = llm_judge(STEP_RUBRIC, pinned_chat_model(llm, config.judge.model),
+                      name="step_similarity")  # fmt: skip
+    at = config.judge.pass_at
+    return replace(spec, answer_judge=judge_answers(judge, pass_at=at),
+                   step_judge=judge_steps(judge, pass_at=at) if config.judge.steps == "all"
+                   else None)  # fmt: skip

@@ -12,71 +12,40 @@ import importlib.util
 import inspect
 import os
 import re
-import sys
-import traceback
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
-from langchain_core.language_models.chat_models import BaseChatModel
 from pydantic import BaseModel, ValidationError
 
+import eval_pipeline.agents.adapters.callable
+import eval_pipeline.agents.adapters.graph
+import eval_pipeline.agents.adapters.http  # noqa: F401  (these three register the built-in kinds)
 from eval_pipeline import settings
-from eval_pipeline.agents.adapters.callable import CallableAgent
-from eval_pipeline.agents.adapters.graph import GraphAgent, GraphOptions
-from eval_pipeline.agents.adapters.http import HttpAgent
-from eval_pipeline.agents.adapters.stepwise import (
-    STEP_RUBRIC,
-    StepwiseSpec,
-    judge_answers,
-    judge_steps,
+from eval_pipeline.agents.adapters.kinds import (
+    KINDS,
+    AgentKind,
+    Build,
+    KindConfig,
+    kind_of_mapping,
 )
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
-from eval_pipeline.agents.langfuse_prompt import serving
-from eval_pipeline.agents.project.schema import (
-    AgentConfig,
-    CustomerConfig,
-    ProjectConfig,
-    StepwiseConfig,
-    SuiteConfig,
-)
+from eval_pipeline.agents.errors import ProjectError, UnknownSuite
+from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
+from eval_pipeline.agents.targets import import_target, importable, kind_of
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.base import evaluator_name
-from eval_pipeline.evaluators.judge import llm_judge
-from eval_pipeline.llm.factory import create_chat_model
+from eval_pipeline.llm.factory import pinned_chat_model
 from eval_pipeline.llm.settings import LLMSettings
-
-
-class ProjectError(ValueError):
-    """The project file cannot be used; lists every problem found."""
-
-    what = "invalid project"
-    fix = "Fix the project file and run again; nothing was run."
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        shown = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{self.what} ({len(problems)} problem(s)):\n{shown}\n{self.fix}")
-
-
-class UnknownSuite(ProjectError):
-    """``--suite`` names a suite the project file does not declare: the command's mistake."""
-
-    what = "unknown suite"
-    fix = "Name one of the project's suites with --suite (eval-pipeline suites lists them)."
-
-
-class AgentBuildError(ProjectError):
-    """An agent factory returned something that is not an agent."""
 
 
 def find_project() -> Path:
@@ -107,23 +76,51 @@ def load_project(path: Path | str | None = None) -> Project:
     try:
         config = ProjectConfig.model_validate(raw or {})
     except ValidationError as exc:
-        raise ProjectError(_schema_problems(file, exc)) from None
+        problems = _schema_problems(file, exc.errors()) + _agent_problems(file, raw)
+        raise ProjectError(problems) from None
+    if problems := _agent_problems(file, raw):
+        raise ProjectError(problems)
     return Project(file, config)
 
 
-def _schema_problems(file: Path, exc: ValidationError) -> list[str]:
+def _agent_problems(file: Path, raw: Any) -> list[str]:
+    """Each suite's ``agent:`` mapping checked by its kind's Config (adapters/kinds.py),
+    with the rest of the file, so every problem is listed at once."""
+    suites = raw.get("suites") if isinstance(raw, dict) else None
+    problems: list[str] = []
+    for name, suite in (suites or {}).items() if isinstance(suites, dict) else ():
+        agent = suite.get("agent") if isinstance(suite, dict) else None
+        if not isinstance(agent, dict):
+            continue
+        kind, why = kind_of_mapping(agent)
+        if kind is None:
+            problems.append(f"{file}: suite '{name}': field 'agent': {why}")
+            continue
+        try:
+            kind.Config.model_validate(agent)
+        except ValidationError as exc:
+            located = [{**e, "loc": ("suites", name, "agent", *e["loc"])} for e in exc.errors()]
+            problems += _schema_problems(file, located, agent=kind.Config)
+    return problems
+
+
+def _schema_problems(
+    file: Path, errors: list[Any], *, agent: type[BaseModel] | None = None
+) -> list[str]:
     """Each validation error in the user's words: the suite, the field's path as written in
     the file (never pydantic's union and validator names), what is wrong, the value, and a
-    near field name for a misspelled one."""
+    near field name for a misspelled one. ``agent``: the kind's Config, for errors of
+    ``agent:`` (their locations start with it)."""
     problems = []
-    for err in exc.errors():
+    for err in errors:
         loc = [str(p) for p in err["loc"]]
         if loc[:1] == ["suites"] and len(loc) >= 2:
             head, rest = f"suite '{loc[1]}'", loc[2:]
         else:
             head, rest = "project", loc
-        if err["type"] == "string_type" and isinstance(err.get("input"), dict):
-            continue  # `agent:` written as a mapping: the error of its other form (a string)
+        other_form = err["type"] in ("string_type", "dict_type") and rest[:1] == ["agent"]
+        if other_form and isinstance(err.get("input"), str | dict):
+            continue  # `agent:` written in one form: the error of its other form
         path = [p for p in rest if not _INTERNAL.match(p)]
         fieldname = ".".join(path) or "(whole entry)"
         message = {"missing": "required, not given", "extra_forbidden": "unknown field"}.get(
@@ -134,20 +131,22 @@ def _schema_problems(file: Path, exc: ValidationError) -> list[str]:
         )  # fmt: skip
         hint = ""
         if err["type"] == "extra_forbidden" and path:
-            near = difflib.get_close_matches(path[-1], _fields_at(head, path[:-1]), n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
+            near = difflib.get_close_matches(path[-1], _fields_at(head, path[:-1], agent), n=1)
+            hint = _other_kinds(path) or (f"; did you mean {near[0]!r}?" if near else "")
         problems.append(f"{file}: {head}: field '{fieldname}': {message}{got}{hint}")
     return list(dict.fromkeys(problems))
 
 
 # Parts of pydantic's error locations that name its machinery, not the user's fields:
-# a union member ("str", "AgentConfig"), a validator ("function-after[_one_kind(), …]").
+# a union member ("str", "dict[str,any]"), a validator ("function-after[…]").
 _INTERNAL = re.compile(r"^(str|int|float|bool|dict\[.*|list\[.*|function-\w+\[.*|[A-Z]\w*Config)$")
 
 
-def _fields_at(head: str, parents: list[str]) -> list[str]:
+def _fields_at(head: str, parents: list[str], agent: type[BaseModel] | None) -> list[str]:
     """The field names allowed where an unknown one was written."""
     model: Any = ProjectConfig if head == "project" else SuiteConfig
+    if parents[:1] == ["agent"] and agent is not None:
+        model, parents = agent, parents[1:]
     for part in parents:
         field = model.model_fields.get(part)
         nested = [a for a in typing.get_args(field.annotation)] if field else []
@@ -157,6 +156,14 @@ def _fields_at(head: str, parents: list[str]) -> list[str]:
             return []
         model = nested[0]
     return list(model.model_fields)
+
+
+def _other_kinds(path: list[str]) -> str:
+    """For an agent field of another kind (``input_map`` on an http agent): whose it is."""
+    if len(path) != 2 or path[0] != "agent":
+        return ""
+    owners = [k.key for k in KINDS.values() if path[1] in k.Config.model_fields]
+    return f"; it is a field of {' and '.join(owners)} agents" if owners else ""
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -205,7 +212,7 @@ class _Resolver:
         self.project, self.name = project, name
         self.config: SuiteConfig = project.config.suites[name]
         self.problems: list[str] = []
-        _importable(project.dir)
+        importable(project.dir)
 
     def where(self, fieldname: str) -> str:
         return f"{self.project.path}: suite '{self.name}': field '{fieldname}'"
@@ -218,8 +225,7 @@ class _Resolver:
         dataset = self.project.dir / c.dataset
         if not dataset.is_dir():
             self.problem("dataset", f"{c.dataset!r}: no such directory ({dataset})")
-        make_agent, description, sources = self.agent()
-        is_http = isinstance(c.agent, AgentConfig) and c.agent.kind == "http"
+        make_agent, description, sources, kind = self.agent()
         item, run = registry.factories("item"), registry.factories("run")
         evaluators = self.evaluators("evaluators", c.evaluators, item)
         run_evaluators = self.evaluators("run_evaluators", c.run_evaluators, run)
@@ -241,33 +247,37 @@ class _Resolver:
                 f"+customer-{customer_version(c.customer.model or '', c.customer.sees)}"
                 if c.customer else ""
             ),
-            memoize=bool(c.version) or not is_http,
+            memoize=bool(c.version) or (kind is not None and kind.memoize_unversioned),
+            prompt_read_when_built=kind is not None and kind.prompt_read_when_built,
             agent_description=description, trace_name=c.trace_name or "",
             trace_evaluators=trace_evaluators, source_paths=sources,
         )  # fmt: skip
 
     # --- the agent ---------------------------------------------------------------------
-    def agent(self) -> tuple[Callable[..., Agent], str, tuple[Path, ...]]:
-        spec = self.config.agent
-        agent = spec if isinstance(spec, AgentConfig) else AgentConfig(graph=spec)
-        make = partial(build_agent, self.project, self.name, agent, self.config.customer)
-        if agent.kind == "http":
-            return make, f"http {agent.http}", ()
-        path = agent.graph or agent.callable or ""
-        target = self.target("agent", path)
-        if target is None:
-            return make, path, ()
-        kind = kind_of(target, explicit="callable" if agent.callable else None)
-        if kind is None:
-            expected = "a compiled LangGraph graph, a factory(ctx) returning one, or fn(input, ctx)"
-            self.problem("agent", f"{path} is a {type(target).__name__}: expected {expected}")
-        if kind == "callable" and not isinstance(spec, AgentConfig):
-            agent = AgentConfig(callable=path)
-            make = partial(build_agent, self.project, self.name, agent, self.config.customer)
-        if kind == "callable" and (agent.input_map or agent.state_fields or agent.stepwise):
-            self.problem("agent", "input_map, state_fields and stepwise apply to graphs; "
-                         f"{path} is a callable fn(input, ctx)")  # fmt: skip
-        return make, f"{kind} {path}", _source_of(path)
+    def agent(self) -> tuple[Callable[..., Agent] | None, str, tuple[Path, ...], AgentKind | None]:
+        """The suite's ``agent:``, checked by its kind (adapters/kinds.py): how to build it,
+        what it is, its code and its kind. The short form (an import path) is a graph or a
+        callable, by what it imports."""
+        raw = self.config.agent
+        if isinstance(raw, str):
+            target = self.target("agent", raw)
+            if target is None:
+                return None, raw, (), None
+            found = kind_of(target)
+            if found is None:
+                expected = "a compiled LangGraph graph, a factory(ctx) returning one, or " \
+                           "fn(input, ctx)"  # fmt: skip
+                self.problem("agent", f"{raw} is a {type(target).__name__}: expected {expected}")
+                return None, raw, (), None
+            raw = {found: raw}
+        kind, why = kind_of_mapping(raw)
+        if kind is None:  # (a mapping was checked when the project loaded)
+            self.problem("agent", why)
+            return None, "", (), None
+        config = kind.Config.model_validate(raw)
+        description, sources = kind.describe(config, self)
+        make = partial(build_agent, self.project, self.name, kind, config, self.config.customer)
+        return make, description, sources, kind
 
     def source_path(self, entry: str) -> Path | None:
         """A path relative to the project file, or a package / module name."""
@@ -350,7 +360,7 @@ class _Resolver:
             self.problem(fieldname, "llm_judge needs a rubric (a string)")
             return None
         temperature = float(params.pop("temperature", 0.0))  # a judge is pinned
-        model = pinned_model(LLMSettings.from_env(), params.get("model"), temperature)
+        model = pinned_chat_model(LLMSettings.from_env(), params.get("model"), temperature)
         return {**params, "model": model}
 
     # --- thresholds --------------------------------------------------------------------
@@ -371,170 +381,20 @@ class _Resolver:
 
 
 def build_agent(
-    project: Project, suite: str, agent: AgentConfig, customer: CustomerConfig | None,
-    prompt: PromptVersion | None, llm: LLMSettings, dataset_dir: Path,
+    project: Project, suite: str, kind: AgentKind, config: KindConfig,
+    customer: CustomerConfig | None, prompt: PromptVersion | None, llm: LLMSettings,
+    dataset_dir: Path,
 ) -> Agent:  # fmt: skip
     """The agent for one run of ``suite`` with ``prompt`` on ``llm`` (factories run here)."""
     ctx = AgentContext(suite=suite, dataset_dir=dataset_dir, settings=llm, prompt_version=prompt)
     simulated = simulated_customer(customer, llm) if customer else None
-    if agent.kind == "http":
-        return HttpAgent(agent.http or "", ctx, headers=agent.headers, timeout_s=agent.timeout_s,
-                         customer=simulated, done_field=agent.done_field)  # fmt: skip
-    path = agent.graph or agent.callable or ""
-    target = import_target(path)
-    if agent.kind == "callable":
-        return CallableAgent(target, ctx, target=path, customer=simulated,
-                             done_field=agent.done_field)  # fmt: skip
-    with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
-        graph = target if is_graph(target) else _call_factory(target, ctx, path)
-    if not is_graph(graph):
-        raise AgentBuildError([
-            f"{project.path}: suite '{suite}': field 'agent': the factory {path} returned a "
-            f"{type(graph).__name__}; expected a compiled LangGraph graph "
-            "(StateGraph(...).compile() or create_react_agent(...))"
-        ])  # fmt: skip
-    stepwise = agent.stepwise
-    options = GraphOptions(
-        input_map=agent.input_map, state_fields=tuple(agent.state_fields),
-        recursion_limit=agent.recursion_limit,
-        stepwise=stepwise_spec(stepwise, llm) if stepwise else None,
-        done_field=agent.done_field,
-        customer=simulated,
-        context=agent.context,
-    )  # fmt: skip
-    return GraphAgent(graph, options, ctx)
-
-
-def stepwise_spec(config: StepwiseConfig, llm: LLMSettings) -> StepwiseSpec:
-    """Teacher-forced steps matched deterministically, or judged by a pinned LLM judge."""
-    spec = StepwiseSpec(config.node, config.reference, config.args_mode)
-    if config.judge is None:
-        return spec
-    judge = llm_judge(STEP_RUBRIC, pinned_model(llm, config.judge.model),
-                      name="step_similarity")  # fmt: skip
-    at = config.judge.pass_at
-    return replace(spec, answer_judge=judge_answers(judge, pass_at=at),
-                   step_judge=judge_steps(judge, pass_at=at) if config.judge.steps == "all"
-                   else None)  # fmt: skip
+    return kind.build(config, Build(project.path, suite, ctx, simulated, llm))
 
 
 def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
     """The customer on the run's endpoint (recorded and replayed with the run's calls),
     pinned at temperature 0, on its own model when the suite names one."""
-    return LLMCustomer(pinned_model(llm, config.model), config.sees)
-
-
-def pinned_model(
-    settings: LLMSettings, model: str | None, temperature: float = 0.0
-) -> BaseChatModel:
-    """A chat model on ``settings``' endpoint at a fixed temperature, on ``model`` when given
-    (judges and the simulated customer: their answers must not drift between runs)."""
-    pinned: dict[str, Any] = {"temperature": temperature}
-    if model:
-        pinned["model"] = str(model)
-    return create_chat_model(settings.model_copy(update=pinned))
-
-
-def _call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:
-    """A factory that accepts ``ctx`` gets it: ``build(ctx)``, ``build(ctx=None)``,
-    ``build(*, ctx)`` or one positional parameter of another name; ``build()`` gets none.
-    A factory that raises is a setup error naming it (nothing has run)."""
-    try:
-        parameters = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        parameters = {}
-    named = parameters.get("ctx")
-    try:
-        if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
-            return factory(ctx=ctx)
-        return factory(ctx) if _required_positional(factory) >= 1 else factory()
-    except Exception as exc:
-        raise AgentBuildError(
-            [
-                f"the agent factory {path} raised {type(exc).__name__}: {exc} ({_where(exc)}); "
-                "check what it reads from the environment and from ctx (ctx.prompt, ctx.model): "
-                "nothing was run"
-            ]
-        ) from exc
-
-
-def _where(exc: BaseException) -> str:
-    """The file and line an exception was raised at (the innermost frame)."""
-    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-    return f"at {frame[0].filename}:{frame[0].lineno}" if frame else "no traceback"
-
-
-def is_graph(value: Any) -> bool:
-    from langgraph.pregel import Pregel
-
-    return isinstance(value, Pregel)
-
-
-def kind_of(target: Any, *, explicit: str | None = None) -> str | None:
-    """ "graph" for a compiled graph or a factory (at most one positional parameter: ctx),
-    "callable" for fn(input, ctx) (two or more); None for anything else."""
-    if is_graph(target):
-        return "graph"
-    if not callable(target):
-        return None
-    if explicit:
-        return explicit
-    return "callable" if _positional(target, required=False) >= 2 else "graph"
-
-
-def _required_positional(fn: Callable[..., Any]) -> int:
-    return _positional(fn, required=True)
-
-
-def _positional(fn: Callable[..., Any], *, required: bool) -> int:
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 0
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in parameters
-               if p.kind in kinds and (not required or p.default is p.empty))  # fmt: skip
-
-
-def import_target(path: str) -> Any:
-    """``package.module:attribute`` (dots after the colon walk attributes)."""
-    module_name, _, attribute = path.partition(":")
-    try:
-        value: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ImportError(
-            f"cannot import {path}: {exc} (is the package installed, or next to the project file?)"
-        ) from exc
-    except Exception as exc:  # the user's module raised while importing
-        raise ImportError(
-            f"importing {module_name} for {path} raised {type(exc).__name__}: {exc} "
-            f"({_where(exc)}); check the module's own imports and the environment variables "
-            "it reads when imported"
-        ) from exc
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise ImportError(f"cannot import {path}: {module_name} has no attribute {part!r}")
-        value = getattr(value, part)
-    return value
-
-
-def _source_of(path: str) -> tuple[Path, ...]:
-    """The agent's code, by default: the package of the module ``path`` imports from (or
-    that module alone when it is not in a package)."""
-    module = sys.modules.get(path.partition(":")[0])
-    file = getattr(module, "__file__", None)
-    if not file:
-        return ()
-    path = Path(file).resolve()
-    is_package = getattr(module, "__path__", None) is not None
-    inside = (path.parent / "__init__.py").exists()
-    return (path.parent,) if is_package or inside else (path,)
-
-
-def _importable(folder: Path) -> None:
-    """The project's own packages import without being installed (as with `python -m`)."""
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+    return LLMCustomer(pinned_chat_model(llm, config.model), config.sees)
 
 
 def _expand(value: str) -> str:

@@ -5,7 +5,8 @@ prompts: prompts                   # the local prompt registry (default: prompts
 suites:
   support:
     agent: my_agent.graph:build    # a compiled graph, a factory(ctx) returning one, or
-                                   # fn(input, ctx) -> dict; or a mapping (see AgentConfig)
+                                   # fn(input, ctx) -> dict; or a mapping: {graph: …},
+                                   # {callable: …} or {http: URL} (agents/adapters/kinds.py)
     dataset: evals/support         # a directory of cases*.yaml / cases*.jsonl
     prompt: support/assistant      # a name in the prompt registry (optional)
     evaluators:                    # built-in names, with parameters, or package.module:fn
@@ -18,92 +19,17 @@ suites:
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from eval_pipeline.agents.targets import check_import_path
 from eval_pipeline.core.options import DEFAULTS
 
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key
-IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 # An evaluator entry: "name", "package.module:function", or {"name": {param: value}}.
 EvaluatorEntry = str | dict[str, dict[str, Any] | None]
-
-
-def check_import_path(value: str) -> str:
-    if not IMPORT_PATH.match(value):
-        raise ValueError(f"{value!r} is not an import path: write package.module:attribute")
-    return value
-
-
-class StepwiseConfig(BaseModel):
-    """Teacher-forced evaluation on a reference trajectory (agents/adapters/stepwise.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    node: str = Field(min_length=1)  # the graph node that calls the model
-    reference: str = "trajectory"  # the key of expected_output holding the reference
-    args_mode: Literal["exact", "ignore", "subset", "superset"] = "exact"
-    judge: StepJudgeConfig | None = None  # an LLM judges step similarity (default: matching)
-
-
-class StepJudgeConfig(BaseModel):
-    """``stepwise: {judge: …}``: seed 004's LLM step-similarity judge instead of matching."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = None  # default: the configured endpoint's model (pinned, temp 0)
-    steps: Literal["answers", "all"] = "answers"  # all: tool steps too
-    pass_at: float = Field(0.7, ge=0.0, le=1.0)  # a judge score at or above it passes
-
-
-class AgentConfig(BaseModel):
-    """``agent:`` as a mapping: exactly one of ``graph``, ``callable`` or ``http``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    graph: str | None = None  # a compiled LangGraph graph, or a factory(ctx) returning one
-    callable: str | None = None  # fn(input, ctx) -> dict, sync or async
-    http: str | None = None  # POST the case input as JSON to this URL
-    headers: dict[str, str] = Field(default_factory=dict)  # http only; ${VAR} from the env
-    timeout_s: float = Field(60.0, gt=0)  # http only: one request
-    input_map: dict[str, str] | None = None  # graph state key → dotted path in the input
-    state_fields: list[str] = Field(default_factory=list)  # final-state fields to output
-    recursion_limit: int = Field(25, ge=1)
-    stepwise: StepwiseConfig | None = None
-    done_field: str | None = None  # conversations: a state field (dotted) true once finished
-    context: dict[str, Any] | None = None  # the graph's runtime context (its context_schema)
-
-    @field_validator("graph", "callable")
-    @classmethod
-    def _import_path(cls, value: str | None) -> str | None:
-        return None if value is None else check_import_path(value)
-
-    @field_validator("http")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> AgentConfig:
-        kinds = [k for k in ("graph", "callable", "http") if getattr(self, k)]
-        if len(kinds) != 1:
-            raise ValueError(
-                "give exactly one of graph, callable or http"
-                + (f" (got {', '.join(kinds)})" if kinds else "")
-            )
-        if self.http and (self.input_map or self.state_fields or self.stepwise or self.context):
-            raise ValueError(
-                "input_map, state_fields, stepwise and context apply to graphs, not http"
-            )
-        return self
-
-    @property
-    def kind(self) -> str:
-        return "graph" if self.graph else "callable" if self.callable else "http"
 
 
 class CustomerConfig(BaseModel):
@@ -118,7 +44,7 @@ class CustomerConfig(BaseModel):
 class SuiteConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agent: str | AgentConfig
+    agent: str | dict[str, Any]  # an import path, or one kind's mapping (adapters/kinds.py)
     dataset: str
     prompt: str | None = None
     watched_labels: list[str] = Field(default_factory=lambda: ["production", "staging"])
@@ -140,7 +66,7 @@ class SuiteConfig(BaseModel):
 
     @field_validator("agent")
     @classmethod
-    def _agent(cls, value: str | AgentConfig) -> str | AgentConfig:
+    def _agent(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
         return check_import_path(value) if isinstance(value, str) else value
 
     @field_validator("case_validator")

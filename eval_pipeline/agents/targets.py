@@ -1,0 +1,127 @@
+"""What ``package.module:attribute`` names in a project file: importing it, telling a
+graph (or a factory of one) from a callable ``fn(input, ctx)``, calling a factory with
+``ctx``, and the code that is the agent's version."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.agents.errors import AgentBuildError
+
+IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_import_path(value: str) -> str:
+    if not IMPORT_PATH.match(value):
+        raise ValueError(f"{value!r} is not an import path: write package.module:attribute")
+    return value
+
+
+def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:
+    """A factory that accepts ``ctx`` gets it: ``build(ctx)``, ``build(ctx=None)``,
+    ``build(*, ctx)`` or one positional parameter of another name; ``build()`` gets none.
+    A factory that raises is a setup error naming it (nothing has run)."""
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    named = parameters.get("ctx")
+    try:
+        if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
+            return factory(ctx=ctx)
+        return factory(ctx) if required_positional(factory) >= 1 else factory()
+    except Exception as exc:
+        raise AgentBuildError(
+            [
+                f"the agent factory {path} raised {type(exc).__name__}: {exc} ({where(exc)}); "
+                "check what it reads from the environment and from ctx (ctx.prompt, ctx.model): "
+                "nothing was run"
+            ]
+        ) from exc
+
+
+def where(exc: BaseException) -> str:
+    """The file and line an exception was raised at (the innermost frame)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    return f"at {frame[0].filename}:{frame[0].lineno}" if frame else "no traceback"
+
+
+def is_graph(value: Any) -> bool:
+    from langgraph.pregel import Pregel
+
+    return isinstance(value, Pregel)
+
+
+def kind_of(target: Any, *, explicit: str | None = None) -> str | None:
+    """ "graph" for a compiled graph or a factory (at most one positional parameter: ctx),
+    "callable" for fn(input, ctx) (two or more); None for anything else."""
+    if is_graph(target):
+        return "graph"
+    if not callable(target):
+        return None
+    if explicit:
+        return explicit
+    return "callable" if _positional(target, required=False) >= 2 else "graph"
+
+
+def required_positional(fn: Callable[..., Any]) -> int:
+    return _positional(fn, required=True)
+
+
+def _positional(fn: Callable[..., Any], *, required: bool) -> int:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters
+               if p.kind in kinds and (not required or p.default is p.empty))  # fmt: skip
+
+
+def import_target(path: str) -> Any:
+    """``package.module:attribute`` (dots after the colon walk attributes)."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            f"cannot import {path}: {exc} (is the package installed, or next to the project file?)"
+        ) from exc
+    except Exception as exc:  # the user's module raised while importing
+        raise ImportError(
+            f"importing {module_name} for {path} raised {type(exc).__name__}: {exc} "
+            f"({where(exc)}); check the module's own imports and the environment variables "
+            "it reads when imported"
+        ) from exc
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise ImportError(f"cannot import {path}: {module_name} has no attribute {part!r}")
+        value = getattr(value, part)
+    return value
+
+
+def source_of(path: str) -> tuple[Path, ...]:
+    """The agent's code, by default: the package of the module ``path`` imports from (or
+    that module alone when it is not in a package)."""
+    module = sys.modules.get(path.partition(":")[0])
+    file = getattr(module, "__file__", None)
+    if not file:
+        return ()
+    path = Path(file).resolve()
+    is_package = getattr(module, "__path__", None) is not None
+    inside = (path.parent / "__init__.py").exists()
+    return (path.parent,) if is_package or inside else (path,)
+
+
+def importable(folder: Path) -> None:
+    """The project's own packages import without being installed (as with `python -m`)."""
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))

@@ -1,0 +1,39 @@
+"""A toy agent kind, whole in one file: ``agent: {oracle: expected_items}`` answers each
+case with its own expected order (test_registry.py). Registering the class is all it takes
+for a project file to name it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.running.agent import AgentResult
+
+
+class OracleConfig(KindConfig):
+    oracle: str  # the expected_output key it answers with
+
+
+class OracleAgent:
+    def __init__(self, key: str):
+        self.key = key
+
+    async def run(self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()):
+        items = (case.expected_output or {}).get(self.key) or []
+        tools = ["lookup_menu_item", "add_item_to_order"] if items else []
+        return AgentResult({"current_order": {"items": items}, "tools_called": tools})
+
+
+@register
+class OracleKind(AgentKind):
+    key = "oracle"
+    Config = OracleConfig
+
+    def describe(self, config: OracleConfig, loading: Loading) -> tuple[str, tuple[Path, ...]]:
+        return f"oracle {config.oracle}", (Path(__file__),)
+
+    def build(self, config: OracleConfig, build: Build) -> OracleAgent:
+        return OracleAgent(config.oracle)
