@@ -23,14 +23,13 @@ RUN pip install --require-hashes --no-deps -r deploy/requirements.lock
 COPY pyproject.toml README.md ./
 COPY eval_pipeline ./eval_pipeline
 RUN pip install --no-deps . && rm -rf build eval_pipeline.egg-info
-COPY eval-pipeline.yaml ./
-COPY datasets ./datasets
-COPY prompts ./prompts
+COPY examples ./examples
 
-# The project file declares the suites (paths relative to it). Runs write their store and
-# charts under EVAL_HOME unless EVAL_RESULTS_URL points at Postgres (the Helm values do);
+# The project file declares the suites (paths relative to it; its plugins and agents are
+# imported from beside it). A team's image copies its own project instead of the examples.
+# Runs write their store and charts under EVAL_HOME unless EVAL_RESULTS_URL points at Postgres (the Helm values do);
 # secrets come from the environment only.
-ENV EVAL_PROJECT=/app/eval-pipeline.yaml \
+ENV EVAL_PROJECT=/app/examples/eval-pipeline.yaml \
     EVAL_HOME=/home/app/.eval_home
 
 USER 10001:10001

@@ -20,7 +20,9 @@ from pathlib import Path
 from dagster import SensorResult, build_sensor_context, instance_for_test
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
 from eval_pipeline.defs import build_definitions  # noqa: E402
 from eval_pipeline.defs.resources import (  # noqa: E402
@@ -33,7 +35,7 @@ from eval_pipeline.defs.resources import (  # noqa: E402
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer  # noqa: E402
 
 PROMPT = "drive-thru/orchestrator"
-PROJECT = ROOT / "eval-pipeline.yaml"
+PROJECT = EXAMPLES / "eval-pipeline.yaml"
 
 
 def tick(sensor, instance, resources, cursor):

@@ -21,7 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
 import yaml  # noqa: E402
 
@@ -60,14 +62,14 @@ def main() -> None:
     server = ModelServer(args.latency_ms, None)
     with tempfile.TemporaryDirectory() as tmp:
         datasets = Path(tmp) / "datasets"
-        shutil.copytree(ROOT / "datasets", datasets, ignore=shutil.ignore_patterns("traces"))
+        shutil.copytree(EXAMPLES / "datasets", datasets, ignore=shutil.ignore_patterns("traces"))
         store = ResultsStore(f"sqlite:///{tmp}/results.sqlite")
-        registry = LocalPromptRegistry(ROOT / "prompts")
+        registry = LocalPromptRegistry(EXAMPLES / "prompts")
         settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
                                       model="offline")  # fmt: skip
         rows = []
 
-        project = load_project(ROOT / "eval-pipeline.yaml")
+        project = load_project(EXAMPLES / "eval-pipeline.yaml")
 
         def evaluate(name: str, version: int, cache: str = "reuse") -> None:
             suite = replace(project.suite(args.suite), dataset_dir=datasets / args.suite)

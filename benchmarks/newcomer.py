@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent / "eval-pipeline"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 COMMANDS = {
     "demo": [str(BIN), "demo"],
     "run --suite drive_thru --tier smoke": [str(BIN), "run", "--suite", "drive_thru",
@@ -31,7 +32,8 @@ def time_command(cmd: list[str]) -> float:
     env = {**os.environ, "EVAL_HOME": home, "DAGSTER_HOME": f"{home}/dagster"}
     try:
         start = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        # from the examples' folder, as docs/getting-started.md says (the demo finds them)
+        subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=EXAMPLES)
         return time.perf_counter() - start
     finally:
         shutil.rmtree(home, ignore_errors=True)

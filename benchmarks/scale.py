@@ -26,7 +26,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core import evaluation  # noqa: E402
@@ -36,7 +38,7 @@ from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
 
 
 def drive_thru():
-    return load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
+    return load_project(EXAMPLES / "eval-pipeline.yaml").suite("drive_thru")
 
 
 def synthetic(items: int) -> tuple[list[GoldenCase], list[ItemOutput]]:

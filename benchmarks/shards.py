@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
 
 def descendants(pid: int) -> set[int]:
@@ -85,7 +87,7 @@ def main() -> None:
         "DAGSTER_HOME": str(work / "dagster"),
         "EVAL_HOME": str(work / "home"),
         "EVAL_RESULTS_URL": f"sqlite:///{work / 'results.sqlite'}",
-        "EVAL_PROJECT": str(ROOT / "eval-pipeline.yaml"),
+        "EVAL_PROJECT": str(EXAMPLES / "eval-pipeline.yaml"),
     })  # fmt: skip
     for key in ("EVAL_LLM_BASE_URL", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "EVAL_EXECUTOR"):
         os.environ.pop(key, None)

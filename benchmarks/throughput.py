@@ -49,9 +49,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
-from eval_pipeline.agents.drive_thru.menu import load_menu  # noqa: E402
+from eval_examples.drive_thru.menu import load_menu  # noqa: E402
+
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core.running.runner import (  # noqa: E402
     RunnerConfig,
@@ -229,8 +232,8 @@ def measure_sharded(
 
 def drive_thru(base_url: str):
     """The benchmark's suite, its production prompt and model settings on ``base_url``."""
-    suite = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
-    prompt = LocalPromptRegistry(ROOT / "prompts").get_by_label(suite.prompt_name, "production")
+    suite = load_project(EXAMPLES / "eval-pipeline.yaml").suite("drive_thru")
+    prompt = LocalPromptRegistry(EXAMPLES / "prompts").get_by_label(suite.prompt_name, "production")
     # Under --rate-limit most calls meet a 429 first: the client (the one layer that
     # retries model calls) waits out Retry-After as often as it takes.
     settings = LLMSettings.create(base_url=base_url, api_key="benchmark", model="offline",
@@ -483,10 +486,10 @@ def cpu_by_layer(server: ModelServer, system_prompt: str, calls: int, concurrenc
     """Client CPU per model call, one layer at a time: the same first request of a drive-thru
     item sent by raw HTTP, by the OpenAI SDK, and by LangChain's ChatOpenAI."""
     import openai
+    from eval_examples.drive_thru.tools import TOOLS
     from langchain_core.messages import HumanMessage, SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from eval_pipeline.agents.drive_thru.tools import TOOLS
     from eval_pipeline.llm.factory import create_chat_model
 
     utterance = "I'll have an Egg McMuffin"

@@ -17,7 +17,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"  # the example suites' project
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(EXAMPLES))
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample  # noqa: E402
@@ -77,7 +79,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=200)
     args = parser.parse_args()
     readings: list[tuple[int, float]] = []
-    drive_thru = load_project(ROOT / "eval-pipeline.yaml").suite("drive_thru")
+    drive_thru = load_project(EXAMPLES / "eval-pipeline.yaml").suite("drive_thru")
     with LangfuseTestServer() as server:
         server.set_observation_source(synthetic(args.traces))
         source = LangfuseTraceSource(server.settings())

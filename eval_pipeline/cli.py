@@ -452,7 +452,15 @@ def instance() -> None:
 
 @main.command()
 def demo() -> None:
-    """Materialize the whole asset graph on embedded defaults and print the summary."""
+    """Materialize the whole asset graph on embedded defaults and print the summary: the
+    project found here (EVAL_PROJECT, or the working directory and its parents), else the
+    repository's examples."""
+    if settings.fall_back_to_examples() is None:
+        console.print(f"[red]No {settings.PROJECT_FILE} here and no examples to run:[/] the "
+                      "demo runs the examples of a source checkout (examples/, beside the "
+                      "package); clone the repository and install it with pip install -e . "
+                      "(or name a project with --project / EVAL_PROJECT)")  # fmt: skip
+        sys.exit(2)
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.eval_home() / "dagster")))
     home.mkdir(parents=True, exist_ok=True)
     from eval_pipeline.demo import run_demo

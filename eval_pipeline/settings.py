@@ -28,6 +28,23 @@ def project_file() -> Path | None:
     return None
 
 
+def examples_project() -> Path | None:
+    """The examples' project file of a source checkout (examples/eval-pipeline.yaml beside
+    the package); None when the package was installed without them."""
+    found = PACKAGE_ROOT.parent / "examples" / PROJECT_FILE
+    return found if found.is_file() else None
+
+
+def fall_back_to_examples() -> Path | None:
+    """For the demo and this repository's code location: when no project file is found,
+    the examples' (EVAL_PROJECT is set to it, so their store lives beside them too). The
+    project file in use, or None when there is neither."""
+    found = project_file()
+    if found is None and (found := examples_project()) is not None:
+        os.environ["EVAL_PROJECT"] = str(found)
+    return found
+
+
 def project_dir() -> Path:
     found = project_file()
     return found.parent if found is not None else Path.cwd()

@@ -1,5 +1,5 @@
-"""Shared test set-up: the repository's project, Dagster resources on temporary storage,
-sensor ticks, the eval job."""
+"""Shared test set-up: the examples' project (examples/eval-pipeline.yaml), Dagster
+resources on temporary storage, sensor ticks, the eval job."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ROOT / "eval-pipeline.yaml"
+EXAMPLES = ROOT / "examples"
+PROJECT = EXAMPLES / "eval-pipeline.yaml"
 SUITE_NAMES = tuple(yaml.safe_load(PROJECT.read_text())["suites"])  # in the file's order
 
 
@@ -48,7 +49,7 @@ def suite_at(name: str, datasets: Path) -> Suite:
 
 def prompt(suite_: Suite, version: int | None = None) -> PromptVersion:
     """A shipped prompt version of the suite (default: the one labelled production)."""
-    registry = LocalPromptRegistry(ROOT / "prompts")
+    registry = LocalPromptRegistry(EXAMPLES / "prompts")
     assert suite_.prompt_name is not None
     if version is None:
         return registry.get_by_label(suite_.prompt_name, "production")
@@ -68,12 +69,14 @@ def agent(name: str, version: int | None = None, settings: LLMSettings | None = 
 
 
 def copy_project(tmp_path: Path) -> Path:
-    """This repository's project file, datasets and prompts, copied: tests edit the copy."""
+    """The examples' project file, datasets, prompts and code, copied: tests edit the copy."""
     folder = tmp_path / "project"
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROJECT, folder / PROJECT.name)
-    for part in ("datasets", "prompts"):
-        shutil.copytree(ROOT / part, folder / part)
+    for part in ("datasets", "prompts", "eval_examples"):
+        shutil.copytree(
+            EXAMPLES / part, folder / part, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return folder / PROJECT.name
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -27,6 +28,13 @@ from starlette.routing import Route
 
 from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
+from eval_pipeline_tests.helpers import EXAMPLES
+
+# The server's model answers as the examples' agents: their behaviours are registered by
+# importing their package (also when this module runs as a process of its own).
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+import eval_examples  # noqa: F401
 
 Fault = int | tuple[int, str] | Literal["hang", "reset"] | None
 FaultRule = Callable[[dict[str, Any]], Fault]

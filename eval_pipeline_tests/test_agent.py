@@ -2,14 +2,13 @@
 real HTTP via ChatOpenAI."""
 
 import pytest
+from eval_examples.drive_thru.evaluators import order_correctness, order_lines, tool_call_accuracy
+from eval_examples.drive_thru.tools import TOOLS
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from eval_pipeline.agents.drive_thru.tools import TOOLS
 from eval_pipeline.core.cases import select_tier
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.evaluators import order_correctness, tool_call_accuracy
-from eval_pipeline.evaluators.drive_thru import order_lines
 from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import agent, prompt, suite

@@ -22,6 +22,7 @@ from eval_pipeline.core.label_moves import (
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline_tests.helpers import (
+    EXAMPLES,
     SUITE_NAMES,
     copy_project,
     definitions,
@@ -115,7 +116,7 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     quiet = tick(instance, resources, first.cursor, project)
     assert quiet.run_requests == [] and "no watched label moved" in quiet.skip_reason.skip_message
 
-    new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
+    new = registry.add(PROMPT, EXAMPLES / "prompts" / PROMPT / "v1.yaml")
     registry.set_label(PROMPT, new.version, "staging")
     moved = tick(instance, resources, quiet.cursor, project)
     # one run per suite of that prompt: the single-turn suite and the conversations
@@ -198,7 +199,7 @@ def test_a_version_evaluated_from_the_cli_is_a_partition_of_the_instance(env, mo
     from eval_pipeline import evaluate
 
     instance, resources, registry, project = env
-    new = registry.add(PROMPT, ROOT / "prompts" / PROMPT / "v1.yaml")
+    new = registry.add(PROMPT, EXAMPLES / "prompts" / PROMPT / "v1.yaml")
     registry.set_label(PROMPT, new.version, "production")
     monkeypatch.setenv("EVAL_RESULTS_URL", resources["results_store"].url)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)  # no instance: the CLI adds nothing

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from eval_examples.drive_thru.offline_customer import next_words
 
 from eval_pipeline.agents.adapters.graph import GraphAgent
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
@@ -13,7 +14,6 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import ConversationSpecError, conversation_spec
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.evaluators.registry import ITEM
-from eval_pipeline.llm.offline.customer import next_words
 from eval_pipeline.llm.offline.model import OfflineChatModel
 from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import agent, suite
@@ -241,7 +241,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
-from eval_pipeline.agents.drive_thru.graph import build
+from eval_examples.drive_thru.graph import build
 
 THREADS = {}
 

@@ -55,7 +55,8 @@ def test_image_copies_only_what_exists_and_is_not_ignored():
         for source in sources:
             assert (ROOT / source).exists(), source
             assert not any(fnmatch(source, pattern) for pattern in ignored), source
-    assert ".venv" in ignored and ".git" in ignored and ".eval_home" in ignored
+    assert ".venv" in ignored and ".git" in ignored and "**/.eval_home" in ignored
+    assert "examples/scripts" in ignored  # the data generators are not needed to serve
 
 
 def test_lock_pins_every_dependency_within_pyproject_ranges():

@@ -1,14 +1,13 @@
 """Every rule of the drive-thru evaluators (seed 000 as specified in issue 2)."""
 
 import pytest
-from langfuse import Evaluation
-
-from eval_pipeline.evaluators import (
+from eval_examples.drive_thru.evaluators import (
     avg_order_correctness,
     no_hallucinated_items,
     order_correctness,
     tool_call_accuracy,
 )
+from langfuse import Evaluation
 
 
 def line(item_id, quantity=1, size=None, modifiers=()):

@@ -16,7 +16,7 @@ from eval_pipeline.core.calibration import CalibrationError, calibrate, load_lab
 from eval_pipeline.core.scoring.agreement import cohen_kappa
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
 from eval_pipeline.defs.partitions import build_partitions
-from eval_pipeline_tests.helpers import ROOT, SUITE_NAMES, copy_project, eval_resources, suite
+from eval_pipeline_tests.helpers import EXAMPLES, SUITE_NAMES, copy_project, eval_resources, suite
 
 SUITE = "drive_thru_conversations"
 BIN = Path(sys.executable).parent
@@ -46,7 +46,7 @@ def test_calibrate_counts_the_judge_calls_and_flags_a_weak_judge(tmp_path):
     done = subprocess.run(
         [str(BIN / "eval-pipeline"), "judge", "calibrate", "--suite", SUITE, "--rubric", "tone",
          "--json", str(tmp_path / "tone.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=EXAMPLES, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "n=12, accuracy 0.833, Cohen's kappa 0.667 [95% CI 0.245, 1.000]" in done.stdout
@@ -60,7 +60,7 @@ def test_calibrate_counts_the_judge_calls_and_flags_a_weak_judge(tmp_path):
     assert {d.id for d in weak.disagreements} >= {"help-03", "help-04"}
     below = subprocess.run(
         [str(BIN / "eval-pipeline"), "judge", "calibrate", "--suite", SUITE, "--rubric",
-         "helpfulness"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+         "helpfulness"], cwd=EXAMPLES, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert below.returncode == 1 and "AGREEMENT: BELOW FLOOR" in below.stdout
 
@@ -88,7 +88,7 @@ def test_bad_labelled_sets_name_the_file_and_entry(tmp_path, text, message):
 def test_unknown_rubric_and_missing_labels_exit_2(tmp_path):
     done = subprocess.run(
         [str(BIN / "eval-pipeline"), "judge", "calibrate", "--suite", SUITE, "--rubric", "wit"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=EXAMPLES, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2
     assert "has no judge named 'wit' (its judges: conciseness, helpfulness, tone)" in done.stderr

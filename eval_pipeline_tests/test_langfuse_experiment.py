@@ -10,6 +10,7 @@ from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.scoring.apply import score_items
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline_tests.helpers import EXAMPLES
 from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,8 @@ def test_run_experiment_gives_the_same_values_as_our_runner(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     suite = project_suite("drive_thru")
     cases = select_tier(suite.load_cases(), "smoke")
-    prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, 2)  # imperfect on purpose
+    # version 2 is imperfect on purpose
+    prompt = LocalPromptRegistry(EXAMPLES / "prompts").get(suite.prompt_name, 2)
     agent = suite.make_agent(prompt, LLMSettings())
     by_id = {c.id: c for c in cases}
 

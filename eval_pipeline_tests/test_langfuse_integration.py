@@ -23,7 +23,7 @@ from eval_pipeline.integrations.langfuse_datasets import dataset_name, sync_data
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
-from eval_pipeline_tests.helpers import eval_job, eval_resources, sensor_tick
+from eval_pipeline_tests.helpers import EXAMPLES, eval_job, eval_resources, sensor_tick
 from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
@@ -34,7 +34,7 @@ PLANTED_SECRET = "sk-lf-planted-3e8d1b7c"
 
 
 def local_version(version: int) -> dict:
-    return yaml.safe_load((ROOT / "prompts" / PROMPT / f"v{version}.yaml").read_text())
+    return yaml.safe_load((EXAMPLES / "prompts" / PROMPT / f"v{version}.yaml").read_text())
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_registry_reads_versions_config_and_labels_across_pages(server):
 def registry_hash(version: int) -> str:
     from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 
-    return LocalPromptRegistry(ROOT / "prompts").get(PROMPT, version).content_hash
+    return LocalPromptRegistry(EXAMPLES / "prompts").get(PROMPT, version).content_hash
 
 
 def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, server):
@@ -258,7 +258,7 @@ def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_pa
 
     server, day = any_server, date(2026, 11, 20)
     suite = project_suite("drive_thru")
-    lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
+    lines = (EXAMPLES / "datasets" / "drive_thru" / "traces" / f"{day}.jsonl").read_text()
     observations = [json.loads(line) for line in lines.splitlines()]
     filler = [{**o, "id": f"x{i}", "traceId": f"{i:032x}"} for i, o in enumerate(observations * 10)]
     child = {**observations[0], "id": "child", "parentObservationId": observations[0]["id"],

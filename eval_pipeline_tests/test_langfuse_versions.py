@@ -20,7 +20,7 @@ from eval_pipeline.integrations.langfuse_scores import (
     SET_ASIDE_KIND,
     write_back,
 )
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
 from eval_pipeline_tests.langfuse_rules import V3, V4, LangfuseVersion
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
@@ -32,7 +32,7 @@ DAY = "2026-11-20"
 @pytest.fixture(params=[V3, V4], ids=lambda v: f"langfuse-{v.version}")
 def server(request):
     with LangfuseTestServer(version=request.param) as srv:
-        v1 = yaml.safe_load((ROOT / "prompts" / PROMPT / "v1.yaml").read_text())
+        v1 = yaml.safe_load((EXAMPLES / "prompts" / PROMPT / "v1.yaml").read_text())
         srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
                         labels=["production"])  # fmt: skip
         yield srv
@@ -79,7 +79,7 @@ def test_drive_thru_smoke_path_against_each_supported_release(server, cli, tmp_p
              if o["name"] == "eval-drive_thru" and o["isRootObservation"]}  # fmt: skip
     assert {s["traceId"] for s in on_items} == roots and len(roots) == 11
 
-    lines = (ROOT / "datasets" / "drive_thru" / "traces" / f"{DAY}.jsonl").read_text()
+    lines = (EXAMPLES / "datasets" / "drive_thru" / "traces" / f"{DAY}.jsonl").read_text()
     server.add_observations(json.loads(line) for line in lines.splitlines())
     langfuse = LangfuseResource(**{k.removeprefix("LANGFUSE_").lower(): v
                                    for k, v in server.env().items()})  # fmt: skip
@@ -168,7 +168,7 @@ def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server
     from eval_pipeline.integrations.services import Services
     from eval_pipeline_tests.helpers import agent, suite
 
-    services = Services(server.settings(), ROOT / "prompts")
+    services = Services(server.settings(), EXAMPLES / "prompts")
     case = select_tier(suite("drive_thru").load_cases(), "smoke")[:1]
     traced = services.traced(agent("drive_thru", 1), run_id="run-1", suite="drive_thru",
                              version="v1")  # fmt: skip

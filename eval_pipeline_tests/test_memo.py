@@ -14,7 +14,7 @@ from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.memo import MemoScope, check_policy, source_fingerprint
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import ROOT, prompt, suite
+from eval_pipeline_tests.helpers import EXAMPLES, prompt, suite
 
 
 def at(name: str, datasets: Path):
@@ -42,7 +42,7 @@ class CountingAgent:
 @pytest.fixture
 def datasets(tmp_path) -> Path:
     target = tmp_path / "datasets"
-    shutil.copytree(ROOT / "datasets" / "drive_thru", target / "drive_thru",
+    shutil.copytree(EXAMPLES / "datasets" / "drive_thru", target / "drive_thru",
                     ignore=shutil.ignore_patterns("traces"))  # fmt: skip
     return target
 
@@ -125,7 +125,7 @@ def test_timeouts_and_retry_counts_are_not_part_of_the_key(store, datasets):
 
 def test_prompt_change_reruns_only_that_suite(store, datasets):
     for name in ("order_management", "product_discovery"):  # orders refer to the catalogue
-        shutil.copytree(ROOT / "datasets" / name, datasets / name)
+        shutil.copytree(EXAMPLES / "datasets" / name, datasets / name)
     evaluate(store, datasets)
     other = at("order_management", datasets)
     _, _, calls = evaluate(store, datasets, chosen=other)

@@ -7,20 +7,20 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from eval_examples.order_management.orders import load_orders, order_tools
 
-from eval_pipeline.agents.order_management.orders import load_orders, order_tools
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import select_tier
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
 from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_tools_and_the_return_rule():
-    orders = load_orders(ROOT / "datasets" / "order_management" / "orders.csv")
+    orders = load_orders(EXAMPLES / "datasets" / "order_management" / "orders.csv")
     assert len(orders) == 150
     tools = {t.name: t for t in order_tools(orders)}
     delivered = next(o for o in orders.values() if o["status"] == "delivered")
@@ -45,7 +45,7 @@ def test_tools_and_the_return_rule():
 def run_case(case_id: str, version: int) -> dict:
     suite = project_suite("order_management")
     case = next(c for c in suite.load_cases() if c.id == case_id)
-    prompt = LocalPromptRegistry(ROOT / "prompts").get(suite.prompt_name, version)
+    prompt = LocalPromptRegistry(EXAMPLES / "prompts").get(suite.prompt_name, version)
     agent = suite.make_agent(prompt, LLMSettings.create(model="offline"))
     return asyncio.run(agent.run(case, repeat=0)).output
 

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from eval_examples.product_discovery.catalog import catalog_tools, load_catalog
 
-from eval_pipeline.agents.product_discovery.catalog import catalog_tools, load_catalog
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import DatasetError, select_tier
 from eval_pipeline.evaluators import trajectory_match
 from eval_pipeline.llm.settings import LLMSettings
-from eval_pipeline_tests.helpers import clean_cli_env, production_prompt, suite_at
+from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt, suite_at
 from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT / "datasets" / "product_discovery" / "catalog.csv"
+CATALOG = EXAMPLES / "datasets" / "product_discovery" / "catalog.csv"
 
 
 def test_catalog_and_tools():
@@ -50,7 +50,7 @@ def test_dataset_shape_and_validation(tmp_path):
     chit_chat = [c for c in cases if c.category == "chit_chat"]
     assert chit_chat and all(c.metadata.criteria["grounded"] is False for c in chit_chat)
     datasets = tmp_path / "datasets"
-    shutil.copytree(ROOT / "datasets" / "product_discovery", datasets / "product_discovery")
+    shutil.copytree(EXAMPLES / "datasets" / "product_discovery", datasets / "product_discovery")
     path = datasets / "product_discovery" / "cases.yaml"
     broken = yaml.safe_load(path.read_text())
     broken[0]["expected_output"]["expected_tools"] = ["search_the_web"]

@@ -12,12 +12,13 @@ from eval_pipeline.core.prompts import PromptError
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
 NAME = "drive-thru/orchestrator"
 
 
 @pytest.fixture
 def prompts_dir(tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "prompts", tmp_path / "prompts")
+    shutil.copytree(EXAMPLES / "prompts", tmp_path / "prompts")
     monkeypatch.setenv("EVAL_PROMPTS_DIR", str(tmp_path / "prompts"))
     return tmp_path / "prompts"
 

@@ -5,7 +5,8 @@ drift from the registry."""
 from __future__ import annotations
 
 import json
-import runpy
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,18 +23,36 @@ TOY = Path(__file__).parent / "toys" / "item_count_evaluator.py"
 TOY_KIND = Path(__file__).parent / "toys" / "oracle_kind.py"
 
 
+def with_plugin(project: Path, toy: Path) -> None:
+    """The toy file beside the project file, listed under ``plugins`` (how a team adds its
+    own evaluator or agent kind)."""
+    shutil.copy(toy, project.parent / toy.name)
+    text = project.read_text()
+    assert "plugins: [eval_examples]" in text
+    project.write_text(text.replace("plugins: [eval_examples]",
+                                    f"plugins: [eval_examples, {toy.stem}]", 1))  # fmt: skip
+
+
 @pytest.fixture
-def toy_registered():
-    """The toy module executed (it registers itself); unregistered afterwards."""
-    runpy.run_path(str(TOY))
-    yield registry.ITEM["item_count_matches"]
-    registry.ITEM.pop("item_count_matches")
+def forget_toys():
+    """What the toy plugins register is unregistered afterwards (one test process)."""
+    yield
+    registry.ITEM.pop("item_count_matches", None)
+    KINDS.pop("oracle", None)
+    for toy in (TOY, TOY_KIND):
+        sys.modules.pop(toy.stem, None)
 
 
 def test_every_registered_evaluator_is_exported_and_described():
+    import eval_examples  # noqa: F401  (registers the examples' own: not built in)
+
     for entry in [*registry.ITEM.values(), *registry.RUN.values()]:
-        assert entry.function.__name__ in evaluators.__all__, entry.name
         assert entry.about, entry.name
+        if registry.is_builtin(entry):
+            assert entry.function.__name__ in evaluators.__all__, entry.name
+        else:
+            assert entry.function.__module__.startswith("eval_examples."), entry.name
+            assert f"`{entry.name}`" not in registry.reference(), entry.name
     for name in evaluators.__all__:
         assert hasattr(evaluators, name), name
     assert registry.RUN["avg_order_correctness"].kind == "run"
@@ -41,16 +60,24 @@ def test_every_registered_evaluator_is_exported_and_described():
 
 def test_a_declaration_says_what_it_scores_and_names_one_evaluator():
     with pytest.raises(ValueError, match="say what it scores in a docstring"):
-        registry.builtin(evaluator(lambda **kw: 1.0), name="silent")
-    with pytest.raises(ValueError, match="two built-in item evaluators are named"):
-        registry.builtin(evaluators.order_correctness)
+        registry.register(evaluator(lambda **kw: 1.0), name="silent")
+    assert registry.register(evaluators.no_error) is evaluators.no_error  # imported again
+
+    @evaluator(name="no_error")
+    def impostor(**kwargs) -> float:
+        """Always 1.0."""
+        return 1.0
+
+    with pytest.raises(ValueError, match=r"two item evaluators are named 'no_error': "
+                       r"eval_pipeline.evaluators.traces.no_error and .*impostor"):  # fmt: skip
+        registry.register(impostor)
     assert "silent" not in registry.ITEM
+    assert registry.ITEM["no_error"].function is evaluators.no_error
 
 
-def test_an_evaluator_added_in_one_file_runs_in_a_suite(toy_registered, tmp_path, monkeypatch):
-    assert toy_registered.fields.reads == ("expected_output.expected_items",)
-    assert "`item_count_matches`" in registry.reference()
+def test_an_evaluator_added_in_one_file_runs_in_a_suite(forget_toys, tmp_path, monkeypatch):
     project = copy_project(tmp_path)
+    with_plugin(project, TOY)
     listed = "      - tool_call_accuracy\n"
     project.write_text(
         project.read_text().replace(listed, f"{listed}      - item_count_matches\n", 1)
@@ -63,19 +90,32 @@ def test_an_evaluator_added_in_one_file_runs_in_a_suite(toy_registered, tmp_path
     assert "item_count_matches" in result.output
     items = json.loads(out.read_text())["items"]
     assert all(i["scores"]["item_count_matches"] in (0.0, 1.0) for i in items)
+    toy = registry.ITEM["item_count_matches"]
+    assert toy.fields.reads == ("expected_output.expected_items",)
+    assert "`item_count_matches`" not in registry.reference()  # the docs list built-in ones
 
 
-@pytest.fixture
-def toy_kind():
-    runpy.run_path(str(TOY_KIND))
-    yield KINDS["oracle"]
-    KINDS.pop("oracle")
-
-
-def test_an_agent_kind_added_in_one_file_runs_a_suite(toy_kind, tmp_path, monkeypatch):
+def test_a_plugin_that_fails_to_import_is_a_project_error(tmp_path, monkeypatch):
     project = copy_project(tmp_path)
+    (project.parent / "broken_plugin.py").write_text("import os\nos.environ['NEEDED']\n")
+    text = project.read_text().replace(
+        "plugins: [eval_examples]", "plugins: [eval_examples, broken_plugin, absent]"
+    )
+    project.write_text(text)
+    clean_cli_env(monkeypatch, tmp_path / "home", project)
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru"], terminal_width=400)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "field 'plugins': importing 'broken_plugin' raised KeyError: 'NEEDED'" in text
+    assert "broken_plugin.py:2" in text
+    assert "field 'plugins': 'absent': no such module" in text
+
+
+def test_an_agent_kind_added_in_one_file_runs_a_suite(forget_toys, tmp_path, monkeypatch):
+    project = copy_project(tmp_path)
+    with_plugin(project, TOY_KIND)
     text = project.read_text()
-    graph = ("      graph: eval_pipeline.agents.drive_thru.graph:build\n"
+    graph = ("      graph: eval_examples.drive_thru.graph:build\n"
              "      input_map: {messages: customer_utterance}\n"
              "      state_fields: [current_order]\n")  # fmt: skip
     assert graph in text
@@ -92,7 +132,7 @@ def test_an_agent_kind_added_in_one_file_runs_a_suite(toy_kind, tmp_path, monkey
 def test_agent_fields_are_checked_by_their_kind_in_the_users_words(tmp_path, monkeypatch):
     project = copy_project(tmp_path)
     text = project.read_text()
-    graph = "      graph: eval_pipeline.agents.drive_thru.graph:build\n"
+    graph = "      graph: eval_examples.drive_thru.graph:build\n"
     project.write_text(text.replace(graph, "      http: http://127.0.0.1:9/agent\n", 1))
     clean_cli_env(monkeypatch, tmp_path / "home", project)
     result = CliRunner().invoke(main, ["run", "--suite", "drive_thru"], terminal_width=400)

@@ -8,22 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from eval_examples.research.corpus import load_corpus, search_tool
+from eval_examples.tool_agent import build_tool_graph
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, judge_answers, stepwise
-from eval_pipeline.agents.research.corpus import load_corpus, search_tool
-from eval_pipeline.agents.tool_agent import build_tool_graph
 from eval_pipeline.cli import main
 from eval_pipeline.core.cases import select_tier
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
-from eval_pipeline_tests.helpers import clean_cli_env, production_prompt
+from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt
 from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "datasets" / "research" / "corpus.jsonl"
+CORPUS = EXAMPLES / "datasets" / "research" / "corpus.jsonl"
 
 
 def test_bm25_search_finds_the_entity():

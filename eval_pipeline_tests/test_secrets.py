@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT
+from eval_pipeline_tests.helpers import CONFIG_ENV, EXAMPLES
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
@@ -37,9 +37,9 @@ def test_planted_key_is_in_no_output_log_report_or_store(tmp_path):
         run = subprocess.run(
             [CLI, "run", "--suite", "drive_thru", "--json", str(out / "result.json"),
              "--junit", str(out / "junit.xml"), "--report", str(out / "report.md")],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+            cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-        doctor = subprocess.run([CLI, "doctor"], cwd=ROOT, env=env, capture_output=True,
+        doctor = subprocess.run([CLI, "doctor"], cwd=EXAMPLES, env=env, capture_output=True,
                                 text=True, timeout=120)  # fmt: skip
         assert server.app.state.stats.get("fault_401", 0) > 0  # the key was echoed back
     # A 401 is not the agent's failure: the run says it could not measure those items

@@ -194,9 +194,10 @@ def test_kubernetes_executor_gives_every_step_a_pod(monkeypatch):
     executor = execution.eval_executor()
     assert executor.name == "k8s"
     assert execution.execution_config(4) == {}  # the executor's own config applies
-    from eval_pipeline.definitions import build_definitions
+    from eval_pipeline.defs import build_definitions
+    from eval_pipeline_tests.helpers import PROJECT
 
-    job = build_definitions().resolve_job_def("eval_job")
+    job = build_definitions(PROJECT).resolve_job_def("eval_job")
     assert job.executor_def.name == "k8s"
 
 

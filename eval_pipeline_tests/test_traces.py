@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from eval_examples.drive_thru.evaluators import tool_protocol
 
 from eval_pipeline.core.traces.candidates import (
     candidate_id,
@@ -26,8 +27,9 @@ from eval_pipeline.core.traces.records import (
     score_traces,
 )
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
-from eval_pipeline.evaluators import cost_within, latency_within, no_error, tool_protocol
+from eval_pipeline.evaluators import cost_within, latency_within, no_error
 from eval_pipeline_tests.helpers import (
+    EXAMPLES,
     PROJECT,
     SUITE_NAMES,
     definitions,
@@ -37,7 +39,7 @@ from eval_pipeline_tests.helpers import (
 from eval_pipeline_tests.helpers import suite as project_suite
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT / "datasets" / "drive_thru" / "traces"
+TRACES = EXAMPLES / "datasets" / "drive_thru" / "traces"
 
 
 def observation(n: int, **extra) -> dict:
@@ -178,7 +180,7 @@ def test_a_reviewed_candidate_loads_as_a_golden_case(tmp_path):
     (case,) = yaml.safe_load(review.read_text())
     case["metadata"]["category"] = with_fix[0].metadata["category"]  # the reviewer's job
     datasets = tmp_path / "datasets"
-    shutil.copytree(ROOT / "datasets" / "drive_thru", datasets / "drive_thru")
+    shutil.copytree(EXAMPLES / "datasets" / "drive_thru", datasets / "drive_thru")
     extra = datasets / "drive_thru" / "cases_promoted.yaml"
     extra.write_text(yaml.safe_dump([case]))
     loaded = suite_at("drive_thru", datasets).load_cases()

@@ -33,6 +33,7 @@ def run_job(job: dict, workspace: Path, event: str, extra_env: dict[str, str]) -
     github_env = workspace / ".github_env"
     github_env.write_text("")
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= yaml.safe_load(WORKFLOW.read_text()).get("env") or {}  # the workflow's own
     env |= {"GITHUB_WORKSPACE": str(workspace), "GITHUB_ENV": str(github_env),
             "GITHUB_STEP_SUMMARY": str(workspace / ".summary"),
             "GITHUB_OUTPUT": str(workspace / ".output"), "RUNNER_TEMP": str(workspace.parent),
@@ -60,9 +61,11 @@ def git(*args: str, cwd: Path) -> str:
 
 @pytest.fixture
 def repository(tmp_path) -> Path:
-    """A git repository with this project's files and the workflow, one commit (the base);
-    `.venv` is this environment's."""
-    workspace = copy_project(tmp_path / "checkout").parent
+    """A git repository laid out as this one (the examples' project under examples/) with
+    the workflow, one commit (the base); `.venv` is this environment's."""
+    workspace = tmp_path / "checkout"
+    workspace.mkdir()
+    shutil.move(copy_project(tmp_path).parent, workspace / "examples")
     shutil.copytree(ROOT / ".github", workspace / ".github")
     (workspace / ".venv").symlink_to(Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv"))
     (workspace / ".gitignore").write_text(".venv\n.eval_ci\nout/\n.github_env\n.summary\n")
@@ -102,7 +105,7 @@ def test_an_unchanged_pull_request_passes(repository):
 
 def test_a_pull_request_that_makes_production_worse_fails_the_gate(repository):
     base = git("rev-parse", "HEAD", cwd=repository)
-    labels = repository / "prompts" / "labels.yaml"
+    labels = repository / "examples" / "prompts" / "labels.yaml"
     data = yaml.safe_load(labels.read_text())
     data["drive-thru/orchestrator"]["production"] = 2  # the worse prompt
     labels.write_text(yaml.safe_dump(data))

@@ -5,7 +5,8 @@ prompt, so a different customer never reuses memoized conversations. It sees the
 replies, and the state fields the suite lets it see (``customer: {sees: [current_order]}``,
 like the order screen at a drive-thru). It answers through a tool call (``CustomerReply``),
 which every tool-calling model supports; offline, the offline model plays it
-deterministically (llm/offline/customer.py).
+deterministically when a behaviour for it is registered (the examples register one:
+examples/eval_examples/drive_thru/offline_customer.py).
 """
 
 from __future__ import annotations

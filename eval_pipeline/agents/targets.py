@@ -8,6 +8,7 @@ import importlib
 import inspect
 import re
 import sys
+import sysconfig
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -49,8 +50,13 @@ def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> A
 
 
 def where(exc: BaseException) -> str:
-    """The file and line an exception was raised at (the innermost frame)."""
-    frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    """The file and line an exception was raised at: the innermost frame in the user's
+    code (not Python's own library, not an installed package), else the innermost."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    library = tuple({sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"),
+                     sysconfig.get_path("platlib")})  # fmt: skip
+    own = [f for f in frames if not f.filename.startswith(("<", *library))]
+    frame = (own or frames)[-1:]
     return f"at {frame[0].filename}:{frame[0].lineno}" if frame else "no traceback"
 
 

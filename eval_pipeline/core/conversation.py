@@ -23,7 +23,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import current_item
 
 # How the simulated customer's prompt marks its goal and what it sees (agents/customer.py);
-# the offline model reads them back (llm/offline/customer.py).
+# the offline model reads them back (examples/eval_examples/drive_thru/offline_customer.py).
 GOAL_MARK = "GOAL (JSON):"
 SCREEN_MARK = "WHAT YOU SEE (JSON):"
 DEFAULT_MAX_TURNS = 8

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
-from eval_pipeline.evaluators.registry import builtin
+from eval_pipeline.evaluators.registry import register
 
 WEIGHTS = {"groundedness": 0.4, "correctness": 0.4, "completeness": 0.2}
 PASS_AT = 0.7
@@ -66,7 +66,7 @@ def completeness_value(
     return len(found) / len(expected_fields), found, missing
 
 
-@builtin
+@register
 @evaluator(may_read=("metadata.criteria",))
 def groundedness(*, output, metadata=None, **kwargs) -> Score:
     """0.0 for a factual answer given without calling any tool (a case may opt out)."""
@@ -79,7 +79,7 @@ def groundedness(*, output, metadata=None, **kwargs) -> Score:
     return Score(groundedness_value(tools, criteria), comment)
 
 
-@builtin
+@register
 @evaluator(reads=("expected_output.expected_tools",))
 def correctness(*, output, expected_output=None, **kwargs) -> Score:
     """Share of the expected tools the agent called; extra calls are not penalised."""
@@ -94,7 +94,7 @@ def _aliases(extra: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, 
     return {**FIELD_ALIASES, **{k: tuple(v) for k, v in (extra or {}).items()}}
 
 
-@builtin(name="completeness")
+@register(name="completeness")
 def completeness_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Evaluator:
     """Share of the expected fields the answer mentions, by name or alias (the product
     discovery example's aliases, with ``aliases`` added on top)."""
@@ -113,7 +113,7 @@ def completeness_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Eva
     return completeness
 
 
-@builtin(name="overall")
+@register(name="overall")
 def overall_with(aliases: Mapping[str, Sequence[str]] | None = None) -> Evaluator:
     """``overall`` = 0.4·groundedness + 0.4·correctness + 0.2·completeness; pass at 0.7."""
     completeness_fn = completeness_with(aliases)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
-from eval_pipeline.evaluators.registry import builtin
+from eval_pipeline.evaluators.registry import register
 
 JUDGE_TEMPLATE = """You grade an AI agent's answer against a rubric.
 Rubric: {rubric}
@@ -53,7 +53,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-@builtin
+@register
 def llm_judge(rubric: str, model: Any, *, name: str = "llm_judge") -> Evaluator:
     """An item evaluator scoring the output against ``rubric`` with ``model`` as the judge.
     Its version covers the rubric, the judge prompt and the judge model."""

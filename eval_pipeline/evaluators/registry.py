@@ -1,11 +1,15 @@
-"""The built-in evaluators a project file may name, each registered where it is declared.
+"""The evaluators a project file may name, each registered where it is declared.
 
-``@builtin`` above ``@evaluator`` (or ``@run_evaluator``) registers an evaluator without
+``@register`` above ``@evaluator`` (or ``@run_evaluator``) registers an evaluator without
 parameters; above a factory (a function of the entry's parameters that returns an
 evaluator: ``latency_within: {budget_ms: 8000}``) it registers the factory. The name is the
 evaluator's; a factory may give one. Nothing else lists them: the project loader, the
 docs' reference (docs/evaluators.md, ``python -m eval_pipeline.evaluators``) and
 ``evaluators.__all__`` (checked by a test) all read ``ITEM`` and ``RUN``.
+
+The built-in ones are those declared in ``eval_pipeline``; a project's own are declared the
+same way in a module its project file lists under ``plugins`` (the examples' evaluators
+are: examples/eval_examples/drive_thru/evaluators.py).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ Kind = Literal["item", "run"]
 
 
 @dataclass(frozen=True)
-class Builtin:
+class Registered:
     """A registered evaluator: what a project file names, and how it is made."""
 
     name: str
@@ -39,8 +43,8 @@ class Builtin:
         return lambda: self.function
 
 
-ITEM: dict[str, Builtin] = {}
-RUN: dict[str, Builtin] = {}
+ITEM: dict[str, Registered] = {}
+RUN: dict[str, Registered] = {}
 
 
 def factories(kind: Kind) -> dict[str, Callable[..., Any]]:
@@ -48,30 +52,44 @@ def factories(kind: Kind) -> dict[str, Callable[..., Any]]:
     return {name: b.factory for name, b in (RUN if kind == "run" else ITEM).items()}
 
 
-def builtin(
+def register(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, kind: Kind | None = None
 ) -> Any:
     """Register ``fn``, a declared evaluator or a factory of one (see the module)."""
 
-    def register(target: Callable[..., Any]) -> Callable[..., Any]:
+    def add(target: Callable[..., Any]) -> Callable[..., Any]:
         declared = hasattr(target, "evaluator_name")
         label = name or (target.evaluator_name if declared else target.__name__)
         found = kind or ("run" if getattr(target, "run_level", False) else "item")
         table = RUN if found == "run" else ITEM
-        if label in table:
-            raise ValueError(f"two built-in {found} evaluators are named {label!r}")
+        known = table.get(label)
+        if known is not None and _origin(known.function) != _origin(target):
+            raise ValueError(
+                f"two {found} evaluators are named {label!r}: {_origin(known.function)} and "
+                f"{_origin(target)}; rename one (@register(name=...))"
+            )
         params = () if declared else tuple(inspect.signature(target).parameters)
         about = (inspect.getdoc(target) or "").split("\n\n")[0].replace("\n", " ")
         if not about:
-            raise ValueError(f"built-in evaluator {label!r}: say what it scores in a docstring")
-        table[label] = Builtin(label, found, target, about, params,
+            raise ValueError(f"evaluator {label!r}: say what it scores in a docstring")
+        table[label] = Registered(label, found, target, about, params,
                                case_fields(target) if declared else None)  # fmt: skip
         return target
 
-    return register(fn) if fn is not None else register
+    return add(fn) if fn is not None else add
 
 
-def _default_fields(entry: Builtin) -> CaseFields | None:
+def _origin(function: Callable[..., Any]) -> str:
+    """Where a registered function is declared (a module imported again re-registers)."""
+    return f"{function.__module__}.{function.__qualname__}"
+
+
+def is_builtin(entry: Registered) -> bool:
+    """Declared in this package (not by a project's plugin)."""
+    return entry.function.__module__.split(".")[0] == "eval_pipeline"
+
+
+def _default_fields(entry: Registered) -> CaseFields | None:
     """What a factory's evaluator reads when made with its defaults (None: it needs
     parameters to be made)."""
     parameters = inspect.signature(entry.function).parameters.values()
@@ -80,10 +98,11 @@ def _default_fields(entry: Builtin) -> CaseFields | None:
 
 
 def reference() -> str:
-    """The Markdown reference of every built-in evaluator (docs/evaluators.md's table)."""
+    """The Markdown reference of the built-in evaluators (docs/evaluators.md's table)."""
     lines = ["| evaluator | kind | parameters | reads | may read | what it scores |",
              "|---|---|---|---|---|---|"]  # fmt: skip
-    for entry in sorted([*ITEM.values(), *RUN.values()], key=lambda b: (b.kind, b.name)):
+    entries = [e for e in (*ITEM.values(), *RUN.values()) if is_builtin(e)]
+    for entry in sorted(entries, key=lambda b: (b.kind, b.name)):
         fields = entry.fields or _default_fields(entry) or CaseFields()
         cells = [f"`{entry.name}`", entry.kind, ", ".join(entry.params) or "–",
                  ", ".join(fields.reads) or "–", ", ".join(fields.may_read) or "–",

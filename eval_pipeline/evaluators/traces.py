@@ -2,41 +2,18 @@
 
 Same calling convention as every evaluator here. Besides ``output`` (the agent's output
 contract) they read ``metadata``: the trace's metadata plus ``latency_ms``, ``cost_usd``,
-``level`` and ``status_message`` (see ``TraceRecord.evaluator_metadata``). Hallucinated
-items are scored by ``no_hallucinated_items``, which needs no reference either.
+``level`` and ``status_message`` (see ``TraceRecord.evaluator_metadata``). A project's own
+reference-free evaluators score traces too (the drive-thru example's ``tool_protocol`` and
+``no_hallucinated_items``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
-from eval_pipeline.evaluators.drive_thru import tools_called
-from eval_pipeline.evaluators.registry import builtin
+from eval_pipeline.evaluators.registry import register
 
 
-def blind_add_at(names: Iterable[str]) -> int | None:
-    """The index of the first add_item_to_order before any lookup_menu_item, or None."""
-    looked_up = False
-    for i, name in enumerate(names):
-        if name == "lookup_menu_item":
-            looked_up = True
-        elif name == "add_item_to_order" and not looked_up:
-            return i
-    return None
-
-
-@builtin
-@evaluator
-def tool_protocol(*, output, **kwargs) -> Score:
-    """1.0 if every add_item_to_order came after a lookup_menu_item (no adds: 1.0)."""
-    blind = blind_add_at(tools_called(output))
-    if blind is not None:
-        return Score(0.0, f"add_item_to_order (call {blind + 1}) before any lookup")
-    return Score(1.0, "lookups before adds")
-
-
-@builtin
+@register
 @evaluator
 def no_error(*, output, metadata=None, **kwargs) -> Score:
     """0.0 if the trace ended in an error (level ERROR) or has no output at all."""
@@ -48,7 +25,7 @@ def no_error(*, output, metadata=None, **kwargs) -> Score:
     return Score(1.0, "completed")
 
 
-@builtin
+@register
 def latency_within(budget_ms: float) -> Evaluator:
     """1.0 when the item (or trace) took at most ``budget_ms`` milliseconds."""
 
@@ -62,7 +39,7 @@ def latency_within(budget_ms: float) -> Evaluator:
     return check
 
 
-@builtin
+@register
 def cost_within(budget_usd: float) -> Evaluator:
     """1.0 when the item (or trace) cost at most ``budget_usd`` dollars."""
 

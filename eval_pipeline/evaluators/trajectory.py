@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
-from eval_pipeline.evaluators.registry import builtin
+from eval_pipeline.evaluators.registry import register
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
@@ -166,7 +166,7 @@ def strict_calls_match(
     return True, ""
 
 
-@builtin
+@register
 def trajectory_match(
     *,
     mode: TrajectoryMode = "strict",

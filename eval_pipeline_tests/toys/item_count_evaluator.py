@@ -1,11 +1,11 @@
-"""A toy built-in evaluator, whole in one file: registering it is all it takes for a project
-file to name it (test_registry.py)."""
+"""A toy evaluator, whole in one file: a project file that lists this module under
+``plugins`` may name it (test_registry.py)."""
 
 from eval_pipeline.evaluators.base import Score, evaluator
-from eval_pipeline.evaluators.registry import builtin
+from eval_pipeline.evaluators.registry import register
 
 
-@builtin
+@register
 @evaluator(reads=("expected_output.expected_items",))
 def item_count_matches(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the order holds as many lines as the expected order."""

@@ -1,6 +1,6 @@
 """A toy agent kind, whole in one file: ``agent: {oracle: expected_items}`` answers each
-case with its own expected order (test_registry.py). Registering the class is all it takes
-for a project file to name it."""
+case with its own expected order (test_registry.py). A project file that lists this module
+under ``plugins`` may use it."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.failures import error_kind
 from eval_pipeline.evaluators.judge import llm_judge
-from eval_pipeline.evaluators.research import answer_matches
+from eval_pipeline.evaluators.stepwise import answer_matches
 from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
 from eval_pipeline.llm.factory import pinned_chat_model
 from eval_pipeline.llm.settings import LLMSettings

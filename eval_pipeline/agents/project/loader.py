@@ -37,7 +37,7 @@ from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
 from eval_pipeline.agents.errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
-from eval_pipeline.agents.targets import import_target, importable, kind_of
+from eval_pipeline.agents.targets import import_target, importable, kind_of, where
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -70,17 +70,41 @@ def load_project(path: Path | str | None = None) -> Project:
         raise ProjectError([f"{file}: project file not found"]) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark else str(file)
+        at = f"{file}:{mark.line + 1}" if mark else str(file)
         reason = getattr(exc, "problem", None) or exc
-        raise ProjectError([f"{where}: malformed YAML: {reason}"]) from None
+        raise ProjectError([f"{at}: malformed YAML: {reason}"]) from None
     try:
         config = ProjectConfig.model_validate(raw or {})
     except ValidationError as exc:
-        problems = _schema_problems(file, exc.errors()) + _agent_problems(file, raw)
-        raise ProjectError(problems) from None
-    if problems := _agent_problems(file, raw):
+        problems = _schema_problems(file, exc.errors())
+        raise ProjectError(problems + _agent_problems(file, raw)) from None
+    if problems := _import_plugins(file, config.plugins) or _agent_problems(file, raw):
         raise ProjectError(problems)
     return Project(file, config)
+
+
+def _import_plugins(file: Path, modules: list[str]) -> list[str]:
+    """Import the project's plugin modules (beside the project file or installed): what
+    they register (evaluators, agent kinds, offline behaviours) is then known by name."""
+    importable(file.parent)
+    problems = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                problems.append(_plugin_raised(file, name, exc))
+            else:
+                problems.append(f"{file}: field 'plugins': {name!r}: no such module (not beside "
+                                f"the project file, not installed)")  # fmt: skip
+        except Exception as exc:  # the plugin's own code raised
+            problems.append(_plugin_raised(file, name, exc))
+    return problems
+
+
+def _plugin_raised(file: Path, name: str, exc: BaseException) -> str:
+    return (f"{file}: field 'plugins': importing {name!r} raised {type(exc).__name__}: {exc} "
+            f"({where(exc)}); fix the module (nothing was run)")  # fmt: skip
 
 
 def _agent_problems(file: Path, raw: Any) -> list[str]:

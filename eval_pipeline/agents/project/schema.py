@@ -2,6 +2,8 @@
 
 ```yaml
 prompts: prompts                   # the local prompt registry (default: prompts/)
+plugins: [my_evals]                # modules imported first: your own evaluators, agent
+                                   # kinds and offline behaviours register themselves
 suites:
   support:
     agent: my_agent.graph:build    # a compiled graph, a factory(ctx) returning one, or
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from eval_pipeline.agents.targets import check_import_path
 from eval_pipeline.core.options import DEFAULTS
 
+MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key
 
 # An evaluator entry: "name", "package.module:function", or {"name": {param: value}}.
@@ -79,7 +82,16 @@ class ProjectConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     prompts: str = "prompts"
+    plugins: list[str] = []
     suites: dict[str, SuiteConfig] = Field(min_length=1)
+
+    @field_validator("plugins")
+    @classmethod
+    def _modules(cls, plugins: list[str]) -> list[str]:
+        for name in plugins:
+            if not MODULE.match(name):
+                raise ValueError(f"{name!r} is not a module name: write package.module")
+        return plugins
 
     @field_validator("suites")
     @classmethod

@@ -6,6 +6,12 @@ and answers with text or tool calls. Behaviour is deterministic for a given
 so repeats differ the way sampled LLM answers do, reproducibly. Which rules it follows
 depends on directives in the system prompt (see docs/offline-model.md), so a worse
 prompt version really scores worse.
+
+What it knows is registered, not built in: a behaviour answers the turns of one kind of
+agent, recognised by the tools it was given. The package registers one, the LLM judge's
+(``JudgeVerdict``); the examples register their agents' (examples/eval_examples), and a
+team may register its own from a plugin module of its project file. Without a behaviour
+for the bound tools it says what it is and calls no tool.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
@@ -26,27 +32,22 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from eval_pipeline.core.running.agent import current_item
-from eval_pipeline.llm.offline import (
-    customer,
-    drive_thru,
-    judge,
-    order_management,
-    product_discovery,
-    research,
-)
 
 OFFLINE_MODEL_NAME = "offline"
 
-# A policy answers one turn for one kind of agent, chosen by the tools it was given.
-Policy = Callable[["Turn"], AIMessage]
-POLICIES: list[tuple[frozenset[str], Policy]] = [
-    (frozenset({"lookup_menu_item", "add_item_to_order"}), drive_thru.respond),
-    (frozenset({"search_products", "get_reviews"}), product_discovery.respond),
-    (frozenset({"get_order_status", "request_return"}), order_management.respond),
-    (frozenset({"JudgeVerdict"}), judge.respond),
-    (frozenset({"CustomerReply"}), customer.respond),
-    (frozenset({"search"}), research.respond),
-]
+# A behaviour answers one turn for one kind of agent, chosen by the tools it was given.
+Behaviour = Callable[["Turn"], AIMessage]
+BEHAVIOURS: dict[frozenset[str], Behaviour] = {}
+
+
+def register_behaviour(tools: Iterable[str], respond: Behaviour) -> Behaviour:
+    """Answer with ``respond`` every turn whose bound tools include all of ``tools``. The
+    first registered match wins; registering the same tool set again replaces it."""
+    needed = frozenset(tools)
+    if not needed:
+        raise ValueError("a behaviour names the tools that identify its agent")
+    BEHAVIOURS[needed] = respond
+    return respond
 
 
 class Turn:
@@ -153,9 +154,20 @@ class OfflineChatModel(BaseChatModel):
 
     @staticmethod
     def _respond(turn: Turn) -> AIMessage:
-        for needed, policy in POLICIES:
+        for needed, respond in BEHAVIOURS.items():
             if needed <= turn.tool_names:
-                return policy(turn)
+                return respond(turn)
+        bound = ", ".join(sorted(turn.tool_names)) or "no tools"
         return AIMessage(
-            content="I'm the offline model: I can only drive the agents this project ships."
+            content=f"I'm the offline model: no behaviour is registered for an agent with "
+            f"{bound} (see docs/offline-model.md)."
         )
+
+
+def _register_judge() -> None:
+    from eval_pipeline.llm.offline import judge
+
+    register_behaviour({"JudgeVerdict"}, judge.respond)
+
+
+_register_judge()
