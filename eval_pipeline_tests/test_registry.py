@@ -140,3 +140,18 @@ def test_agent_fields_are_checked_by_their_kind_in_the_users_words(tmp_path, mon
     assert result.exit_code == 2
     assert "field 'agent.input_map': unknown field; it is a field of graph agents" in text
     assert "field 'agent.state_fields': unknown field; it is a field of graph agents" in text
+
+
+def test_a_boolean_evaluator_gives_0_or_1_and_says_so():
+    @evaluator(data_type="BOOLEAN")
+    def passes(*, output, **kwargs) -> float:
+        """1.0 when the output says pass."""
+        return {"pass": 1.0, "fail": 0.0}.get(output, 0.5)
+
+    assert passes(output="pass").data_type == "BOOLEAN" and passes(output="pass").value == 1.0
+    with pytest.raises(TypeError, match=r"'passes' is declared BOOLEAN and returned 0\.5"):
+        passes(output="maybe")
+    assert evaluators.correctness(output={}, expected_output={"expected_tools": []}
+                                  ).data_type == "NUMERIC"  # fmt: skip
+    assert registry.ITEM["no_error"].data_type == "BOOLEAN"
+    assert "| `no_error` | item | BOOLEAN |" in registry.reference()

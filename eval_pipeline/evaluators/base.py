@@ -21,12 +21,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langfuse import Evaluation
 
 Evaluator = Callable[..., Evaluation | list[Evaluation]]
 RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
+# Langfuse's score data types we produce: NUMERIC (0–1) or BOOLEAN (0 or 1, a pass/fail).
+DataType = Literal["NUMERIC", "BOOLEAN"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ def evaluator(
     uses_model: bool = False,
     reads: tuple[str, ...] = (),
     may_read: tuple[str, ...] = (),
+    data_type: DataType = "NUMERIC",
 ) -> Any:
     """Declare an item evaluator named ``name`` (default: the function's name).
 
@@ -80,7 +83,8 @@ def evaluator(
     ``reads``: the case fields it cannot score without (``"expected_output.expected_tools"``;
     ``"a|b"`` for either), ``may_read`` the ones it uses when present: a case lacking one
     it reads is refused when the dataset loads, never scored as if nothing were expected
-    (core/cases.py ``field_problems``)."""
+    (core/cases.py ``field_problems``). ``data_type``: BOOLEAN for a pass/fail (every value
+    0 or 1: another one is an error of the evaluator, not a score), else NUMERIC."""
 
     def declare(body: Callable[..., Any]) -> Evaluator:
         label = name or body.__name__
@@ -89,9 +93,10 @@ def evaluator(
         def call(*, input=None, output=None, expected_output=None, metadata=None, **kwargs):
             result = body(input=input, output=output, expected_output=expected_output,
                           metadata=metadata, **kwargs)  # fmt: skip
-            return as_evaluation(label, result)
+            return as_evaluation(label, result, data_type)
 
         call.uses_model = uses_model  # type: ignore[attr-defined]
+        call.data_type = data_type  # type: ignore[attr-defined]
         call.case_fields = CaseFields(tuple(reads), tuple(may_read))  # type: ignore[attr-defined]
         return named(call, label, version or fingerprint(body, params))
 
@@ -122,18 +127,30 @@ def named(fn: Callable[..., Any], name: str, version: str) -> Any:
     return fn
 
 
-def as_evaluation(name: str, result: Any) -> Evaluation | list[Evaluation]:
+def as_evaluation(
+    name: str, result: Any, data_type: DataType = "NUMERIC"
+) -> Evaluation | list[Evaluation]:
     if isinstance(result, Evaluation | list):
         return result
     if isinstance(result, Score):
-        return Evaluation(name=name, value=result.value, comment=result.comment,
-                          metadata=result.metadata)  # fmt: skip
-    if result is None or isinstance(result, bool | int | float):
-        return Evaluation(name=name, value=None if result is None else float(result))
-    raise TypeError(
-        f"evaluator {name!r} returned {type(result).__name__}; return a Score, a number, "
-        "a bool or langfuse Evaluation(s)"
-    )
+        value, comment, metadata = result.value, result.comment, result.metadata
+    elif result is None or isinstance(result, bool | int | float):
+        value, comment, metadata = (None if result is None else float(result)), None, None
+    else:
+        raise TypeError(
+            f"evaluator {name!r} returned {type(result).__name__}; return a Score, a number, "
+            "a bool or langfuse Evaluation(s)"
+        )
+    if data_type == "BOOLEAN" and value not in (None, 0.0, 1.0):
+        raise TypeError(f"evaluator {name!r} is declared BOOLEAN and returned {value!r}; "
+                        "return 0 or 1, or declare it NUMERIC")  # fmt: skip
+    return Evaluation(name=name, value=value, comment=comment, metadata=metadata,
+                      data_type=data_type)  # fmt: skip
+
+
+def data_type_of(fn: Callable[..., Any]) -> DataType:
+    """What ``fn`` declared (NUMERIC for a function that does not say)."""
+    return getattr(fn, "data_type", "NUMERIC")
 
 
 def evaluator_name(fn: Callable[..., Any]) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eval_pipeline.evaluators.base import CaseFields, case_fields
+from eval_pipeline.evaluators.base import CaseFields, DataType, case_fields, data_type_of
 
 Kind = Literal["item", "run"]
 
@@ -34,6 +34,7 @@ class Registered:
     about: str  # the first line of its docstring
     params: tuple[str, ...]  # what a project entry may give (a factory's parameters)
     fields: CaseFields | None  # the case fields it reads (None: its factory decides)
+    data_type: DataType | None  # NUMERIC or BOOLEAN (None: its factory decides)
 
     @property
     def factory(self) -> Callable[..., Any]:
@@ -73,7 +74,8 @@ def register(
         if not about:
             raise ValueError(f"evaluator {label!r}: say what it scores in a docstring")
         table[label] = Registered(label, found, target, about, params,
-                               case_fields(target) if declared else None)  # fmt: skip
+                                  case_fields(target) if declared else None,
+                                  data_type_of(target) if declared else None)  # fmt: skip
         return target
 
     return add(fn) if fn is not None else add
@@ -89,22 +91,23 @@ def is_builtin(entry: Registered) -> bool:
     return entry.function.__module__.split(".")[0] == "eval_pipeline"
 
 
-def _default_fields(entry: Registered) -> CaseFields | None:
-    """What a factory's evaluator reads when made with its defaults (None: it needs
-    parameters to be made)."""
+def _made_with_defaults(entry: Registered) -> Any:
+    """A factory's evaluator made with its defaults (None: it needs parameters)."""
     parameters = inspect.signature(entry.function).parameters.values()
     required = [p for p in parameters if p.default is p.empty]
-    return None if required else case_fields(entry.function())
+    return None if required else entry.function()
 
 
 def reference() -> str:
     """The Markdown reference of the built-in evaluators (docs/evaluators.md's table)."""
-    lines = ["| evaluator | kind | parameters | reads | may read | what it scores |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| evaluator | kind | type | parameters | reads | may read | what it scores |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
     entries = [e for e in (*ITEM.values(), *RUN.values()) if is_builtin(e)]
     for entry in sorted(entries, key=lambda b: (b.kind, b.name)):
-        fields = entry.fields or _default_fields(entry) or CaseFields()
-        cells = [f"`{entry.name}`", entry.kind, ", ".join(entry.params) or "–",
+        made = None if entry.fields is not None else _made_with_defaults(entry)
+        fields = entry.fields or (made and case_fields(made)) or CaseFields()
+        data_type = entry.data_type or (made and data_type_of(made)) or "per entry"
+        cells = [f"`{entry.name}`", entry.kind, data_type, ", ".join(entry.params) or "–",
                  ", ".join(fields.reads) or "–", ", ".join(fields.may_read) or "–",
                  entry.about]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

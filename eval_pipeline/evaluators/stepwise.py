@@ -30,7 +30,7 @@ def answer_matches(candidate: str, reference: str) -> tuple[bool, list[str]]:
 
 
 @register
-@evaluator(reads=("expected_output.answer",))
+@evaluator(data_type="BOOLEAN", reads=("expected_output.answer",))
 def answer_correct(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the response states every key fact (number, name) of the reference answer."""
     reference = str((expected_output or {}).get("answer") or "")

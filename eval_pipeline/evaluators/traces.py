@@ -14,7 +14,7 @@ from eval_pipeline.evaluators.registry import register
 
 
 @register
-@evaluator
+@evaluator(data_type="BOOLEAN")
 def no_error(*, output, metadata=None, **kwargs) -> Score:
     """0.0 if the trace ended in an error (level ERROR) or has no output at all."""
     meta = metadata or {}
@@ -29,7 +29,7 @@ def no_error(*, output, metadata=None, **kwargs) -> Score:
 def latency_within(budget_ms: float) -> Evaluator:
     """1.0 when the item (or trace) took at most ``budget_ms`` milliseconds."""
 
-    @evaluator(name="latency_within", params={"budget_ms": budget_ms})
+    @evaluator(name="latency_within", params={"budget_ms": budget_ms}, data_type="BOOLEAN")
     def check(*, metadata=None, **kwargs) -> Score:
         latency = (metadata or {}).get("latency_ms")
         if latency is None:
@@ -43,7 +43,7 @@ def latency_within(budget_ms: float) -> Evaluator:
 def cost_within(budget_usd: float) -> Evaluator:
     """1.0 when the item (or trace) cost at most ``budget_usd`` dollars."""
 
-    @evaluator(name="cost_within", params={"budget_usd": budget_usd})
+    @evaluator(name="cost_within", params={"budget_usd": budget_usd}, data_type="BOOLEAN")
     def check(*, metadata=None, **kwargs) -> Score:
         cost = float((metadata or {}).get("cost_usd") or 0.0)
         return Score(float(cost <= budget_usd), f"${cost:.5f} (budget ${budget_usd:.5f})")

@@ -182,7 +182,7 @@ def trajectory_match(
     params = {"mode": mode, "tool_args_match_mode": tool_args_match_mode,
               "tool_args_match_overrides": tool_args_match_overrides}  # fmt: skip
 
-    @evaluator(name=f"trajectory_{mode}_match", params=params,
+    @evaluator(name=f"trajectory_{mode}_match", params=params, data_type="BOOLEAN",
                reads=("expected_output.trajectory|expected_output.messages",))  # fmt: skip
     def match(*, output, expected_output=None, **kwargs) -> Score:
         out = normalize_messages(output)

@@ -34,7 +34,7 @@ def _items_at(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 @register
-@evaluator(reads=("expected_output.expected_items",))
+@evaluator(data_type="BOOLEAN", reads=("expected_output.expected_items",))
 def goal_completed(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the agent finished the order and it is exactly the customer's goal."""
     stop = (output or {}).get("stop_reason")
@@ -96,7 +96,7 @@ def no_hallucinated_items_any_turn(*, output, expected_output=None, **kwargs) ->
 
 
 @register
-@evaluator(may_read=("expected_output.correction",))
+@evaluator(data_type="BOOLEAN", may_read=("expected_output.correction",))
 def correction_honoured(*, output, expected_output=None, **kwargs) -> Score:
     """1.0 when the order reflects the customer's correction right after it was made;
     not applicable (no value) for conversations without one."""

@@ -124,7 +124,9 @@ def no_hallucinated_items(valid_item_ids: Iterable[str]):
     1.0). Needs no reference, so it also scores production traces."""
     valid = frozenset(valid_item_ids)
 
-    @evaluator(name="no_hallucinated_items", params={"valid_item_ids": sorted(valid)})
+    @evaluator(
+        name="no_hallucinated_items", params={"valid_item_ids": sorted(valid)}, data_type="BOOLEAN"
+    )
     def check(*, output, **kwargs) -> Score:
         invented = sorted({line["item_id"] for line in order_lines(output)} - valid)
         if invented:
@@ -162,7 +164,7 @@ def blind_add_at(names: Iterable[str]) -> int | None:
 
 
 @register
-@evaluator
+@evaluator(data_type="BOOLEAN")
 def tool_protocol(*, output, **kwargs) -> Score:
     """1.0 if every add_item_to_order came after a lookup_menu_item (no adds: 1.0). Needs
     no reference, so it also scores production traces."""
