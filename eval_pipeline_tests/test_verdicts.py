@@ -99,6 +99,25 @@ def test_a_built_in_evaluator_changed_since_the_baseline_is_re_scored(project):
     assert "tool_call_accuracy old-version →" in text_ and "re-scored" in text_
 
 
+def test_re_scoring_the_baseline_calls_judges_as_the_run_does(project, monkeypatch):
+    """Re-scoring the baseline may call LLM judges: under the run's own concurrency,
+    timeout and rate, as scoring the run itself does (before: the runner's defaults)."""
+    from eval_pipeline.core import evaluation
+
+    with_project_evaluator(project, "1.0")
+    assert cli("run", "--suite", "drive_thru").exit_code == 0
+    with_project_evaluator(project, "0.5")
+    seen, real = [], evaluation.score_items
+    monkeypatch.setattr(evaluation, "score_items",
+                        lambda *a, **kw: seen.append(kw.get("judges")) or real(*a, **kw))
+    ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--baseline", "production",
+              "--concurrency", "3", "--timeout", "45")  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert len(seen) == 2  # the run, then the baseline re-scored
+    assert all(j is not None and (j.concurrency, j.timeout_s) == (3, 45) for j in seen), seen
+    sys.modules.pop("team_evals", None)
+
+
 # --- nothing passes untested ----------------------------------------------------------------
 def test_checks_that_test_nothing_say_so_instead_of_passing():
     bare = Thresholds.model_validate({"primary_metric": "quality"})

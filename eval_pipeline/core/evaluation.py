@@ -480,12 +480,16 @@ def score(
     with failure_recorded(store, run_id):
         run = store.get_run(run_id)
         options = RunOptions(**run.options) if run is not None else RunOptions()
-        judges = RunnerConfig(concurrency=options.concurrency, timeout_s=options.timeout_s,
-                              requests_per_second=options.requests_per_second)  # fmt: skip
         scores = score_items(cases, store.read_outputs(run_id), suite.evaluators,
-                             judges=judges, prices=prices)  # fmt: skip
+                             judges=judge_settings(options), prices=prices)  # fmt: skip
         store.write_scores(run_id, scores)
     return scores
+
+
+def judge_settings(options: RunOptions) -> RunnerConfig:
+    """How a run's LLM judges are called: its own concurrency, timeout and rate."""
+    return RunnerConfig(concurrency=options.concurrency, timeout_s=options.timeout_s,
+                        requests_per_second=options.requests_per_second)  # fmt: skip
 
 
 def summarise(
@@ -525,7 +529,8 @@ def verdict(
     categories = {c.id: c.category for c in cases}
     rescored = bool(gating.evaluator_changes(baseline, run))
     try:
-        base_data = baseline_data(store, baseline, suite, cases, rescore=rescored)
+        base_data = baseline_data(store, baseline, suite, cases, rescore=rescored,
+                                  judges=judge_settings(options))
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored)  # fmt: skip
@@ -541,17 +546,18 @@ def verdict(
 
 def baseline_data(
     store: ResultsStore, baseline: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
-    *, rescore: bool,
+    *, rescore: bool, judges: RunnerConfig | None = None,
 ) -> tuple[list[ItemOutput], list[ItemScore]]:  # fmt: skip
     """The baseline's outputs and scores. With ``rescore`` (its evaluators were other
     versions), its stored outputs of these cases are scored again with the suite's
-    evaluators now: comparable with the candidate, and no agent call is made."""
+    evaluators now (LLM judges called as ``judges`` says): comparable with the candidate,
+    and no agent call is made."""
     outputs = store.read_outputs(baseline.run_id)
     if not rescore:
         return outputs, store.read_scores(baseline.run_id)
     wanted = {c.id for c in cases}
     outputs = [o for o in outputs if o.item_id in wanted]
-    return outputs, score_items(cases, outputs, suite.evaluators)
+    return outputs, score_items(cases, outputs, suite.evaluators, judges=judges)
 
 
 def _primary_floor(summary: Summary, metric: str, minimum: float) -> ThresholdCheck:
