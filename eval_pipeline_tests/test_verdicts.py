@@ -108,8 +108,9 @@ def test_re_scoring_the_baseline_calls_judges_as_the_run_does(project, monkeypat
     assert cli("run", "--suite", "drive_thru").exit_code == 0
     with_project_evaluator(project, "0.5")
     seen, real = [], evaluation.score_items
-    monkeypatch.setattr(evaluation, "score_items",
-                        lambda *a, **kw: seen.append(kw.get("judges")) or real(*a, **kw))
+    monkeypatch.setattr(
+        evaluation, "score_items", lambda *a, **kw: seen.append(kw.get("judges")) or real(*a, **kw)
+    )
     ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--baseline", "production",
               "--concurrency", "3", "--timeout", "45")  # fmt: skip
     assert ran.exit_code == 0, ran.output

@@ -529,8 +529,9 @@ def verdict(
     categories = {c.id: c.category for c in cases}
     rescored = bool(gating.evaluator_changes(baseline, run))
     try:
-        base_data = baseline_data(store, baseline, suite, cases, rescore=rescored,
-                                  judges=judge_settings(options))
+        base_data = baseline_data(
+            store, baseline, suite, cases, rescore=rescored, judges=judge_settings(options)
+        )
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored)  # fmt: skip
