@@ -40,3 +40,16 @@ def _isolated_eval_home(tmp_path_factory, monkeypatch):
     """Nothing a test writes (charts, review files, stores) lands in the checkout."""
     if "EVAL_HOME" not in os.environ:
         monkeypatch.setenv("EVAL_HOME", str(tmp_path_factory.mktemp("eval_home")))
+
+
+@pytest.fixture(autouse=True)
+def _project_not_leaked():
+    """EVAL_PROJECT is as it was before each test: the demo and the repository's code
+    location set it in their own process (settings.fall_back_to_examples), and a test that
+    ran them in this one must not decide which project the next test finds."""
+    before = os.environ.get("EVAL_PROJECT")
+    yield
+    if before is None:
+        os.environ.pop("EVAL_PROJECT", None)
+    else:
+        os.environ["EVAL_PROJECT"] = before

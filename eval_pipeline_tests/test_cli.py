@@ -1,5 +1,7 @@
 """The CLI: exit codes 0/1/2 and the demo's summary matching the results store."""
 
+import os
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -149,3 +151,33 @@ def test_the_model_check_can_be_turned_off_for_gateways(home, monkeypatch):
         result = invoke("run", "--suite", "drive_thru", "--tier", "smoke")
         assert server.requests > 0
     assert result.exit_code == 0, result.output
+
+
+def test_without_a_project_file_the_demo_and_code_location_use_the_examples(tmp_path, monkeypatch):
+    """The README's first command runs from the repository's root, where there is no
+    project file since the examples moved to examples/: the demo (and the repository's
+    code location) fall back to them, and their store lives beside them. A project found
+    from the working directory wins; with neither, the demo exits 2 and says why."""
+    from eval_pipeline import settings
+    from eval_pipeline_tests.helpers import PROJECT
+
+    monkeypatch.delenv("EVAL_PROJECT", raising=False)
+    monkeypatch.delenv("EVAL_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert settings.project_file() is None
+    assert settings.fall_back_to_examples() == PROJECT
+    assert settings.eval_home() == PROJECT.parent / ".eval_home"
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "eval-pipeline.yaml").write_text("suites: {}\n")
+    monkeypatch.delenv("EVAL_PROJECT")
+    monkeypatch.chdir(own)
+    assert settings.fall_back_to_examples() == own / "eval-pipeline.yaml"
+    assert "EVAL_PROJECT" not in os.environ
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(settings, "examples_project", lambda: None)
+    result = CliRunner().invoke(main, ["demo"], terminal_width=400)
+    assert result.exit_code == 2
+    assert "the demo runs the examples of a source checkout" in " ".join(result.output.split())

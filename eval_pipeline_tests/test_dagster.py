@@ -12,7 +12,7 @@ from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
 from eval_pipeline.defs.partitions import build_partitions
 from eval_pipeline.defs.resources import LLMResource
-from eval_pipeline_tests.helpers import SUITE_NAMES, copy_project, eval_resources
+from eval_pipeline_tests.helpers import PROJECT, SUITE_NAMES, copy_project, eval_resources
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,10 @@ def checks(result):
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 
-def test_definitions_load():
+def test_definitions_load(monkeypatch):
+    # the repository's code location falls back to the examples by setting EVAL_PROJECT
+    # for its process: here, set beforehand and restored after this test
+    monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
     from eval_pipeline.definitions import defs
 
     Definitions.validate_loadable(defs)

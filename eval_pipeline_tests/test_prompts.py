@@ -20,6 +20,7 @@ NAME = "drive-thru/orchestrator"
 def prompts_dir(tmp_path, monkeypatch):
     shutil.copytree(EXAMPLES / "prompts", tmp_path / "prompts")
     monkeypatch.setenv("EVAL_PROMPTS_DIR", str(tmp_path / "prompts"))
+    monkeypatch.setenv("EVAL_PROJECT", str(EXAMPLES / "eval-pipeline.yaml"))
     return tmp_path / "prompts"
 
 
