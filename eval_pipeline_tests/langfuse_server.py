@@ -602,7 +602,8 @@ def _page(rows: list[dict[str, Any]], page: int, limit: int) -> JSONResponse:
 
 
 def _matches(observation: dict[str, Any], q: Any, roots_filter: bool) -> bool:
-    checks = {"name": "name", "traceId": "traceId", "type": "type", "sessionId": "sessionId"}
+    checks = {"name": "name", "traceId": "traceId", "type": "type", "sessionId": "sessionId",
+              "environment": "environment"}  # fmt: skip
     for param, key in checks.items():
         if q.get(param) and observation.get(key) != q[param]:
             return False
@@ -680,6 +681,10 @@ def _observation(span: Any) -> dict[str, Any]:
         "metadata": metadata or None,
         "sessionId": attrs.get("session.id"),
         "userId": attrs.get("user.id"),
+        # the SDK sets it on every span (langfuse/_client/span.py); the server's default
+        "environment": attrs.get("langfuse.environment", "default"),
+        "promptName": attrs.get("langfuse.observation.prompt.name"),
+        "promptVersion": attrs.get("langfuse.observation.prompt.version"),
         "traceName": attrs.get("langfuse.trace.name"),
         "tags": list(tags) if isinstance(tags, list) else ([tags] if tags else []),
         "providedModelName": attrs.get("langfuse.observation.model.name"),

@@ -23,7 +23,7 @@ from eval_pipeline.integrations.langfuse_datasets import dataset_name, sync_data
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
-from eval_pipeline_tests.helpers import EXAMPLES, eval_job, eval_resources, sensor_tick
+from eval_pipeline_tests.helpers import EXAMPLES, PROJECT, eval_job, eval_resources, sensor_tick
 from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
@@ -164,6 +164,9 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     assert {o["type"] for o in children} >= {"GENERATION"}
     root = next(o for o in server.state.observations if o.get("name") == "eval-drive_thru")
     assert "suite:drive_thru" in root["tags"] and root["sessionId"] == run.run_id
+    # evaluation traces stay out of production dashboards: the SDK experiments' environment
+    assert {o["environment"] for o in server.state.observations
+            if o["traceId"] in roots} == {"sdk-experiment"}  # fmt: skip
 
     # the planted Langfuse secret appears nowhere we write
     assert PLANTED_SECRET not in "".join(repr(e) for e in instance.all_logs(result.run_id))
@@ -224,12 +227,12 @@ def test_dataset_sync_is_idempotent_and_archives_removed_cases(any_server):
     assert len(items) == 47
     third = sync_dataset(client, "drive_thru", cases[1:])
     assert third.counts()["archived"] == 1
-    archived = server.state.dataset_items[f"drive_thru-{cases[0].id}"]
+    archived = server.state.dataset_items[f"drive_thru:{cases[0].id}"]
     assert archived["status"] == "ARCHIVED"
     # added back: Langfuse lists no archived items, so it is "created" (reactivated)
     again = sync_dataset(client, "drive_thru", cases)
     assert again.counts() == {"created": 1, "updated": 0, "unchanged": 46, "archived": 0}
-    assert server.state.dataset_items[f"drive_thru-{cases[0].id}"]["status"] == "ACTIVE"
+    assert server.state.dataset_items[f"drive_thru:{cases[0].id}"]["status"] == "ACTIVE"
 
 
 def test_a_case_with_control_characters_stays_unchanged(any_server):
@@ -294,6 +297,7 @@ def cli_env(server, monkeypatch, tmp_path):
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
     monkeypatch.delenv("EVAL_RESULTS_URL", raising=False)
     LangfuseResourceManager.reset()
     return tmp_path / "home"
@@ -398,3 +402,47 @@ def test_failures_run_again_are_scored_on_their_production_traces(env, server, m
     assert lineage["a" * 32]["value"] == 0.0  # v2 still adds without a lookup
     assert "still fails: tool_protocol" in lineage["a" * 32]["comment"]
     assert lineage["b" * 32]["value"] == 1.0
+
+
+def test_dataset_item_ids_of_two_suites_never_meet():
+    """Before: "<suite>-<case>", so suite "a-b" case "c" and suite "a" case "b-c" were one
+    item id, and Langfuse answered the second suite's sync with 409."""
+    from eval_pipeline.integrations.langfuse_datasets import item_id
+
+    assert item_id("a-b", "c") != item_id("a", "b-c")
+
+
+def test_dagster_reads_the_host_from_either_variable(monkeypatch, tmp_path):
+    """The SDK and the CLI honour LANGFUSE_HOST (the older name, what US-region guides
+    set); Dagster's resource read only LANGFUSE_BASE_URL and went to the EU cloud: 401."""
+    from eval_pipeline.defs.resources import default_resources
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", "pk-lf-test")
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-test")
+    monkeypatch.delenv("LANGFUSE_BASE_URL", raising=False)
+    monkeypatch.setenv("LANGFUSE_HOST", "https://us.cloud.langfuse.com")
+    settings = resolved(default_resources(PROJECT)["langfuse"]).settings()
+    assert settings.base_url == "https://us.cloud.langfuse.com"
+    assert settings.base_url == LangfuseSettings.from_env().base_url  # the CLI's
+    assert settings.environment == "sdk-experiment"
+    monkeypatch.setenv("LANGFUSE_BASE_URL", "https://langfuse.internal")  # first found wins
+    assert resolved(default_resources(PROJECT)["langfuse"]).settings().base_url == (
+        "https://langfuse.internal")  # fmt: skip
+
+
+def resolved(resource):
+    """The resource as a Dagster run sees it: its EnvVars read."""
+    return resource.process_config_and_initialize()
+
+
+def test_a_bad_environment_name_is_refused_with_what_is_allowed(monkeypatch):
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", "pk-lf-test")
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-test")
+    monkeypatch.setenv("EVAL_LANGFUSE_ENVIRONMENT", "Langfuse-Eval")
+    with pytest.raises(ValueError, match="EVAL_LANGFUSE_ENVIRONMENT='Langfuse-Eval': a "):
+        LangfuseSettings.from_env()
+    monkeypatch.setenv("EVAL_LANGFUSE_ENVIRONMENT", "ci-evals")
+    assert LangfuseSettings.from_env().environment == "ci-evals"

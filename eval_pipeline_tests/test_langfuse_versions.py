@@ -166,12 +166,12 @@ def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server
     from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
     from eval_pipeline.integrations.langfuse_scores import item_score_payloads
     from eval_pipeline.integrations.services import Services
-    from eval_pipeline_tests.helpers import agent, suite
+    from eval_pipeline_tests.helpers import agent, prompt, suite
 
     services = Services(server.settings(), EXAMPLES / "prompts")
     case = select_tier(suite("drive_thru").load_cases(), "smoke")[:1]
     traced = services.traced(agent("drive_thru", 1), run_id="run-1", suite="drive_thru",
-                             version="v1")  # fmt: skip
+                             prompt=prompt(suite("drive_thru"), 1))  # fmt: skip
     store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
     for _ in range(2):
         (out,) = run_agent_sync(traced, case, RunnerConfig())
@@ -185,6 +185,12 @@ def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server
              if o["name"] == "eval-drive_thru" and o["isRootObservation"]]  # fmt: skip
     assert len(roots) == 2 and len({o["traceId"] for o in roots}) == 1
     assert len(server.state.scores) == len(scores)
+    # the agent's generations are linked to the prompt version under test, in the
+    # evaluation environment (not production's "default")
+    generations = [o for o in server.state.observations if o["type"] == "GENERATION"]
+    assert generations and {(o["promptName"], o["promptVersion"]) for o in generations} == {
+        ("drive-thru/orchestrator", 1)}  # fmt: skip
+    assert {o["environment"] for o in server.state.observations} == {"sdk-experiment"}
 
 
 @pytest.mark.parametrize(

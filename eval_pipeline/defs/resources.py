@@ -13,7 +13,11 @@ from eval_pipeline.agents.project import Project, load_project
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline.integrations.langfuse_client import (
+    ENVIRONMENT_VAR,
+    LangfuseSettings,
+    base_url_var,
+)
 from eval_pipeline.integrations.prompt_registry import PromptRegistry
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.settings import LLMSettings
@@ -58,9 +62,11 @@ class LangfuseResource(ConfigurableResource):
     public_key: str | None = None
     secret_key: str | None = None
     base_url: str | None = None
+    environment: str | None = None  # where evaluation traces go (default sdk-experiment)
 
     def settings(self) -> LangfuseSettings | None:
-        return LangfuseSettings.from_values(self.public_key, self.secret_key, self.base_url)
+        return LangfuseSettings.from_values(self.public_key, self.secret_key, self.base_url,
+                                            self.environment)  # fmt: skip
 
     def services(self, prompts_dir: Path) -> Services:
         return Services(self.settings(), prompts_dir)
@@ -138,7 +144,8 @@ def default_resources(project: Path) -> dict[str, ConfigurableResource]:
     langfuse = LangfuseResource(
         public_key=_env("LANGFUSE_PUBLIC_KEY"),
         secret_key=_env("LANGFUSE_SECRET_KEY"),
-        base_url=_env("LANGFUSE_BASE_URL"),
+        base_url=_env(base_url_var()),
+        environment=_env(ENVIRONMENT_VAR),
     )
     suites = SuitesResource(project=str(project))
     return {

@@ -1,13 +1,18 @@
 """Langfuse connection settings and the SDK client built from them.
 
-Keys come from the environment (``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``,
-``LANGFUSE_BASE_URL``) or from Dagster ``EnvVar``-backed resources. The secret key is
-registered for redaction as soon as it is read, so it can never reach logs or metadata.
+Keys come from the environment (``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, the host
+in ``LANGFUSE_BASE_URL`` or the SDK's older ``LANGFUSE_HOST``) or from Dagster
+``EnvVar``-backed resources, which read the same variables (``BASE_URL_VARS``). The secret
+key is registered for redaction as soon as it is read, so it can never reach logs or
+metadata. Evaluation traces go to their own Langfuse environment (``EVAL_LANGFUSE_
+ENVIRONMENT``, default ``sdk-experiment`` as the SDK's own experiments), never into the
+production dashboards' ``default``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -18,6 +23,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from eval_pipeline.core.redact import register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+# The host's variables, first found wins: the SDK reads LANGFUSE_BASE_URL, then the older
+# LANGFUSE_HOST (langfuse/_client/client.py), and so do the CLI and Dagster here.
+BASE_URL_VARS = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST")
+ENVIRONMENT_VAR = "EVAL_LANGFUSE_ENVIRONMENT"
+DEFAULT_ENVIRONMENT = "sdk-experiment"  # langfuse/_client/constants.py, the SDK's experiments
+# What the SDK accepts as an environment (Langfuse(environment=...) docstring): lowercase
+# letters, digits, '-' and '_', not starting with "langfuse"; at most 40 characters.
+ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 # Server releases this version was tested against (docs/langfuse.md): the v3 line serves
 # v1 observations, the v4 line v2 observations; both take scores through /ingestion.
 TESTED_VERSIONS = ("3.225.4", "4.16.0")
@@ -30,28 +43,37 @@ class LangfuseSettings:
     secret_key: str
     base_url: str = DEFAULT_BASE_URL
     timeout_s: int = 10
+    environment: str = DEFAULT_ENVIRONMENT
 
     def __post_init__(self) -> None:
         register_secret(self.secret_key)
+        if not ENVIRONMENT.match(self.environment):
+            raise ValueError(
+                f"{ENVIRONMENT_VAR}={self.environment!r}: a Langfuse environment is lowercase "
+                "letters, digits, '-' and '_' (at most 40), not starting with 'langfuse'"
+            )
 
     def __repr__(self) -> str:  # never show the secret, even in a traceback
         return f"LangfuseSettings(public_key={self.public_key!r}, base_url={self.base_url!r})"
 
     @classmethod
     def from_values(
-        cls, public_key: str | None, secret_key: str | None, base_url: str | None = None
-    ) -> LangfuseSettings | None:
+        cls, public_key: str | None, secret_key: str | None, base_url: str | None = None,
+        environment: str | None = None,
+    ) -> LangfuseSettings | None:  # fmt: skip
         """Settings when both keys are given, else None (= use the local implementations)."""
         if not (public_key and secret_key):
             return None
-        return cls(public_key, secret_key, (base_url or DEFAULT_BASE_URL).rstrip("/"))
+        return cls(public_key, secret_key, (base_url or DEFAULT_BASE_URL).rstrip("/"),
+                   environment=environment or DEFAULT_ENVIRONMENT)  # fmt: skip
 
     @classmethod
     def from_env(cls) -> LangfuseSettings | None:
         return cls.from_values(
             os.environ.get("LANGFUSE_PUBLIC_KEY"),
             os.environ.get("LANGFUSE_SECRET_KEY"),
-            os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST"),
+            os.environ.get(base_url_var()),
+            os.environ.get(ENVIRONMENT_VAR),
         )
 
     def client(self) -> Langfuse:
@@ -67,6 +89,7 @@ class LangfuseSettings:
             secret_key=self.secret_key,
             base_url=self.base_url,
             timeout=self.timeout_s,
+            environment=self.environment,
             tracer_provider=_tracer_provider(self),
         )
 
@@ -81,6 +104,11 @@ class LangfuseSettings:
         response = httpx.get(f"{self.base_url}/api/public/health", timeout=self.timeout_s)
         response.raise_for_status()
         return str(response.json().get("version") or "unknown")
+
+
+def base_url_var() -> str:
+    """The variable that names the host: the first of BASE_URL_VARS that is set."""
+    return next((v for v in BASE_URL_VARS if os.environ.get(v)), BASE_URL_VARS[0])
 
 
 def version_status(version: str) -> tuple[bool, str | None]:

@@ -43,7 +43,10 @@ def dataset_name(suite: str) -> str:
 
 
 def item_id(suite: str, case_id: str) -> str:
-    return f"{suite}-{case_id}"
+    """A dataset item id unique in the project (Langfuse answers 409 to an id another
+    dataset holds): a suite name never holds ':', so no two (suite, case) pairs meet.
+    (``<suite>-<case>`` did: suite "a-b" case "c" and suite "a" case "b-c".)"""
+    return f"{suite}:{case_id}"
 
 
 def _body(case: GoldenCase) -> dict[str, Any]:

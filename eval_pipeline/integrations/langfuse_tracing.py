@@ -41,8 +41,12 @@ class TracedAgent:
         trace_name: str,
         tags: list[str],
         metadata: dict[str, str],
+        environment: str,
+        prompt: dict[str, Any] | None = None,
     ):
         self.agent = agent
+        self.environment = environment
+        self.prompt = prompt  # {"name", "version"}: linked to the generations below
         self.client = client
         self.handler = CallbackHandler(public_key=public_key)
         self.run_id = run_id
@@ -65,6 +69,8 @@ class TracedAgent:
                 session_id=self.run_id,
                 tags=self.tags,
                 metadata={**self.metadata, "case_id": case.id, "repeat": str(repeat)},
+                environment=self.environment,  # every span below, the callback's too
+                prompt=self.prompt,
             ),
         ):
             try:

@@ -82,21 +82,25 @@ class Services:
               run_id: str, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
         """The agent of one run (its factory runs here), each item traced when Langfuse is
         configured: the one place every entry point gets its agent from."""
-        version = prompt.partition_key if prompt is not None else "v0"
         return self.traced(suite.make_agent(prompt, settings), run_id=run_id, suite=suite.name,
-                           version=version, metadata=metadata)  # fmt: skip
+                           prompt=prompt, metadata=metadata)  # fmt: skip
 
-    def traced(self, agent: Agent, *, run_id: str, suite: str, version: str,
+    def traced(self, agent: Agent, *, run_id: str, suite: str, prompt: PromptVersion | None,
                metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
-        """One Langfuse trace per evaluated item; the agent itself without Langfuse."""
+        """One Langfuse trace per evaluated item, in the evaluation environment, the
+        agent's generations linked to the prompt version under test (Langfuse's prompt
+        metrics); the agent itself without Langfuse."""
         if self.langfuse is None:
             return agent
+        version = prompt.partition_key if prompt is not None else "v0"
         return TracedAgent(
             agent, self.client(), public_key=self.langfuse.public_key, run_id=run_id,
             trace_name=f"eval-{suite}",
             tags=["eval-pipeline", f"suite:{suite}", f"prompt:{version}"],
             metadata={"suite": suite, "prompt_version": version, "run_id": run_id,
                       **(metadata or {})},
+            environment=self.langfuse.environment,
+            prompt=None if prompt is None else {"name": prompt.name, "version": prompt.version},
         )  # fmt: skip
 
     def flush(self) -> None:
