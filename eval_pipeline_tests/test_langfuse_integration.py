@@ -446,3 +446,28 @@ def test_a_bad_environment_name_is_refused_with_what_is_allowed(monkeypatch):
         LangfuseSettings.from_env()
     monkeypatch.setenv("EVAL_LANGFUSE_ENVIRONMENT", "ci-evals")
     assert LangfuseSettings.from_env().environment == "ci-evals"
+
+
+def test_refused_keys_are_said_as_a_configuration_problem(env, server, tmp_path):
+    """A 401 was "HTTP 401" in the sensor's skip reason and the write-back error, like an
+    outage; it now says which settings to check (the host too: a US-region project's keys
+    sent to the EU cloud are refused the same way)."""
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+    from eval_pipeline.integrations.langfuse_scores import write_back
+
+    instance, resources, _ = env
+    server.outage = 401
+    skipped, _ = sensor_tick(instance, resources)
+    assert "HTTP 401" in skipped.skip_message
+    assert "LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY" in skipped.skip_message
+    server.outage = None
+
+    wrong = LangfuseSettings(server.public_key, "sk-lf-wrong", server.base_url)
+    store = ResultsStore(f"sqlite:///{tmp_path / 'wb.sqlite'}")
+    payload = {"id": "s1", "traceId": "t" * 32, "name": "x", "value": 1.0,
+               "dataType": "NUMERIC"}  # fmt: skip
+    report = write_back(wrong, store, {"s1": payload})
+    assert report.queued == 1 and "Langfuse refused the keys" in report.error
+    server.outage = 403
+    report = write_back(server.settings(), store, {})
+    assert report.queued == 1 and "ingestion suspended" in report.error

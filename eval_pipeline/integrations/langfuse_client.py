@@ -149,6 +149,22 @@ class LangfuseService:
 
 
 def describe_error(exc: Exception) -> str:
-    """A short, secret-free reason: the HTTP status, or the exception type and message."""
+    """A short, secret-free reason: the HTTP status (with what to do about a refusal), or
+    the exception type and message."""
     status = getattr(exc, "status_code", None)
-    return f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"
+    return describe_status(status) if status else f"{type(exc).__name__}: {exc}"
+
+
+def describe_status(status: int, detail: str = "") -> str:
+    """``HTTP <status>``, and for 401/403 what the team has to change: nothing sent then
+    can arrive until it does, so it is said as a configuration problem, not an outage."""
+    said = f"HTTP {status}" + (f": {detail}" if detail else "")
+    if status == 401:
+        return (f"{said} (Langfuse refused the keys: check LANGFUSE_PUBLIC_KEY and "
+                f"LANGFUSE_SECRET_KEY, and that {base_url_var()} names their project's host, "
+                "e.g. https://us.cloud.langfuse.com for the US cloud)")  # fmt: skip
+    if status == 403:
+        return (f"{said} (Langfuse refused access: ingestion suspended by a usage limit, "
+                "or the keys lack access to this project; see the organisation's billing "
+                "and the keys' project)")  # fmt: skip
+    return said

@@ -29,7 +29,11 @@ import httpx
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_error
+from eval_pipeline.integrations.langfuse_client import (
+    LangfuseSettings,
+    describe_error,
+    describe_status,
+)
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
@@ -249,7 +253,7 @@ class Delivery:
             self.set_aside[batch[0]] = f"refused as too large: {response.text[:100]}"
             return True
         if response.status_code != 207:
-            self.error = redact(f"HTTP {response.status_code}: {response.text[:200]}")
+            self.error = redact(describe_status(response.status_code, response.text[:200]))
             return False
         try:
             result = response.json()
