@@ -34,7 +34,6 @@ from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.scoring.gate import NotComparable
 from eval_pipeline.core.scoring.thresholds import ThresholdsError
 from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
-from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.endpoint import ModelUnavailable, model_source, require_model
@@ -227,9 +226,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
         result.warnings.append(problem)
     prepared.services.flush()
     run_id = plan.run.run_id
-    payloads = langfuse_scores.item_score_payloads(run_id, result.scores, result.outputs)
-    payloads |= langfuse_scores.run_score_payloads(run_id, result.summary.metrics)
-    report = prepared.services.write_back(store, payloads)
+    report = prepared.services.write_run(store, run_id, result.scores, result.outputs,
+                                         result.summary.metrics)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     return result

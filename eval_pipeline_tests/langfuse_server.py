@@ -683,6 +683,11 @@ def _observation(span: Any) -> dict[str, Any]:
         "userId": attrs.get("user.id"),
         # the SDK sets it on every span (langfuse/_client/span.py); the server's default
         "environment": attrs.get("langfuse.environment", "default"),
+        # the experiment an item belongs to (OtelIngestionProcessor.extractExperimentFields)
+        "experimentId": attrs.get("langfuse.experiment.id"),
+        "experimentName": attrs.get("langfuse.experiment.name"),
+        "experimentItemId": attrs.get("langfuse.experiment.item.id"),
+        "experimentItemRootSpanId": attrs.get("langfuse.experiment.item.root_observation_id"),
         "promptName": attrs.get("langfuse.observation.prompt.name"),
         "promptVersion": attrs.get("langfuse.observation.prompt.version"),
         "traceName": attrs.get("langfuse.trace.name"),

@@ -151,7 +151,8 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     scores = store.read_scores(run.run_id)
     sent = [s for s in server.state.scores if s.get("metadata", {}).get("run_id") == run.run_id]
     assert len([s for s in sent if "traceId" in s]) == len(scores)
-    assert {s["name"] for s in sent if "sessionId" in s} >= {"run_order_correctness"}
+    # the means on the run's experiment (this server is v4: it groups experiments)
+    assert {s["name"] for s in sent if "datasetRunId" in s} >= {"run_order_correctness"}
     roots = {o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"}
     assert {s["traceId"] for s in sent if "traceId" in s} <= roots
     assert len(roots) == 11
@@ -471,3 +472,55 @@ def test_refused_keys_are_said_as_a_configuration_problem(env, server, tmp_path)
     server.outage = 403
     report = write_back(server.settings(), store, {})
     assert report.queued == 1 and "ingestion suspended" in report.error
+
+
+@pytest.mark.parametrize("version", [V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
+    """Every item's spans carry the experiment attributes Langfuse's OTel ingestion reads
+    (one experiment per run, one item per case and repeat, rooted at the item's root span,
+    the LangGraph spans below counted in it), and the run's means are scores of the
+    experiment on a server that groups experiments (v4), of the session on v3. Before, no
+    run was linked to anything and the means sat on sessions only."""
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.integrations.langfuse_datasets import item_id
+    from eval_pipeline.integrations.langfuse_experiments import experiment_id
+
+    with LangfuseTestServer(version=version) as srv:
+        v1 = local_version(1)
+        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
+                        labels=["production"])  # fmt: skip
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
+        from langfuse._client.resource_manager import LangfuseResourceManager
+
+        LangfuseResourceManager.reset()
+        ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+        assert ran.exit_code == 0, ran.output
+        srv.settle()
+        store = ResultsStore(f"sqlite:///{tmp_path / 'home' / 'results.sqlite'}")
+        (run,) = store.list_runs(suite="drive_thru")
+        cases = {c.id for c in select_smoke()}
+        linked = [o for o in srv.state.observations if o["experimentId"]]
+        assert {o["experimentId"] for o in linked} == {experiment_id(run.run_id)}
+        assert {o["experimentName"] for o in linked} == {run.run_id}
+        items = [o for o in linked if o["id"] == o["experimentItemRootSpanId"]]
+        assert sorted(o["experimentItemId"] for o in items) == sorted(
+            item_id("drive_thru", c) for c in cases)  # fmt: skip
+        assert any(o["type"] == "GENERATION" for o in linked)  # the graph's calls count too
+        means = [s for s in srv.state.scores if s["name"].startswith("run_")]
+        assert means
+        if version.major >= 4:
+            assert {s.get("datasetRunId") for s in means} == {experiment_id(run.run_id)}
+            assert not any(s.get("sessionId") for s in means)
+        else:
+            assert {s.get("sessionId") for s in means} == {run.run_id}
+
+
+def select_smoke():
+    from eval_pipeline.core.cases import select_tier
+
+    return select_tier(project_suite("drive_thru").load_cases(), "smoke")

@@ -34,6 +34,7 @@ from eval_pipeline.integrations.langfuse_client import (
     describe_error,
     describe_status,
 )
+from eval_pipeline.integrations.langfuse_experiments import experiment_id
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
@@ -130,8 +131,14 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
     return payloads
 
 
-def run_score_payloads(run_id: str, metrics: dict[str, float | None]) -> dict[str, dict[str, Any]]:
-    """Run-level means as session scores (each item trace's session is the run)."""
+def run_score_payloads(
+    run_id: str, metrics: dict[str, float | None], *, experiment: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Run-level means on the run's experiment (``datasetRunId``, where the server groups
+    experiments: langfuse_experiments.py), else on its session (each item trace's session
+    is the run). Langfuse takes exactly one of traceId, sessionId and datasetRunId."""
+    target = ({"datasetRunId": experiment_id(run_id)} if experiment
+              else {"sessionId": run_id})  # fmt: skip
     payloads = {}
     for name, value in metrics.items():
         if value is None:
@@ -139,7 +146,7 @@ def run_score_payloads(run_id: str, metrics: dict[str, float | None]) -> dict[st
         key = score_id(run_id, "run", name)
         payloads[key] = {
             "id": key,
-            "sessionId": run_id,
+            **target,
             "name": f"run_{name}",
             "value": float(value),
             "dataType": "NUMERIC",

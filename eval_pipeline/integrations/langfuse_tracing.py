@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from langfuse import Langfuse, propagate_attributes
+from langfuse import Langfuse
+from langfuse._client.propagation import _propagate_attributes  # see langfuse_experiments.py
 from langfuse.langchain import CallbackHandler
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent, AgentResult
+from eval_pipeline.integrations import langfuse_experiments as experiments
+from eval_pipeline.integrations.langfuse_datasets import item_id
 
 
 def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
@@ -42,8 +45,10 @@ class TracedAgent:
         tags: list[str],
         metadata: dict[str, str],
         environment: str,
+        suite: str,
         prompt: dict[str, Any] | None = None,
     ):
+        self.suite = suite
         self.agent = agent
         self.environment = environment
         self.prompt = prompt  # {"name", "version"}: linked to the generations below
@@ -64,15 +69,23 @@ class TracedAgent:
                 input=case.input,
                 metadata={"case_id": case.id, "repeat": str(repeat)},
             ) as root,
-            propagate_attributes(
+            _propagate_attributes(
                 trace_name=self.trace_name,
                 session_id=self.run_id,
                 tags=self.tags,
                 metadata={**self.metadata, "case_id": case.id, "repeat": str(repeat)},
                 environment=self.environment,  # every span below, the callback's too
                 prompt=self.prompt,
+                experiment=experiments.propagated(  # type: ignore[arg-type]
+                    self.run_id, item_id(self.suite, case.id), root.id, self.metadata
+                ),
             ),
         ):
+            root._otel_span.set_attributes(
+                experiments.root_attributes(
+                    f"eval-pipeline run {self.run_id} of {self.suite}", case.expected_output
+                )
+            )
             try:
                 result = await self.agent.run(
                     case, repeat=repeat, callbacks=[*callbacks, self.handler]

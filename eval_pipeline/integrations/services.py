@@ -7,17 +7,19 @@ score write-back for the same settings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline.integrations.langfuse_experiments import reads_experiments
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
@@ -99,13 +101,27 @@ class Services:
             tags=["eval-pipeline", f"suite:{suite}", f"prompt:{version}"],
             metadata={"suite": suite, "prompt_version": version, "run_id": run_id,
                       **(metadata or {})},
-            environment=self.langfuse.environment,
+            environment=self.langfuse.environment, suite=suite,
             prompt=None if prompt is None else {"name": prompt.name, "version": prompt.version},
         )  # fmt: skip
 
     def flush(self) -> None:
         if self.langfuse is not None:
             self.client().flush()
+
+    def write_run(
+        self, store: ResultsStore, run_id: str, scores: Sequence[ItemScore],
+        outputs: Sequence[ItemOutput], metrics: dict[str, float | None],
+    ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
+        """A run's item scores onto their traces and its means onto its experiment (or
+        its session, on a server that does not group experiments); never raises."""
+        if self.langfuse is None:
+            return None
+        payloads = langfuse_scores.item_score_payloads(run_id, scores, outputs)
+        payloads |= langfuse_scores.run_score_payloads(
+            run_id, metrics, experiment=reads_experiments(self.langfuse)
+        )
+        return self.write_back(store, payloads)
 
     def write_back(
         self, store: ResultsStore, payloads: dict[str, dict[str, Any]]

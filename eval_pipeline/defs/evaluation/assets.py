@@ -52,7 +52,7 @@ from eval_pipeline.defs.resources import (
     ServicesResource,
     SuitesResource,
 )
-from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
+from eval_pipeline.integrations import langfuse_datasets
 
 GROUP = "evaluation"
 SUMMARY_DESCRIPTION = (
@@ -206,11 +206,9 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         cases = evaluation.cases_of_run(store, run_id, suite)
         summary = evaluation.summarise(store, run_id, suite, cases)
         writeback: dict[str, Any] = {"langfuse": found.description}
-        payloads = langfuse_scores.item_score_payloads(
-            run_id, store.read_scores(run_id), store.read_outputs(run_id)
-        )
-        payloads |= langfuse_scores.run_score_payloads(run_id, summary.metrics)
-        report = found.write_back(store, payloads)  # never fails the evaluation
+        report = found.write_run(
+            store, run_id, store.read_scores(run_id), store.read_outputs(run_id), summary.metrics
+        )  # never fails
         if report is not None:
             writeback |= report.metadata()
             if report.queued or report.set_aside:

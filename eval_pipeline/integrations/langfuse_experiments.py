@@ -1,0 +1,75 @@
+"""Every evaluation run as a Langfuse experiment (Datasets → the dataset → Experiments, and
+the comparison of two runs side by side).
+
+How Langfuse groups an experiment, read in its sources (langfuse/langfuse v4.16.0):
+``OtelIngestionProcessor.extractExperimentFields``
+(packages/shared/src/server/otel/OtelIngestionProcessor.ts) reads the
+``langfuse.experiment.*`` span attributes into the events table; an experiment is every
+event with that ``experiment_id``, an item the event whose span id is the item's
+``root_observation_id``, its cost the sum over the events that share the item and trace
+(clickhouse-sql/query-fragments.ts). Nothing there is validated against the dataset. The
+Python SDK 5 sets the same attributes in ``Langfuse._process_experiment_item``
+(langfuse/_client/client.py) and carries them to child spans with
+``_propagate_attributes(experiment=...)`` (langfuse/_client/propagation.py): we do as it
+does, so the LangGraph run's generations count in the item's cost. Run-level scores join
+the experiment by ``datasetRunId`` = the experiment id (repositories/experiments.ts).
+
+A v3 server in its default (legacy) write mode ignores these attributes: its dataset runs
+are rows written by ``POST /api/public/dataset-run-items`` (not sent yet; docs/langfuse.md
+says what a v3 server shows). ``reads_experiments`` says which kind the server is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+
+# langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
+DESCRIPTION = "langfuse.experiment.description"
+EXPECTED_OUTPUT = "langfuse.experiment.item.expected_output"
+
+
+def experiment_id(run_id: str) -> str:
+    """The experiment (dataset run) id of one evaluation run: 16 hex characters, like the
+    ids the SDK and the server derive, from our run id alone so every process of a run
+    (shards, a re-executed Dagster run) names the same experiment."""
+    return hashlib.sha256(f"eval-pipeline-experiment:{run_id}".encode()).hexdigest()[:16]
+
+
+def propagated(run_id: str, item_id: str, root_span_id: str,
+               metadata: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The SDK's PropagatedExperimentAttributes for one item (the experiment named by our
+    run id; JSON values serialised as the SDK does)."""
+    return {
+        "experiment_id": experiment_id(run_id),
+        "experiment_name": run_id,
+        "experiment_metadata": json.dumps(dict(metadata), default=str),
+        "experiment_dataset_id": None,
+        "experiment_item_id": item_id,
+        "experiment_item_metadata": None,
+        "experiment_item_root_observation_id": root_span_id,
+    }
+
+
+def root_attributes(description: str, expected_output: Any) -> dict[str, str]:
+    """Set on the item's root span only (the SDK does the same)."""
+    return {DESCRIPTION: description, EXPECTED_OUTPUT: json.dumps(expected_output, default=str)}
+
+
+_MAJORS: dict[LangfuseSettings, int] = {}
+
+
+def reads_experiments(settings: LangfuseSettings) -> bool:
+    """Whether the server groups experiments from span attributes: v4 (its default
+    events-only write mode). False for v3, and while the version cannot be read (asked
+    again next time: a server that was down is not taken for v3 for good)."""
+    if settings not in _MAJORS:
+        try:
+            _MAJORS[settings] = int(settings.server_version().lstrip("v").split(".")[0])
+        except Exception:  # unreachable or unreadable: the session stays the run's anchor
+            return False
+    return _MAJORS[settings] >= 4
