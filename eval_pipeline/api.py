@@ -226,10 +226,13 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
         result.warnings.append(problem)
     prepared.services.flush()
     run_id = plan.run.run_id
-    report = prepared.services.write_run(store, run_id, result.scores, result.outputs,
+    report = prepared.services.write_run(store, plan.suite.name, plan.cases, run_id,
+                                         result.scores, result.outputs,
                                          result.summary.metrics)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
+    if report is not None and report.experiment and report.experiment.startswith("not linked"):
+        result.warnings.append(f"Langfuse experiment {report.experiment}")
     return result
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import threading
 import time
@@ -90,6 +91,8 @@ class LangfuseState:
     prompts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
     dataset_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dataset_runs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    dataset_run_items: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
     observations: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -383,6 +386,48 @@ class LangfuseTestServer:
                     and i["status"] == "ACTIVE"]  # archived items are never listed  # fmt: skip
         return _page(rows, page, limit)
 
+    # --- dataset runs -------------------------------------------------------------------
+    # web/src/pages/api/public/dataset-run-items.ts, its body PostDatasetRunItemsV1Body
+    # (web/src/features/public-api/types/datasets.ts, .strict()), createDatasetRunItemForApi
+    # and buildStableDatasetRunItemResponseEventsOnly (web/src/features/datasets/server/
+    # publicDatasetService.ts); the run is created on first use by (dataset, name)
+    # (packages/shared/src/server/repositories/dataset-runs.ts). On v4 (events_only) the
+    # route only looks the item up and answers the stable experiment id: nothing is stored.
+    async def _create_run_item(self, request: Request) -> Response:
+        body = request.state.body
+        issues = run_item_issues(body)
+        if issues:
+            return _invalid(issues)
+        with self.state.lock:
+            item = self.state.dataset_items.get(body["datasetItemId"])
+            if item is None or item["status"] != "ACTIVE":
+                return _error(404, "Dataset item not found", "LangfuseNotFoundError")
+            run_id = stable_experiment_id(item["datasetId"], body["runName"])
+            if self.version.legacy_reads:
+                key = (item["datasetId"], body["runName"])
+                run = self.state.dataset_runs.setdefault(key, {
+                    "id": uuid.uuid4().hex, "name": body["runName"],
+                    "description": body.get("runDescription"), "metadata": body.get("metadata"),
+                    "datasetId": item["datasetId"], "datasetName": item["datasetName"],
+                    "createdAt": now_iso(), "updatedAt": now_iso()})  # fmt: skip
+                run_id = run["id"]
+            row = {"id": uuid.uuid4().hex, "datasetRunId": run_id,
+                   "datasetRunName": body["runName"], "datasetItemId": item["id"],
+                   "traceId": body.get("traceId"), "observationId": body.get("observationId"),
+                   "createdAt": now_iso(), "updatedAt": now_iso()}  # fmt: skip
+            if self.version.legacy_reads:
+                self.state.dataset_run_items.append(row)
+        return JSONResponse(row)
+
+    async def _list_runs(self, request: Request) -> Response:
+        page, limit = _paging(request)
+        name = unquote(unquote(request.path_params["name"]))
+        with self.state.lock:
+            if name not in self.state.datasets:
+                return _error(404, "Dataset not found", "LangfuseNotFoundError")
+            rows = [r for r in self.state.dataset_runs.values() if r["datasetName"] == name]
+        return _page(sorted(rows, key=lambda r: r["createdAt"], reverse=True), page, limit)
+
     # --- scores ---------------------------------------------------------------------------
     def _store_scores(self, scores: list[dict[str, Any]]) -> None:
         """Langfuse upserts scores by id (in the queue's worker, later)."""
@@ -549,6 +594,10 @@ class LangfuseTestServer:
             route(f"{base}/v2/datasets/{{name}}", self._get_dataset, ["GET"]),
             route(f"{base}/dataset-items", self._upsert_item, ["POST"], large),
             route(f"{base}/dataset-items", self._list_items, ["GET"]),
+            route(f"{base}/dataset-run-items", self._create_run_item, ["POST"]),
+            route(
+                f"{base}/datasets/{{name}}/runs", self._list_runs, ["GET"], RouteRules(legacy=True)
+            ),
             route(f"{base}/scores", self._scores, ["POST"]),
             route(f"{base}/ingestion", self._ingestion, ["POST"], large),
             route(f"{base}/otel/v1/traces", self._otel_traces, ["POST"], own_body),
@@ -574,6 +623,45 @@ class LangfuseTestServer:
         except ValueError:
             return False
         return (user, password) == (self.public_key, self.secret_key)
+
+
+RUN_ITEM_KEYS = {
+    "runName",
+    "runDescription",
+    "metadata",
+    "datasetItemId",
+    "observationId",
+    "traceId",
+    "datasetVersion",
+    "createdAt",
+}
+
+
+def run_item_issues(body: Any) -> list[dict[str, Any]]:
+    """PostDatasetRunItemsV1Body: runName and datasetItemId required, no other keys than
+    RUN_ITEM_KEYS, and a traceId or an observationId."""
+    if not isinstance(body, dict):
+        return [{"code": "invalid_type", "path": [], "message": "Expected object"}]
+    found = [
+        {"code": "invalid_type", "path": [k], "message": "Required"}
+        for k in ("runName", "datasetItemId")
+        if not isinstance(body.get(k), str)
+    ]
+    if extra := sorted(set(body) - RUN_ITEM_KEYS):
+        found.append({"code": "unrecognized_keys", "keys": extra, "path": [],
+                      "message": f"Unrecognized key(s) in object: {extra}"})  # fmt: skip
+    if not (body.get("traceId") or body.get("observationId")):
+        found.append({"code": "custom", "path": [],
+                      "message": "ObservationId or traceId must be provided"})  # fmt: skip
+    return found
+
+
+def stable_experiment_id(dataset_id: str, run_name: str) -> str:
+    """createStableExperimentId (publicDatasetService.ts), as the SDK's
+    _create_experiment_id: JSON.stringify of the array, SHA-256, 16 hex characters."""
+    payload = json.dumps(["langfuse-experiment-v1", PROJECT_ID, dataset_id, run_name],
+                         separators=(",", ":"), ensure_ascii=False)  # fmt: skip
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def _error(status: int, message: str, error: str | None = None) -> JSONResponse:

@@ -512,15 +512,79 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
             item_id("drive_thru", c) for c in cases)  # fmt: skip
         assert any(o["type"] == "GENERATION" for o in linked)  # the graph's calls count too
         means = [s for s in srv.state.scores if s["name"].startswith("run_")]
-        assert means
-        if version.major >= 4:
+        assert means and not any(s.get("sessionId") for s in means)
+        if version.major >= 4:  # events: the attributes are the link; nothing else is sent
             assert {s.get("datasetRunId") for s in means} == {experiment_id(run.run_id)}
-            assert not any(s.get("sessionId") for s in means)
-        else:
-            assert {s.get("sessionId") for s in means} == {run.run_id}
+            assert srv.requests[("POST", "/api/public/dataset-run-items")] == 0
+        else:  # v3 (legacy writes): the dataset synced and a dataset run item per output
+            (dataset_run,) = srv.state.dataset_runs.values()
+            assert dataset_run["name"] == run.run_id
+            linked_items = srv.state.dataset_run_items
+            assert sorted(i["datasetItemId"] for i in linked_items) == sorted(
+                item_id("drive_thru", c) for c in cases)  # fmt: skip
+            roots = {o["traceId"] for o in items}
+            assert {i["traceId"] for i in linked_items} == roots
+            assert {s.get("datasetRunId") for s in means} == {dataset_run["id"]}
 
 
 def select_smoke():
     from eval_pipeline.core.cases import select_tier
 
     return select_tier(project_suite("drive_thru").load_cases(), "smoke")
+
+
+@pytest.mark.parametrize("version", [V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def test_the_test_server_refuses_run_items_the_real_one_refuses(version):
+    """PostDatasetRunItemsV1Body is strict and needs a trace or an observation; an unknown
+    or archived dataset item is 404; v4 (events_only) stores nothing and answers the
+    stable experiment id (publicDatasetService.ts)."""
+    import httpx
+
+    with LangfuseTestServer(version=version) as srv:
+        client = srv.client()
+        client.create_dataset(name="d")
+        client.create_dataset_item(dataset_name="d", id="i1", input={"q": 1})
+
+        def post(**body):
+            return httpx.post(f"{srv.base_url}/api/public/dataset-run-items", json=body,
+                              auth=(srv.public_key, srv.secret_key))  # fmt: skip
+
+        assert post(runName="r", datasetItemId="i1").status_code == 400
+        assert post(runName="r", datasetItemId="i1", traceId="t", extra=1).status_code == 400
+        assert post(runName="r", datasetItemId="nope", traceId="t").status_code == 404
+        ok = post(runName="r", datasetItemId="i1", traceId="t")
+        assert ok.status_code == 200
+        runs = list(srv.state.dataset_runs.values())
+        if version.major >= 4:
+            assert len(ok.json()["datasetRunId"]) == 16 and runs == []
+        else:
+            assert ok.json()["datasetRunId"] == runs[0]["id"]
+
+
+def test_a_run_that_cannot_be_linked_says_so_and_still_passes(monkeypatch, tmp_path):
+    """v3 refusing the dataset run: the evaluation is unaffected, the means go on the
+    session (Langfuse takes them there), and the run's warnings say why."""
+    from click.testing import CliRunner
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    from eval_pipeline.cli import main
+
+    with LangfuseTestServer(version=V3) as srv:
+        v1 = local_version(1)
+        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
+                        labels=["production"])  # fmt: skip
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
+        LangfuseResourceManager.reset()
+        srv.fail_paths = ("/api/public/dataset-run-items",)
+        ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"],
+                                 terminal_width=400)  # fmt: skip
+        assert ran.exit_code == 0, ran.output
+        text = " ".join(ran.output.split())
+        said = "Langfuse experiment not linked: dataset run of eval-pipeline/drive_thru: HTTP 503"
+        assert said in text
+        srv.settle()
+        means = [s for s in srv.state.scores if s["name"].startswith("run_")]
+        assert means and all(s.get("sessionId") and not s.get("datasetRunId") for s in means)

@@ -15,18 +15,25 @@ does, so the LangGraph run's generations count in the item's cost. Run-level sco
 the experiment by ``datasetRunId`` = the experiment id (repositories/experiments.ts).
 
 A v3 server in its default (legacy) write mode ignores these attributes: its dataset runs
-are rows written by ``POST /api/public/dataset-run-items`` (not sent yet; docs/langfuse.md
-says what a v3 server shows). ``reads_experiments`` says which kind the server is.
+are rows written by ``POST /api/public/dataset-run-items`` (web/src/pages/api/public/
+dataset-run-items.ts, v3.225.4), one per item, the run made on first use by name, the
+dataset item required to exist and be active (404 otherwise). ``link_dataset_run`` syncs
+the suite's dataset and writes those rows; ``reads_experiments`` says which kind the
+server is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_status
+from eval_pipeline.integrations.langfuse_datasets import dataset_name, item_id, sync_dataset
 
 # langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
 DESCRIPTION = "langfuse.experiment.description"
@@ -73,3 +80,40 @@ def reads_experiments(settings: LangfuseSettings) -> bool:
         except Exception:  # unreachable or unreadable: the session stays the run's anchor
             return False
     return _MAJORS[settings] >= 4
+
+
+@dataclass(frozen=True)
+class Linked:
+    """Where a run's means go: the dataset run's id (None: the run's session), and why a
+    v3 run could not be linked (None: it was, or there was nothing to do)."""
+
+    dataset_run_id: str | None
+    problem: str | None = None
+
+
+def link_run(settings: LangfuseSettings, client: Any, suite: str, cases: Sequence[GoldenCase],
+             run_id: str, outputs: Sequence[ItemOutput]) -> Linked:  # fmt: skip
+    """The run's experiment: on v4 the span attributes already made it; on v3 the suite's
+    dataset is synced and every output linked as a dataset run item. Never raises."""
+    if reads_experiments(settings):
+        return Linked(experiment_id(run_id))
+    from eval_pipeline.integrations.langfuse_tracing import item_trace_id
+
+    try:
+        sync_dataset(client, suite, cases)
+        dataset_run_id = None
+        with settings.http() as http:
+            for out in outputs:
+                response = http.post("/api/public/dataset-run-items", json={
+                    "runName": run_id, "runDescription": f"eval-pipeline run of {suite}",
+                    "metadata": {"suite": suite, "run_id": run_id},
+                    "datasetItemId": item_id(suite, out.item_id),
+                    "traceId": item_trace_id(out.source_run_id or run_id, out.item_id,
+                                             out.repeat)})  # fmt: skip
+                if response.status_code != 200:
+                    why = describe_status(response.status_code, response.text[:200])
+                    return Linked(None, f"dataset run of {dataset_name(suite)}: {why}")
+                dataset_run_id = response.json().get("datasetRunId")
+        return Linked(dataset_run_id)
+    except Exception as exc:  # Langfuse trouble never fails an evaluation
+        return Linked(None, f"dataset run of {dataset_name(suite)}: {type(exc).__name__}: {exc}")

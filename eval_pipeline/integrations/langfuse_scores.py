@@ -34,7 +34,6 @@ from eval_pipeline.integrations.langfuse_client import (
     describe_error,
     describe_status,
 )
-from eval_pipeline.integrations.langfuse_experiments import experiment_id
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
@@ -52,9 +51,11 @@ class WritebackReport:
     set_aside: int = 0
     error: str | None = None
     set_aside_reasons: tuple[str, ...] = ()
+    experiment: str | None = None  # the run's experiment in Langfuse, or why it has none
 
     def metadata(self) -> dict[str, Any]:
         return {
+            **({"langfuse_experiment": self.experiment} if self.experiment else {}),
             "langfuse_scores_sent": self.sent,
             "langfuse_scores_retried": self.retried_from_outbox,
             "langfuse_scores_queued": self.queued,
@@ -132,12 +133,12 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
 
 
 def run_score_payloads(
-    run_id: str, metrics: dict[str, float | None], *, experiment: bool = False
+    run_id: str, metrics: dict[str, float | None], *, dataset_run_id: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Run-level means on the run's experiment (``datasetRunId``, where the server groups
-    experiments: langfuse_experiments.py), else on its session (each item trace's session
-    is the run). Langfuse takes exactly one of traceId, sessionId and datasetRunId."""
-    target = ({"datasetRunId": experiment_id(run_id)} if experiment
+    """Run-level means on the run's experiment (its dataset run: langfuse_experiments.py),
+    else on its session (each item trace's session is the run). Langfuse takes exactly one
+    of traceId, sessionId and datasetRunId."""
+    target = ({"datasetRunId": dataset_run_id} if dataset_run_id
               else {"sessionId": run_id})  # fmt: skip
     payloads = {}
     for name, value in metrics.items():

@@ -7,11 +7,13 @@ score write-back for the same settings.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
@@ -19,7 +21,7 @@ from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
-from eval_pipeline.integrations.langfuse_experiments import reads_experiments
+from eval_pipeline.integrations.langfuse_experiments import link_run
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
@@ -110,18 +112,24 @@ class Services:
             self.client().flush()
 
     def write_run(
-        self, store: ResultsStore, run_id: str, scores: Sequence[ItemScore],
-        outputs: Sequence[ItemOutput], metrics: dict[str, float | None],
+        self, store: ResultsStore, suite: str, cases: Sequence[GoldenCase], run_id: str,
+        scores: Sequence[ItemScore], outputs: Sequence[ItemOutput],
+        metrics: dict[str, float | None],
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
-        """A run's item scores onto their traces and its means onto its experiment (or
-        its session, on a server that does not group experiments); never raises."""
+        """A run's item scores onto their traces, the run linked as an experiment
+        (langfuse_experiments.py) and its means onto it (or onto its session, when it
+        could not be linked: the report says why); never raises."""
         if self.langfuse is None:
             return None
+        linked = link_run(self.langfuse, self.client(), suite, cases, run_id, outputs)
         payloads = langfuse_scores.item_score_payloads(run_id, scores, outputs)
         payloads |= langfuse_scores.run_score_payloads(
-            run_id, metrics, experiment=reads_experiments(self.langfuse)
+            run_id, metrics, dataset_run_id=linked.dataset_run_id
         )
-        return self.write_back(store, payloads)
+        report = self.write_back(store, payloads)
+        said = (f"dataset run {linked.dataset_run_id}" if linked.dataset_run_id
+                else f"not linked: {linked.problem}")  # fmt: skip
+        return dataclasses.replace(report, experiment=said) if report else None
 
     def write_back(
         self, store: ResultsStore, payloads: dict[str, dict[str, Any]]

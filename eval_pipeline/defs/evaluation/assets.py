@@ -207,7 +207,13 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         summary = evaluation.summarise(store, run_id, suite, cases)
         writeback: dict[str, Any] = {"langfuse": found.description}
         report = found.write_run(
-            store, run_id, store.read_scores(run_id), store.read_outputs(run_id), summary.metrics
+            store,
+            suite.name,
+            cases,
+            run_id,
+            store.read_scores(run_id),
+            store.read_outputs(run_id),
+            summary.metrics,
         )  # never fails
         if report is not None:
             writeback |= report.metadata()
