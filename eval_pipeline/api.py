@@ -125,7 +125,7 @@ def prepare(
             require_model(llm, model_source(prompt))
         plan = evaluation.plan(chosen, prompt, llm.public_params(), request, notes=llm.notes)
         # a factory that fails: nothing written yet
-        agent = services.agent(chosen, prompt, llm, run_id=plan.run.run_id)
+        agent = services.agent(chosen, prompt, llm, run=plan.run)
         store = ResultsStore(settings.results_url())
         try:
             evaluation.with_baseline(store, plan, services.registry())
@@ -186,7 +186,7 @@ class ProjectShardWorker:
         plan = evaluation.plan(chosen, self.prompt, self.llm.public_params(), self.request,
                                run_id=self.run_id, notes=self.llm.notes)  # fmt: skip
         services = Services.from_env(loaded.prompts_dir)
-        agent = services.agent(chosen, self.prompt, self.llm, run_id=self.run_id)
+        agent = services.agent(chosen, self.prompt, self.llm, run=plan.run)
         with ResultsStore(self.store_url) as store, _session(self.recording):
             evaluation.produce(store, plan, agent, shard=shard,
                                prices=PriceTable.from_file(settings.prices_file()),
@@ -225,10 +225,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     if problem := _register_partition(plan.run.prompt_version):
         result.warnings.append(problem)
     prepared.services.flush()
-    run_id = plan.run.run_id
-    report = prepared.services.write_run(store, plan.suite.name, plan.cases, run_id,
-                                         result.scores, result.outputs,
-                                         result.summary.metrics)  # fmt: skip
+    report = prepared.services.write_run(store, result.run, plan.cases, result.scores,
+                                         result.outputs, result.summary.metrics)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     if report is not None and report.experiment and report.experiment.startswith("not linked"):

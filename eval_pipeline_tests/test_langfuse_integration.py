@@ -507,6 +507,9 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         linked = [o for o in srv.state.observations if o["experimentId"]]
         assert {o["experimentId"] for o in linked} == {experiment_id(run.run_id)}
         assert {o["experimentName"] for o in linked} == {run.run_id}
+        described = json.loads(linked[0]["_attributes"]["langfuse.experiment.metadata"])
+        assert described["dataset_version"] == run.dataset_version
+        assert described["model"] == run.model and described["prompt_version"] == "v1"
         items = [o for o in linked if o["id"] == o["experimentItemRootSpanId"]]
         assert sorted(o["experimentItemId"] for o in items) == sorted(
             item_id("drive_thru", c) for c in cases)  # fmt: skip
@@ -519,6 +522,7 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         else:  # v3 (legacy writes): the dataset synced and a dataset run item per output
             (dataset_run,) = srv.state.dataset_runs.values()
             assert dataset_run["name"] == run.run_id
+            assert dataset_run["metadata"]["dataset_version"] == run.dataset_version
             linked_items = srv.state.dataset_run_items
             assert sorted(i["datasetItemId"] for i in linked_items) == sorted(
                 item_id("drive_thru", c) for c in cases)  # fmt: skip

@@ -31,13 +31,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_status
 from eval_pipeline.integrations.langfuse_datasets import dataset_name, item_id, sync_dataset
 
 # langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
 DESCRIPTION = "langfuse.experiment.description"
 EXPECTED_OUTPUT = "langfuse.experiment.item.expected_output"
+
+
+def run_metadata(run: RunRecord) -> dict[str, str]:
+    """What a run's experiment says about it (and every item's trace metadata): which
+    suite, prompt version, dataset version, model and agent code it evaluated, and how."""
+    return {"suite": run.suite, "prompt_version": run.prompt_version, "run_id": run.run_id,
+            "dataset_version": run.dataset_version, "model": run.model, "tier": run.tier,
+            "agent_version": run.agent_version}  # fmt: skip
 
 
 def experiment_id(run_id: str) -> str:
@@ -91,10 +99,11 @@ class Linked:
     problem: str | None = None
 
 
-def link_run(settings: LangfuseSettings, client: Any, suite: str, cases: Sequence[GoldenCase],
-             run_id: str, outputs: Sequence[ItemOutput]) -> Linked:  # fmt: skip
+def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
+             run: RunRecord, outputs: Sequence[ItemOutput]) -> Linked:  # fmt: skip
     """The run's experiment: on v4 the span attributes already made it; on v3 the suite's
     dataset is synced and every output linked as a dataset run item. Never raises."""
+    suite, run_id = run.suite, run.run_id
     if reads_experiments(settings):
         return Linked(experiment_id(run_id))
     from eval_pipeline.integrations.langfuse_tracing import item_trace_id
@@ -106,7 +115,7 @@ def link_run(settings: LangfuseSettings, client: Any, suite: str, cases: Sequenc
             for out in outputs:
                 response = http.post("/api/public/dataset-run-items", json={
                     "runName": run_id, "runDescription": f"eval-pipeline run of {suite}",
-                    "metadata": {"suite": suite, "run_id": run_id},
+                    "metadata": run_metadata(run),
                     "datasetItemId": item_id(suite, out.item_id),
                     "traceId": item_trace_id(out.source_run_id or run_id, out.item_id,
                                              out.repeat)})  # fmt: skip

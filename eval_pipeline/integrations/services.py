@@ -16,12 +16,12 @@ from typing import Any
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
-from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
-from eval_pipeline.integrations.langfuse_experiments import link_run
+from eval_pipeline.integrations.langfuse_experiments import link_run, run_metadata
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
@@ -83,11 +83,12 @@ class Services:
         return LangfuseTraceSource(self.langfuse, timeout_s=PAGE_TIMEOUT_S)
 
     def agent(self, suite: Suite, prompt: PromptVersion | None, settings: LLMSettings, *,
-              run_id: str, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
+              run: RunRecord, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
         """The agent of one run (its factory runs here), each item traced when Langfuse is
         configured: the one place every entry point gets its agent from."""
-        return self.traced(suite.make_agent(prompt, settings), run_id=run_id, suite=suite.name,
-                           prompt=prompt, metadata=metadata)  # fmt: skip
+        return self.traced(suite.make_agent(prompt, settings), run_id=run.run_id,
+                           suite=suite.name, prompt=prompt,
+                           metadata={**run_metadata(run), **(metadata or {})})  # fmt: skip
 
     def traced(self, agent: Agent, *, run_id: str, suite: str, prompt: PromptVersion | None,
                metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
@@ -112,7 +113,7 @@ class Services:
             self.client().flush()
 
     def write_run(
-        self, store: ResultsStore, suite: str, cases: Sequence[GoldenCase], run_id: str,
+        self, store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase],
         scores: Sequence[ItemScore], outputs: Sequence[ItemOutput],
         metrics: dict[str, float | None],
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
@@ -121,10 +122,10 @@ class Services:
         could not be linked: the report says why); never raises."""
         if self.langfuse is None:
             return None
-        linked = link_run(self.langfuse, self.client(), suite, cases, run_id, outputs)
-        payloads = langfuse_scores.item_score_payloads(run_id, scores, outputs)
+        linked = link_run(self.langfuse, self.client(), cases, run, outputs)
+        payloads = langfuse_scores.item_score_payloads(run.run_id, scores, outputs)
         payloads |= langfuse_scores.run_score_payloads(
-            run_id, metrics, dataset_run_id=linked.dataset_run_id
+            run.run_id, metrics, dataset_run_id=linked.dataset_run_id
         )
         report = self.write_back(store, payloads)
         said = (f"dataset run {linked.dataset_run_id}" if linked.dataset_run_id

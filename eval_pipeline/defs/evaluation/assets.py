@@ -206,21 +206,14 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         cases = evaluation.cases_of_run(store, run_id, suite)
         summary = evaluation.summarise(store, run_id, suite, cases)
         writeback: dict[str, Any] = {"langfuse": found.description}
-        report = found.write_run(
-            store,
-            suite.name,
-            cases,
-            run_id,
-            store.read_scores(run_id),
-            store.read_outputs(run_id),
-            summary.metrics,
-        )  # never fails
-        if report is not None:
+        run = store.get_run(run_id)
+        assert run is not None  # item_scores stored it
+        report = found.write_run(store, run, cases, store.read_scores(run_id),
+                                 store.read_outputs(run_id), summary.metrics)  # fmt: skip
+        if report is not None:  # (never fails the evaluation)
             writeback |= report.metadata()
             if report.queued or report.set_aside:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
-        run = store.get_run(run_id)
-        assert run is not None
         result = evaluation.verdict(store, run, suite, cases, summary)
         partition = f"{run.suite} {run.prompt_version}"
         checks, not_tested = check_results(result, partition)

@@ -219,7 +219,7 @@ def run_shard(
         dagster_run_id=context.run.run_id, notes=settings.notes,
     )  # fmt: skip
     agent = found.agent(
-        suite, prompt, settings, run_id=task.run_id, metadata={"dagster_run_id": context.run.run_id}
+        suite, prompt, settings, run=plan.run, metadata={"dagster_run_id": context.run.run_id}
     )
     label = f"{task.run_id} {task.shard.label}"
     before, started = PROVIDER_STATS.snapshot(), time.perf_counter()

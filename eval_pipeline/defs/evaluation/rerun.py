@@ -78,7 +78,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
             run_id=f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}",
             dagster_run_id=context.run.run_id, notes=llm_settings.notes, cases=cases,
         )  # fmt: skip
-        agent = found.agent(suite, prompt, llm_settings, run_id=plan.run.run_id,
+        agent = found.agent(suite, prompt, llm_settings, run=plan.run,
                             metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
         primary = next((f for f in suite.evaluators
                         if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
