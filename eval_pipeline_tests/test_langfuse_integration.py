@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -487,17 +489,7 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
     from eval_pipeline.integrations.langfuse_datasets import item_id
     from eval_pipeline.integrations.langfuse_experiments import experiment_id
 
-    with LangfuseTestServer(version=version) as srv:
-        v1 = local_version(1)
-        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
-                        labels=["production"])  # fmt: skip
-        for name, value in srv.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
-        from langfuse._client.resource_manager import LangfuseResourceManager
-
-        LangfuseResourceManager.reset()
+    with cli_on(version, monkeypatch, tmp_path) as srv:
         ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
         assert ran.exit_code == 0, ran.output
         srv.settle()
@@ -529,6 +521,24 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
             roots = {o["traceId"] for o in items}
             assert {i["traceId"] for i in linked_items} == roots
             assert {s.get("datasetRunId") for s in means} == {dataset_run["id"]}
+
+
+@contextmanager
+def cli_on(version, monkeypatch, tmp_path) -> Iterator[LangfuseTestServer]:
+    """A test server of ``version`` serving the drive-thru prompt (v1 production), and the
+    CLI pointed at it and at the examples' project."""
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    with LangfuseTestServer(version=version) as srv:
+        v1 = local_version(1)
+        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
+                        labels=["production"])  # fmt: skip
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
+        LangfuseResourceManager.reset()
+        yield srv
 
 
 def select_smoke():
@@ -569,19 +579,10 @@ def test_a_run_that_cannot_be_linked_says_so_and_still_passes(monkeypatch, tmp_p
     """v3 refusing the dataset run: the evaluation is unaffected, the means go on the
     session (Langfuse takes them there), and the run's warnings say why."""
     from click.testing import CliRunner
-    from langfuse._client.resource_manager import LangfuseResourceManager
 
     from eval_pipeline.cli import main
 
-    with LangfuseTestServer(version=V3) as srv:
-        v1 = local_version(1)
-        srv.seed_prompt(PROMPT, v1["prompt"], type=v1["type"], config=v1.get("config"),
-                        labels=["production"])  # fmt: skip
-        for name, value in srv.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("EVAL_PROJECT", str(PROJECT))
-        LangfuseResourceManager.reset()
+    with cli_on(V3, monkeypatch, tmp_path) as srv:
         srv.fail_paths = ("/api/public/dataset-run-items",)
         ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"],
                                  terminal_width=400)  # fmt: skip
