@@ -35,7 +35,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
 
@@ -141,6 +141,9 @@ class LangfuseTestServer:
         self.state = LangfuseState()
         self.outage: int | None = None  # every /api/public request answers with this status
         self.fail_paths: Sequence[str] = ()  # ... or only requests to these paths (503)
+        self.throttled = 0  # the next N authenticated requests answer 429 (rate_limited)
+        self.retry_after_s = 1
+        self.suspended = False  # ingestion suspended (usage threshold): 403 on writes
         self.requests: Counter[tuple[str, str]] = Counter()
         self.body_sizes: dict[str, list[int]] = {}  # request body bytes, by path
         self._source: ObservationSource | None = None
@@ -563,6 +566,11 @@ class LangfuseTestServer:
                 if rules.auth and not self._authorised(request):
                     return _error(401, "Invalid credentials. Confirm that you've configured "
                                   "the correct host.")  # fmt: skip
+                if rules.auth and self.throttled > 0:
+                    self.throttled -= 1
+                    return rate_limited(self.retry_after_s)
+                if self.suspended and path in SUSPENDABLE:
+                    return _error(403, INGESTION_SUSPENDED, "ForbiddenError")
                 return await endpoint(request)
 
             return Route(path, guarded, methods=methods)
@@ -623,6 +631,24 @@ class LangfuseTestServer:
         except ValueError:
             return False
         return (user, password) == (self.public_key, self.secret_key)
+
+
+# web/src/features/public-api/server/RateLimitService.ts: after authentication, per
+# project; the body is unstable-public-api-error-contract.ts's.
+def rate_limited(retry_after_s: int) -> JSONResponse:
+    reset = datetime.now(UTC) + timedelta(seconds=retry_after_s)
+    body = {"message": "Rate limit exceeded", "code": "rate_limited",
+            "details": {"retryAfterSeconds": retry_after_s, "limit": 1000, "remaining": 0,
+                        "resetAt": reset.isoformat()}}  # fmt: skip
+    headers = {"Retry-After": str(retry_after_s), "X-RateLimit-Limit": "1000",
+               "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset.ctime()}  # fmt: skip
+    return JSONResponse(body, status_code=429, headers=headers)
+
+
+# pages/api/public/ingestion.ts, otel/v1/traces/index.ts, scores/index.ts: a project over
+# its usage threshold (Langfuse Cloud) has its writes refused with this message
+INGESTION_SUSPENDED = "Ingestion suspended: Usage threshold exceeded. Please upgrade your plan."
+SUSPENDABLE = ("/api/public/ingestion", "/api/public/otel/v1/traces", "/api/public/scores")
 
 
 RUN_ITEM_KEYS = {

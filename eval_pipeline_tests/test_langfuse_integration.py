@@ -593,3 +593,34 @@ def test_a_run_that_cannot_be_linked_says_so_and_still_passes(monkeypatch, tmp_p
         srv.settle()
         means = [s for s in srv.state.scores if s["name"].startswith("run_")]
         assert means and all(s.get("sessionId") and not s.get("datasetRunId") for s in means)
+
+
+def test_a_rate_limited_write_back_waits_as_asked_then_delivers(server, tmp_path):
+    """429 with Retry-After (Langfuse's RateLimitService): waited once, then delivered in
+    the same run. Before, every score went to the outbox until the next run."""
+    from eval_pipeline.integrations.langfuse_scores import write_back
+
+    store = ResultsStore(f"sqlite:///{tmp_path / 'wb.sqlite'}")
+    payload = {"id": "s1", "traceId": "a" * 32, "name": "x", "value": 1.0,
+               "dataType": "NUMERIC"}  # fmt: skip
+    server.throttled, server.retry_after_s = 1, 1
+    report = write_back(server.settings(), store, {"s1": payload})
+    assert (report.sent, report.queued, report.error) == (1, 0, None)
+    assert server.requests[("POST", "/api/public/ingestion")] == 2
+
+    server.throttled, server.retry_after_s = 1, 3600  # longer than a run should wait
+    report = write_back(server.settings(), store, {"s2": {**payload, "id": "s2"}})
+    assert report.queued == 1 and "HTTP 429" in report.error and "rate_limited" in report.error
+
+
+def test_suspended_ingestion_is_said_with_langfuses_own_words(server, tmp_path):
+    from eval_pipeline.integrations.langfuse_scores import write_back
+
+    store = ResultsStore(f"sqlite:///{tmp_path / 'wb.sqlite'}")
+    server.suspended = True
+    payload = {"id": "s1", "traceId": "a" * 32, "name": "x", "value": 1.0,
+               "dataType": "NUMERIC"}  # fmt: skip
+    report = write_back(server.settings(), store, {"s1": payload})
+    assert report.queued == 1
+    assert "Ingestion suspended: Usage threshold exceeded" in report.error
+    assert "usage limit" in report.error  # and what it means

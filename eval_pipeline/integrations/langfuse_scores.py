@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +42,16 @@ SET_ASIDE_KIND = "langfuse_score_set_aside"
 BATCH_BYTES = 1_000_000  # as SDK 5 caps its own batches; the ingestion limit is 4.5 MB
 MAX_COMMENT_CHARS = 4_000  # a judge's reasoning can be long; Langfuse shows it as the comment
 TIMEOUT_S = 15
+MAX_WAIT_S = 30  # a longer Retry-After: the scores wait in the outbox for the next run
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds a 429 asks to wait (Retry-After in seconds, as Langfuse's RateLimitService
+    sends it); None when it does not say."""
+    try:
+        return max(0.0, float(response.headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -244,14 +255,20 @@ class Delivery:
             by_reason.setdefault(reason, []).append(key)
         return by_reason
 
-    def send(self, http: httpx.Client, batch: list[str], payloads: dict[str, Any]) -> bool:
-        """POST one batch; False when the server took nothing (stop, keep the rest)."""
+    def send(self, http: httpx.Client, batch: list[str], payloads: dict[str, Any],
+             *, waited: bool = False) -> bool:  # fmt: skip
+        """POST one batch; False when the server took nothing (stop, keep the rest). Rate
+        limited (429), it waits as long as Retry-After asks, once, up to MAX_WAIT_S."""
         try:
             response = http.post("/api/public/ingestion",
                                  json={"batch": [_event(payloads[k]) for k in batch]})  # fmt: skip
         except httpx.HTTPError as exc:
             self.error = redact(describe_error(exc))
             return False
+        wait = retry_after(response)
+        if response.status_code == 429 and not waited and wait is not None and wait <= MAX_WAIT_S:
+            time.sleep(wait)
+            return self.send(http, batch, payloads, waited=True)
         if response.status_code == 413 and len(batch) > 1:  # split until it fits
             half = len(batch) // 2
             return self.send(http, batch[:half], payloads) and self.send(
