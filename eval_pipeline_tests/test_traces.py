@@ -310,3 +310,20 @@ def test_the_drop_rule_needs_history_a_margin_and_significance():
     assert check_drop(noisy, history, config).passed  # lower, but 8 traces prove nothing
     untested = check_drop(day, history[:1], config)
     assert not untested.tested and "needs 2 previous days" in untested.description
+
+
+def test_a_trace_without_a_recorded_cost_is_not_within_budget():
+    """A root span carries no cost of its own (Langfuse records it on generations): the
+    record said 0.0 and cost_within passed without measuring anything."""
+    from eval_pipeline.core.traces.records import parse_observation
+
+    root = {"id": "o1", "traceId": "t1", "name": "drive-thru-agent",
+            "startTime": "2026-11-20T10:00:00Z", "input": {}, "output": {}}  # fmt: skip
+    record = parse_observation(root)
+    assert record.cost_usd is None
+    score = cost_within(0.01)(output={}, metadata=record.evaluator_metadata())
+    assert score.value is None and "no cost recorded" in score.comment
+    priced = parse_observation({**root, "totalCost": 0.002})
+    assert cost_within(0.01)(output={}, metadata=priced.evaluator_metadata()).value == 1.0
+    free = parse_observation({**root, "costDetails": {"total": 0}})
+    assert free.cost_usd == 0.0  # a recorded zero is a zero

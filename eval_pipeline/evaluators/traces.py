@@ -45,7 +45,13 @@ def cost_within(budget_usd: float) -> Evaluator:
 
     @evaluator(name="cost_within", params={"budget_usd": budget_usd}, data_type="BOOLEAN")
     def check(*, metadata=None, **kwargs) -> Score:
-        cost = float((metadata or {}).get("cost_usd") or 0.0)
+        cost = (metadata or {}).get("cost_usd")
+        if cost is None:  # unknown is not within budget: no value, said why
+            return Score(
+                None,
+                "no cost recorded (a trace's root observation carries none "
+                "of its own: Langfuse records cost on its generations)",
+            )
         return Score(float(cost <= budget_usd), f"${cost:.5f} (budget ${budget_usd:.5f})")
 
     return check

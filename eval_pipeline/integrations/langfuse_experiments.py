@@ -17,7 +17,7 @@ the experiment by ``datasetRunId`` = the experiment id (repositories/experiments
 A v3 server in its default (legacy) write mode ignores these attributes: its dataset runs
 are rows written by ``POST /api/public/dataset-run-items`` (web/src/pages/api/public/
 dataset-run-items.ts, v3.225.4), one per item, the run made on first use by name, the
-dataset item required to exist and be active (404 otherwise). ``link_dataset_run`` syncs
+dataset item required to exist and be active (404 otherwise). ``link_run`` syncs
 the suite's dataset and writes those rows; ``reads_experiments`` says which kind the
 server is.
 """

@@ -47,7 +47,7 @@ class TraceRecord:
     latency_ms: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # None: the observation carries no cost (not zero)
     notes: tuple[str, ...] = ()  # what parsing had to change (truncation, bad bytes)
 
     def lookup(self, path: str) -> Any:
@@ -62,6 +62,14 @@ class TraceRecord:
         """What reference-free evaluators read besides input and output."""
         return {**self.metadata, "latency_ms": self.latency_ms, "cost_usd": self.cost_usd,
                 "level": self.level, "status_message": self.status_message}  # fmt: skip
+
+
+def _recorded_cost(*values: Any) -> float | None:
+    """The first cost the observation records; None when it records none. A root span
+    usually has none of its own (Langfuse puts cost on generations): that is unknown, and
+    a cost budget must not pass on it."""
+    found = next((v for v in values if isinstance(v, int | float)), None)
+    return float(found) if found is not None else None
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -106,7 +114,7 @@ def parse_observation(obj: Any, *, source: str = "trace") -> TraceRecord:
         latency_ms=float(latency) * 1000 if isinstance(latency, int | float) else None,
         input_tokens=_int(usage.get("input")),
         output_tokens=_int(usage.get("output")),
-        cost_usd=float(obj.get("totalCost") or cost.get("total") or 0.0),
+        cost_usd=_recorded_cost(obj.get("totalCost"), cost.get("total")),
         notes=tuple(notes),
     )
 
