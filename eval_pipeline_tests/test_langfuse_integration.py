@@ -506,6 +506,12 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         assert sorted(o["experimentItemId"] for o in items) == sorted(
             item_id("drive_thru", c) for c in cases)  # fmt: skip
         assert any(o["type"] == "GENERATION" for o in linked)  # the graph's calls count too
+        # each score with its declared type (BOOLEAN: 0 or 1, which the server checks)
+        types = {s["name"]: s["dataType"] for s in srv.state.scores if s.get("traceId")}
+        assert types["no_hallucinated_items"] == "BOOLEAN"
+        assert types["order_correctness"] == "NUMERIC"
+        stored = {s.evaluator: s.data_type for s in store.read_scores(run.run_id)}
+        assert stored["no_hallucinated_items"] == "BOOLEAN"
         means = [s for s in srv.state.scores if s["name"].startswith("run_")]
         assert means and not any(s.get("sessionId") for s in means)
         if version.major >= 4:  # events: the attributes are the link; nothing else is sent

@@ -169,12 +169,15 @@ def test_an_older_store_gains_the_new_columns(tmp_path):
     with ResultsStore(f"sqlite:///{path}") as s:
         s.create_run(run_record())
         s.write_outputs("r1", [ItemOutput("a", 0, {"x": 1})])
+        s.write_scores("r1", [ItemScore("a", 0, "ok", 1.0, data_type="BOOLEAN")])
     connection = sqlite3.connect(path)  # as written before source_run_id existed
     connection.execute("ALTER TABLE item_outputs DROP COLUMN source_run_id")
+    connection.execute("ALTER TABLE item_scores DROP COLUMN data_type")
     connection.commit()
     connection.close()
     with ResultsStore(f"sqlite:///{path}") as s:
         (kept,) = s.read_outputs("r1")
         assert kept.output == {"x": 1} and kept.source_run_id is None
+        assert s.read_scores("r1")[0].data_type == "NUMERIC"  # a score without a type
         s.write_outputs("r1", [ItemOutput("a", 0, {"x": 2}, source_run_id="r0")])
         assert s.read_outputs("r1")[0].source_run_id == "r0"

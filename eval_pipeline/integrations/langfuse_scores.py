@@ -118,7 +118,7 @@ def item_score_payloads(
             "name": s.evaluator,
             "value": float(s.value),
             "comment": _comment(s.comment),
-            "dataType": "NUMERIC",
+            "dataType": s.data_type,  # BOOLEAN: 0 or 1, as Langfuse's ScoreBody takes it
             "metadata": metadata,
         }
     return payloads
@@ -137,7 +137,7 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
             "name": f"eval_{s.evaluator}",
             "value": float(s.value),
             "comment": _comment(s.comment),
-            "dataType": "NUMERIC",
+            "dataType": s.data_type,
             **({"metadata": s.metadata} if s.metadata else {}),
         }
     return payloads

@@ -18,6 +18,7 @@ from langfuse import Evaluation
 from eval_pipeline.core.store.records import ItemScore
 
 NOT_FINITE = "not a finite number"
+UNSUPPORTED = "unsupported value"  # a category or a text where a number is scored
 
 
 def item_scores(
@@ -31,12 +32,28 @@ def item_scores(
         paid = extra if extra and index == 0 else {}
         metadata = {**(ev.metadata or {}), **paid}
         value = as_float(ev.value)
+        if ev.value is not None and value is None:  # a category, a text: not a number
+            scores.append(ItemScore(item_id, repeat, ev.name, None, unsupported(ev),
+                                    plain(metadata), error_kind=UNSUPPORTED))  # fmt: skip
+            continue
         if value is not None and not math.isfinite(value):
             scores.append(ItemScore(item_id, repeat, ev.name, None, not_finite(value),
                                     plain(metadata), error_kind=NOT_FINITE))  # fmt: skip
             continue
-        scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, plain(metadata)))
+        data_type = "BOOLEAN" if ev.data_type == "BOOLEAN" else "NUMERIC"
+        scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, plain(metadata),
+                                data_type=data_type))  # fmt: skip
     return scores
+
+
+def unsupported(ev: Evaluation) -> str:
+    """Why a value that is not a number is an error, not a silent None (which the gate
+    would have counted as 0)."""
+    kind = ev.data_type or "a " + type(ev.value).__name__
+    return (
+        f"evaluator error: {ev.name} returned {ev.value!r} ({kind}); eval-pipeline "
+        "scores numbers and booleans (0 or 1): categorical scores are not supported yet"
+    )
 
 
 def not_finite(value: float) -> str:

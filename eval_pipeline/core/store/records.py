@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from eval_pipeline.evaluators.base import DataType
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -84,3 +86,4 @@ class ItemScore:
     # Set when the evaluator could not score (it raised, its judge call failed): the value
     # is None, the comment says why, and the run counts it as an error, never as a 0.
     error_kind: str | None = None
+    data_type: DataType = "NUMERIC"  # as the evaluator declared it: NUMERIC or BOOLEAN

@@ -95,6 +95,7 @@ item_scores = Table(
     Column("comment", Text),
     Column("metadata", JSON),
     Column("error_kind", String(100)),
+    Column("data_type", String(20)),  # NULL in stores written before it: NUMERIC
 )  # fmt: skip
 summaries = Table(
     "summaries", metadata,
@@ -383,7 +384,11 @@ class ResultsStore:
         )
         names = [f.name for f in fields(ItemScore)]
         with self.engine.connect() as conn:
-            return [ItemScore(**{n: r[n] for n in names}) for r in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings()
+            return [
+                ItemScore(**({n: r[n] for n in names} | {"data_type": r["data_type"] or "NUMERIC"}))
+                for r in rows
+            ]
 
     def scores_frame(self, run_id: str) -> pd.DataFrame:
         columns = ["item_id", "repeat", "evaluator", "value", "comment"]
