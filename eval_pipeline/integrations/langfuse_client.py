@@ -111,11 +111,16 @@ def base_url_var() -> str:
     return next((v for v in BASE_URL_VARS if os.environ.get(v)), BASE_URL_VARS[0])
 
 
+def major_version(version: str) -> int:
+    """The major of a server version ("v4.16.0" → 4); ValueError when it has none."""
+    return int(version.lstrip("v").split(".")[0])
+
+
 def version_status(version: str) -> tuple[bool, str | None]:
     """Whether eval-pipeline can work with this server version, and what to say about it."""
     tested = ", ".join(TESTED_VERSIONS)
     try:
-        major = int(version.lstrip("v").split(".")[0])
+        major = major_version(version)
     except ValueError:
         return True, f"its version ({version!r}) could not be read; tested: {tested}"
     if major < SUPPORTED_MAJORS[0]:

@@ -32,7 +32,11 @@ from typing import Any
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
-from eval_pipeline.integrations.langfuse_client import LangfuseSettings, describe_status
+from eval_pipeline.integrations.langfuse_client import (
+    LangfuseSettings,
+    describe_status,
+    major_version,
+)
 from eval_pipeline.integrations.langfuse_datasets import dataset_name, item_id, sync_dataset
 
 # langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
@@ -84,7 +88,7 @@ def reads_experiments(settings: LangfuseSettings) -> bool:
     again next time: a server that was down is not taken for v3 for good)."""
     if settings not in _MAJORS:
         try:
-            _MAJORS[settings] = int(settings.server_version().lstrip("v").split(".")[0])
+            _MAJORS[settings] = major_version(settings.server_version())
         except Exception:  # unreachable or unreadable: the session stays the run's anchor
             return False
     return _MAJORS[settings] >= 4
