@@ -229,8 +229,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
                                          result.outputs, result.summary.metrics)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
-    if report is not None and report.experiment and report.experiment.startswith("not linked"):
-        result.warnings.append(f"Langfuse experiment {report.experiment}")
+    if report is not None and report.experiment and report.experiment.problem:
+        result.warnings.append(f"Langfuse experiment {report.experiment.line()}")
     return result
 
 

@@ -102,6 +102,10 @@ class Linked:
     dataset_run_id: str | None
     problem: str | None = None
 
+    def line(self) -> str:
+        return (f"dataset run {self.dataset_run_id}" if self.dataset_run_id
+                else f"not linked: {self.problem}")  # fmt: skip
+
 
 def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
              run: RunRecord, outputs: Sequence[ItemOutput]) -> Linked:  # fmt: skip

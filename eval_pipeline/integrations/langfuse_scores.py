@@ -35,6 +35,7 @@ from eval_pipeline.integrations.langfuse_client import (
     describe_error,
     describe_status,
 )
+from eval_pipeline.integrations.langfuse_experiments import Linked
 from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
@@ -62,11 +63,11 @@ class WritebackReport:
     set_aside: int = 0
     error: str | None = None
     set_aside_reasons: tuple[str, ...] = ()
-    experiment: str | None = None  # the run's experiment in Langfuse, or why it has none
+    experiment: Linked | None = None  # the run's experiment in Langfuse, or why it has none
 
     def metadata(self) -> dict[str, Any]:
         return {
-            **({"langfuse_experiment": self.experiment} if self.experiment else {}),
+            **({"langfuse_experiment": self.experiment.line()} if self.experiment else {}),
             "langfuse_scores_sent": self.sent,
             "langfuse_scores_retried": self.retried_from_outbox,
             "langfuse_scores_queued": self.queued,

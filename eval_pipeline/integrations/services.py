@@ -128,9 +128,7 @@ class Services:
             run.run_id, metrics, dataset_run_id=linked.dataset_run_id
         )
         report = self.write_back(store, payloads)
-        said = (f"dataset run {linked.dataset_run_id}" if linked.dataset_run_id
-                else f"not linked: {linked.problem}")  # fmt: skip
-        return dataclasses.replace(report, experiment=said) if report else None
+        return dataclasses.replace(report, experiment=linked) if report else None
 
     def write_back(
         self, store: ResultsStore, payloads: dict[str, dict[str, Any]]
