@@ -12,7 +12,9 @@ import sysconfig
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.errors import AgentBuildError
@@ -24,6 +26,10 @@ def check_import_path(value: str) -> str:
     if not IMPORT_PATH.match(value):
         raise ValueError(f"{value!r} is not an import path: write package.module:attribute")
     return value
+
+
+# A project-file field that names ``package.module:attribute`` (checked when it loads).
+ImportPath = Annotated[str, AfterValidator(check_import_path)]
 
 
 def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:

@@ -15,13 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
-
 from eval_pipeline.agents.adapters.answers import TurnSession, output_of
 from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
 from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.agents.langfuse_prompt import serving
-from eval_pipeline.agents.targets import check_import_path, import_target, source_of
+from eval_pipeline.agents.targets import ImportPath, import_target, source_of
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import Customer, conversation_spec, converse
 from eval_pipeline.core.running.agent import Agent, AgentResult
@@ -56,12 +54,7 @@ class CallableAgent(ContextAgent):
 class CallableConfig(KindConfig):
     """``agent: {callable: …}``: ``fn(input, ctx) -> dict``, sync or async."""
 
-    callable: str
-
-    @field_validator("callable")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return check_import_path(value)
+    callable: ImportPath
 
 
 @register

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.agents.adapters.jsonable import jsonable
@@ -43,8 +43,8 @@ from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.agents.errors import AgentBuildError
 from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.agents.targets import (
+    ImportPath,
     call_factory,
-    check_import_path,
     import_target,
     is_graph,
     source_of,
@@ -291,17 +291,12 @@ def _text(message: AIMessage) -> str:
 class GraphConfig(KindConfig):
     """``agent: {graph: …}``: a compiled LangGraph graph, or a factory(ctx) returning one."""
 
-    graph: str
+    graph: ImportPath
     input_map: dict[str, str] | None = None  # graph state key → dotted path in the input
     state_fields: list[str] = Field(default_factory=list)  # final-state fields to output
     recursion_limit: int = Field(25, ge=1)
     stepwise: StepwiseConfig | None = None
     context: dict[str, Any] | None = None  # the graph's runtime context (its context_schema)
-
-    @field_validator("graph")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return check_import_path(value)
 
 
 @register

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from eval_pipeline.agents.targets import check_import_path
+from eval_pipeline.agents.targets import ImportPath, check_import_path
 from eval_pipeline.core.options import DEFAULTS
 
 MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -60,7 +60,7 @@ class SuiteConfig(BaseModel):
     concurrency: int = Field(DEFAULTS.concurrency, ge=1, le=4096)
     categories: list[str] | None = None
     absence_categories: list[str] = Field(default_factory=list)
-    case_validator: str | None = None  # package.module:fn(case) -> [(field, problem)]
+    case_validator: ImportPath | None = None  # package.module:fn(case) -> [(field, problem)]
     trace_name: str | None = None
     trace_evaluators: list[EvaluatorEntry] = Field(default_factory=list)
     source: list[str] | None = None  # paths or package names: the agent's code version
@@ -71,11 +71,6 @@ class SuiteConfig(BaseModel):
     @classmethod
     def _agent(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
         return check_import_path(value) if isinstance(value, str) else value
-
-    @field_validator("case_validator")
-    @classmethod
-    def _validator(cls, value: str | None) -> str | None:
-        return None if value is None else check_import_path(value)
 
 
 class ProjectConfig(BaseModel):
