@@ -32,6 +32,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from eval_pipeline.core.running.agent import current_item
+from eval_pipeline.llm.offline import judge
 
 OFFLINE_MODEL_NAME = "offline"
 
@@ -164,10 +165,4 @@ class OfflineChatModel(BaseChatModel):
         )
 
 
-def _register_judge() -> None:
-    from eval_pipeline.llm.offline import judge
-
-    register_behaviour({"JudgeVerdict"}, judge.respond)
-
-
-_register_judge()
+register_behaviour({"JudgeVerdict"}, judge.respond)  # the package's own: the LLM judge
