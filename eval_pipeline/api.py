@@ -260,8 +260,10 @@ def evaluate(
     ``concurrency``, ``timeout_s``, ``cache``, ``baseline_label`` (gate against the latest
     full run of the version this label points to), ``baseline_run_id``, ``margin``,
     ``min_primary``, ``shards`` (processes sharing ``concurrency``), ….
-    ``result.verdict`` is PASS, FAIL or ERROR (``result.exit_code`` the CLI's 0, 1, 2),
-    ``result.failed`` names what failed, ``result.errors`` why there is no verdict."""
+    ``result.verdict`` is PASS, FAIL, UNDECIDED or ERROR (``result.exit_code`` the CLI's
+    0, 1, 3 — 0 under ``on_undecided="warn"`` — or 2), ``result.failed`` names what failed,
+    ``result.undecided`` what the gate could not decide, ``result.errors`` why there is no
+    verdict."""
     try:
         request = run_options(**options)
     except OptionsError as exc:

@@ -85,6 +85,7 @@ def _click_type(field: Any) -> Any:
 @run_option("--margin", "margin")
 @run_option("--threshold", "min_primary")
 @run_option("--cache", "cache")
+@run_option("--on-undecided", "on_undecided")
 @click.option(
     "--record",
     "recording",
@@ -119,8 +120,8 @@ def run(
     verbose: bool,
     **options: Any,
 ) -> None:
-    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error.
-    The last line is the verdict."""
+    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error,
+    3 undecided (0 with --on-undecided warn). The last line is the verdict."""
     from eval_pipeline import api
     from eval_pipeline.report import error_line, print_result, verdict_line
 

@@ -63,7 +63,9 @@ def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
             console.rule(f"{name}: staging {staging.run.prompt_version} against production "
                          f"{production.run.prompt_version}")  # fmt: skip
             print_gate(console, staging.gate, staging.gate_note)
-            said = "caught" if staging.verdict == "FAIL" else "did not catch"
+            said = {"FAIL": "caught", "UNDECIDED": "could not yet decide on"}.get(
+                staging.verdict, "did not catch"
+            )
             console.print(f"{verdict_line(staging)}: the gate {said} the deliberately worse "
                           "prompt staging holds")  # fmt: skip
     console.rule("Where to look next")

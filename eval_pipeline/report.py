@@ -15,7 +15,13 @@ from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import SliceRow
 
-COLOURS = {"PASS": "[green]PASS", "WARN": "[yellow]WARN", "FAIL": "[red]FAIL", "N/A": "[dim]N/A"}
+COLOURS = {
+    "PASS": "[green]PASS",
+    "WARN": "[yellow]WARN",
+    "FAIL": "[red]FAIL",
+    "N/A": "[dim]N/A",
+    "UNDECIDED": "[magenta]UNDECIDED",
+}
 
 
 def print_result(console: Console, result: EvalResult, *, verbose: bool = False) -> None:
@@ -37,6 +43,9 @@ def verdict_line(result: EvalResult) -> str:
         return error_line(result.errors[0], code) + note
     if result.failed:
         return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {code}){note}"
+    if result.undecided:
+        policy = "" if code else "; on_undecided is warn"
+        return f"VERDICT: UNDECIDED — {'; '.join(result.undecided)} (exit {code}{policy}){note}"
     return f"VERDICT: PASS (exit {code}){note}"
 
 

@@ -35,7 +35,7 @@ def test_json_is_the_typed_result_with_its_schema_version(tmp_path, monkeypatch)
     assert runner.invoke(main, args).exit_code == 1
     text = out.read_text(encoding="utf-8")
     body = json.loads(text)
-    assert body["schema_version"] == SCHEMA_VERSION == 1
+    assert body["schema_version"] == SCHEMA_VERSION == 2
     parsed = ResultFile.model_validate_json(text)  # reads back into the model, nothing lost
     assert parsed.model_dump(mode="json") == body
     paired = next(c for c in parsed.gate.checks if c.name == "paired_gate")

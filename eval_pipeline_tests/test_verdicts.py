@@ -355,3 +355,36 @@ def test_a_stepwise_step_that_errored_is_an_error_never_a_0():
     reported = Thresholds.model_validate({"primary_metric": "answer_correct"})
     result = EvalResult(record("c"), summary, [], reported, [output], scores)
     assert result.verdict == "PASS" and "stepwise_score: HTTP 500" in result.notes[0]
+
+
+# --- an undecided gate ----------------------------------------------------------------------
+def test_an_undecided_gate_is_never_a_pass(project, tmp_path):
+    """order_management's deliberately worse staging prompt on its five smoke cases: the
+    paired gate cannot tell. It used to print "VERDICT: PASS (exit 0)"; now the verdict is
+    UNDECIDED, exit 3, in every output, and the Dagster check and run fail with it."""
+    assert cli("run", "--suite", "order_management", "--label", "production").exit_code == 0
+    out = tmp_path / "out"
+    files = ["--json", str(out / "r.json"), "--junit", str(out / "r.xml"),
+             "--report", str(out / "r.md")]  # fmt: skip
+    result = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
+                 "--baseline", "production", *files)  # fmt: skip
+    line = last_line(result.output)
+    assert result.exit_code == 3, result.output
+    assert line.startswith("VERDICT: UNDECIDED — overall: cannot tell at n=5"), line
+    assert "cases" in line and line.endswith("(exit 3)")
+    body = json.loads((out / "r.json").read_text())
+    assert (body["verdict"], body["exit_code"]) == ("UNDECIDED", 3)
+    assert body["undecided"] and body["undecided"][0].startswith("overall")
+    paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")
+    assert paired["result"] == "UNDECIDED"
+    assert "**Verdict: UNDECIDED (exit 3)" in (out / "r.md").read_text()
+    junit = (out / "r.xml").read_text()
+    assert 'name="paired_gate"' in junit and "<failure" in junit.split('name="paired_gate"')[1]
+
+    warned = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
+                 "--baseline", "production", "--on-undecided", "warn")  # fmt: skip
+    assert warned.exit_code == 0, warned.output
+    assert last_line(warned.output).startswith("VERDICT: UNDECIDED — overall")
+    assert "on_undecided is warn" in last_line(warned.output)
+    bad = cli("run", "--suite", "order_management", "--on-undecided", "pass")
+    assert bad.exit_code == 2 and "--on-undecided" in bad.output

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
-from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.options import OnUndecided, RunOptions
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
@@ -44,7 +44,7 @@ from eval_pipeline.core.running.runner import (
 from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
-from eval_pipeline.core.scoring.rows import PrimaryFloorRow
+from eval_pipeline.core.scoring.rows import PairedRow, PrimaryFloorRow
 from eval_pipeline.core.scoring.summary import Summary, judge_spending, summarize
 from eval_pipeline.core.scoring.thresholds import (
     CheckOutcome,
@@ -63,6 +63,7 @@ class Labels(Protocol):
     def label_versions(self, labels: Iterable[str]) -> dict[str, dict[str, int]]: ...
 
 
+EXIT_UNDECIDED = 3  # the gate could not tell, and the run's on_undecided is "fail"
 FAILURES_TIER = "failures"  # the tier of a run on production failures (plan(cases=…))
 
 
@@ -120,14 +121,36 @@ class EvalResult:
         return self.verdict == "PASS"
 
     @property
+    def undecided(self) -> list[str]:
+        """The gated metrics the gate could not decide, each with what would decide it
+        (empty when every gated metric was decided, or there is no gate)."""
+        checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
+        return [
+            f"{row.metric}: {row.note or f'Δ {row.delta:+.3f} is within reach of the margin'}"
+            for check in checks
+            for row in check.rows
+            if isinstance(row, PairedRow) and row.outcome == "warn"
+        ]
+
+    @property
     def verdict(self) -> str:
-        """PASS, FAIL or ERROR: what the run says about the agent (see ``exit_code``)."""
-        return "ERROR" if self.errors else "FAIL" if self.failed else "PASS"
+        """PASS, FAIL, UNDECIDED or ERROR: what the run says about the agent (see
+        ``exit_code``). UNDECIDED: no check failed, but the gate could not tell whether a
+        gated metric got worse; it is never reported as a pass."""
+        if self.errors:
+            return "ERROR"
+        return "FAIL" if self.failed else "UNDECIDED" if self.undecided else "PASS"
+
+    @property
+    def on_undecided(self) -> OnUndecided:
+        return RunOptions(**self.run.options).on_undecided
 
     @property
     def exit_code(self) -> int:
-        """0 PASS, 1 FAIL (the agent got worse or is below a floor), 2 ERROR."""
-        return {"PASS": 0, "FAIL": 1, "ERROR": 2}[self.verdict]
+        """0 PASS, 1 FAIL (the agent got worse or is below a floor), 2 ERROR, 3 UNDECIDED
+        (0 when the run's ``on_undecided`` is ``warn``)."""
+        undecided = EXIT_UNDECIDED if self.on_undecided == "fail" else 0
+        return {"PASS": 0, "FAIL": 1, "ERROR": 2, "UNDECIDED": undecided}[self.verdict]
 
     @property
     def errors(self) -> list[str]:

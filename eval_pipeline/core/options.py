@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
+OnUndecided = Literal["fail", "warn"]
 
 
 class RunOptions(BaseModel):
@@ -57,6 +58,12 @@ class RunOptions(BaseModel):
     )
     min_primary: float | None = Field(
         None, ge=0.0, le=1.0, description="Minimum mean of the primary metric."
+    )
+    on_undecided: OnUndecided = Field(
+        "fail",
+        description="When the gate cannot tell whether the agent got worse (verdict "
+        "UNDECIDED): fail exits 3, so CI does not ship an untested change; warn exits 0 "
+        "and keeps the UNDECIDED line.",
     )
     shards: int | None = Field(
         1,

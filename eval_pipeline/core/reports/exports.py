@@ -70,8 +70,12 @@ def write_junit(path: Path, result: EvalResult) -> Path:
         _gate_case(case, check.label, check.outcome.description)
     for check in result.gate.checks if result.gate else []:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
-        label = "FAIL" if check.blocking_failure else "WARN" if check.outcome != "pass" else "PASS"
-        _gate_case(case, label if check.tested else "N/A", check.description)
+        label = "FAIL" if check.blocking_failure else check.label
+        if label == "UNDECIDED" and result.exit_code:  # on_undecided: fail
+            label = "FAIL"
+        elif label not in ("PASS", "N/A", "FAIL"):
+            label = "WARN"
+        _gate_case(case, label, check.description)
     for suite in (items, gates):
         cases = suite.findall("testcase")
         suite.set("tests", str(len(cases)))
@@ -163,7 +167,11 @@ def verdict_text(result: EvalResult) -> str:
     note = f" (note: {result.hint})" if result.hint else ""
     if result.errors:
         return f"ERROR — {'; '.join(result.errors)}{note}"
-    return (f"FAIL — {', '.join(result.failed)}" if result.failed else "PASS") + note
+    if result.failed:
+        return f"FAIL — {', '.join(result.failed)}{note}"
+    if result.undecided:
+        return f"UNDECIDED (exit {result.exit_code}) — {'; '.join(result.undecided)}{note}"
+    return "PASS" + note
 
 
 def errors_markdown(kinds: dict[str, ErrorKind]) -> str:

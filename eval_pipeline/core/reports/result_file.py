@@ -22,7 +22,7 @@ from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Label
 from eval_pipeline.core.store.records import RunRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
 
 
 class _Model(BaseModel):
@@ -104,10 +104,11 @@ class ItemResult(_Model):
 class ResultFile(_Model):
     """What ``eval-pipeline run --json FILE`` writes."""
 
-    schema_version: Literal[1] = Field(SCHEMA_VERSION)
-    verdict: Literal["PASS", "FAIL", "ERROR"]
-    exit_code: Literal[0, 1, 2]
+    schema_version: Literal[2] = Field(SCHEMA_VERSION)
+    verdict: Literal["PASS", "FAIL", "UNDECIDED", "ERROR"]
+    exit_code: Literal[0, 1, 2, 3]
     errors: list[str]  # why there is no verdict (ERROR)
+    undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)
     notes: list[str]  # what does not change the verdict
     run: RunRecord
     summary: Summary
@@ -133,6 +134,7 @@ class ResultFile(_Model):
         ]
         return cls(
             verdict=result.verdict, exit_code=result.exit_code, errors=result.errors,
+            undecided=result.undecided,
             notes=result.notes, run=result.run, summary=result.summary, checks=checks,
             gate=GateResult.of(result.gate) if result.gate else None,
             gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,

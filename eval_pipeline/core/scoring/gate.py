@@ -62,9 +62,17 @@ class GateCheck:
         return self.outcome == "fail" and self.name != "category_deltas"
 
     @property
+    def undecided(self) -> bool:
+        """The paired gate could not tell whether a gated metric got worse by more than the
+        margin (too few items, or too much noise): the run is UNDECIDED, never a pass."""
+        return self.name == "paired_gate" and self.outcome == "warn"
+
+    @property
     def label(self) -> str:
-        """PASS / WARN / FAIL, or N/A for a check that tested nothing."""
-        return self.outcome.upper() if self.tested else "N/A"
+        """PASS / WARN / FAIL / UNDECIDED, or N/A for a check that tested nothing."""
+        if not self.tested:
+            return "N/A"
+        return "UNDECIDED" if self.undecided else self.outcome.upper()
 
 
 @dataclass

@@ -138,7 +138,7 @@ class CheckOutcome:
         return "PASS" if self.passed else "FAIL" if blocking else "WARN"
 
 
-Label = Literal["PASS", "FAIL", "WARN", "N/A"]
+Label = Literal["PASS", "FAIL", "WARN", "UNDECIDED", "N/A"]
 
 
 @dataclass

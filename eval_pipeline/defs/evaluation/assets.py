@@ -255,7 +255,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         )
         selected = {key.name for key in context.selected_asset_check_keys}
         yield from (check for check in checks if check.check_name in selected)
-        if result.failed or result.errors:  # the run fails with why, not a bare "check failed"
+        if result.exit_code:  # the run fails with why, not a bare "check failed"
             raise Failure(description=failure_message(result, partition),
                           metadata={"verdict": result.verdict, "run_id": run_id},
                           allow_retries=False)  # fmt: skip

@@ -54,8 +54,9 @@ DESCRIPTIONS = {
     "category_floors": "Warns. Each category's mean is at least its floor (`category_floors`).",
     "paired_gate": "Blocks. Per gated metric, item by item against the baseline run (the "
     "latest full run of the baseline label's version): fails when Δ ≤ −margin, the 90% CI "
-    "is below 0 and the Holm-adjusted p < α; warns when it cannot tell, with the number of "
-    "cases that would.",
+    "is below 0 and the Holm-adjusted p < α; when it cannot tell, the verdict is UNDECIDED: "
+    "the check fails (on_undecided: fail, the default) or warns (warn), with the number of "
+    "cases that would decide it.",
     "binary_gate": "Blocks. Exact McNemar test on pass/fail metrics: fails when "
     "significantly more items newly fail than newly pass (Holm-adjusted).",
     "category_deltas": "Warns. Paired Δ of the primary metric per category against the "
@@ -96,12 +97,16 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gate_numbers(check)
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
-        done.append(check_result(ASSET, check.name, _label(check), check.description,
+        description = check.description
+        if check.undecided:
+            numbers["outcome detail"] = "UNDECIDED"
+            description = f"UNDECIDED (on_undecided: {result.on_undecided}) — {description}"
+        done.append(check_result(ASSET, check.name, _label(check, result), description,
                                  partition, numbers, check.rows, check.worse_items))  # fmt: skip
     if gate is None:
         for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
             skipped[name] = result.gate_note or "no baseline"
-    if result.failed or result.errors:
+    if result.exit_code:
         # Dagster shows a check without a result in a failed run as "Execution failed": say
         # N/A with the reason instead (a warning, never a pass). In a passing run the UI
         # shows such a check as skipped.
@@ -122,7 +127,11 @@ def measured(result: EvalResult, partition: str) -> AssetCheckResult:
                         numbers, [])  # fmt: skip
 
 
-def _label(check: GateCheck) -> str:
+def _label(check: GateCheck, result: EvalResult) -> str:
+    """FAIL / WARN / PASS, and for an undecided paired gate FAIL (``on_undecided: fail``,
+    the run fails) or WARN (``warn``), each said "UNDECIDED" in the description."""
+    if check.undecided:
+        return "FAIL" if result.exit_code else "WARN"
     if check.outcome == "fail":
         return "FAIL" if check.blocking_failure else "WARN"
     return check.outcome.upper()
@@ -193,6 +202,9 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
 def failure_message(result: EvalResult, partition: str) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
+    if result.verdict == "UNDECIDED":
+        lines = [f"{partition}: UNDECIDED (on_undecided: fail) — the gate could not tell"]
+        return "\n".join(lines + [f"- {why}" for why in result.undecided])
     lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
     lines += [f"- items_measured: {why}" for why in result.errors]
     for check in result.checks:
