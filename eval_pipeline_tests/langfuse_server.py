@@ -51,12 +51,15 @@ from starlette.routing import Route
 
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline_tests.langfuse_rules import (
+    EVALUATED_COLUMNS,
     EVENTS_ONLY_404,
     LIMITS,
     V2_OBSERVATIONS_404,
     V4,
     LangfuseVersion,
     event_error,
+    filter_issues,
+    filter_matches,
     finite_json,
     normalised_item_field,
     requested_groups,
@@ -512,6 +515,18 @@ class LangfuseTestServer:
             rows = [o for o in self.state.observations if _matches(o, q, roots_filter)]
         return sorted(rows, key=lambda o: (o["startTime"], o["id"]))
 
+    def _filtered(self, conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The observations every condition holds for. ``traceName`` is the trace's name:
+        set by the SDK (``langfuse.trace.name``) or, as the server does, its root's name."""
+        with self.state.lock:
+            observations = list(self.state.observations)
+        names = {o["traceId"]: o.get("traceName") or o.get("name")
+                 for o in observations if is_root(o)}  # fmt: skip
+        rows = [{**o, "traceName": o.get("traceName") or names.get(o["traceId"]),
+                 "isRootObservation": is_root(o)} for o in observations]  # fmt: skip
+        rows = [r for r in rows if all(filter_matches(r, c) for c in conditions)]
+        return sorted(rows, key=lambda o: (o["startTime"], o["id"]))
+
     async def _observations_v2(self, request: Request) -> Response:
         if not self.version.v2_observations:
             return _error(404, V2_OBSERVATIONS_404, "LangfuseNotFoundError")
@@ -521,10 +536,20 @@ class LangfuseTestServer:
             return _invalid([{"code": "too_big", "path": ["limit"],
                               "message": "Too big: expected number to be <=1000"}])  # fmt: skip
         offset = int(base64.b64decode(q["cursor"]).decode()) if q.get("cursor") else 0
+        conditions = None
+        if q.get("filter"):  # it takes precedence over the query-parameter filters
+            conditions, problems = filter_issues(q["filter"])
+            if problems:
+                return _invalid(problems)
+            if gaps := {c["column"] for c in conditions} - set(EVALUATED_COLUMNS):
+                return _error(501, f"the test server does not filter on {sorted(gaps)}")
         if self._source is not None:
             page, next_offset = self._source(offset, limit)
         else:
-            rows = self._matching(q, roots_filter=True)
+            if conditions is not None:
+                rows = self._filtered(conditions)
+            else:
+                rows = self._matching(q, roots_filter=True)
             page = rows[offset : offset + limit]
             next_offset = offset + limit if offset + limit < len(rows) else None
         groups = requested_groups(q.get("fields"), self.version)

@@ -275,11 +275,12 @@ def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_pa
     remote = list(LangfuseTraceSource(server.settings()).traces(suite, day))
     ids = {r.observation_id for r in remote}
     assert len(remote) == 1321 and "child" not in ids and "remote" in ids
-    if server.version is V4:
-        assert server.requests[("GET", "/api/public/v2/observations")] == 2
-    else:  # one 404 on v2, then twice (some have a parent) 14 pages of 100 from v1
-        assert server.requests[("GET", "/api/public/v2/observations")] == 1
-        assert server.requests[("GET", "/api/public/observations")] == 28
+    if server.version is V4:  # the totals (2 pages of 1,000), then the roots (2 pages)
+        assert server.requests[("GET", "/api/public/v2/observations")] == 4
+    else:  # the version says v1: the day's observations for the totals (14 pages of 100),
+        # then the named ones twice (some have a parent)
+        assert server.requests[("GET", "/api/public/v2/observations")] == 0
+        assert server.requests[("GET", "/api/public/observations")] == 42
     expected = list(LocalTraceSource().traces(suite, day))
     by_id = {r.trace_id: r for r in remote}
     assert all(by_id[r.trace_id].output == r.output for r in expected)
@@ -290,6 +291,58 @@ def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_pa
     assert report.queued == 0 and report.sent == len(scores)
     server.settle()
     assert {s["traceId"] for s in server.state.scores} == {r.trace_id for r in expected}
+
+
+def test_a_production_trace_costs_what_its_generations_cost(any_server):
+    """Langfuse records usage and cost on the generations under the root span, not on the
+    root: a trace's tokens and cost are the sums over all of its observations (before, the
+    root's own: no cost, and cost_within passed on nothing). Traces of the evaluation
+    environment are our own runs, not production, and are left out."""
+    from datetime import date
+
+    from eval_pipeline.integrations.trace_sources import LangfuseTraceSource
+
+    server, day, suite = any_server, date(2026, 11, 20), project_suite("drive_thru")
+
+    def trace(n: int, environment: str = "production") -> list[dict]:
+        trace_id, root = f"{n:032x}", f"{n:015x}r"
+        at = f"2026-11-20T10:{n:02d}:00Z"
+        common = {"traceId": trace_id, "environment": environment, "startTime": at}
+        return [
+            {**common, "id": root, "name": suite.trace_name, "type": "SPAN",
+             "endTime": f"2026-11-20T10:{n:02d}:03Z", "input": {"q": n}, "output": {"a": n}},
+            *[{**common, "id": f"{n:015x}{g}", "name": "ChatOpenAI", "type": "GENERATION",
+               "parentObservationId": root,
+               "usageDetails": {"input": 100, "output": 20, "total": 120},
+               "costDetails": {"input": 0.001, "output": 0.0005, "total": 0.0015}}
+              for g in range(3)],
+            {**common, "id": f"{n:015x}t", "name": "lookup_menu", "type": "TOOL",
+             "parentObservationId": root},
+        ]  # fmt: skip
+
+    server.add_observations([*trace(1), *trace(2), *trace(3, environment="sdk-experiment")])
+    records = sorted(LangfuseTraceSource(server.settings()).traces(suite, day),
+                     key=lambda r: r.trace_id)  # fmt: skip
+    assert [r.trace_id for r in records] == [f"{1:032x}", f"{2:032x}"]
+    for record in records:
+        assert (record.input_tokens, record.output_tokens) == (300, 60)
+        assert record.cost_usd == pytest.approx(0.0045)
+        assert record.latency_ms == pytest.approx(3000)
+
+
+def test_the_test_server_refuses_a_filter_the_api_refuses(any_server):
+    """GET /v2/observations validates ``filter`` (JSON, its types, operators and columns)
+    and answers 400 naming the problem; on v3 the route itself is 404."""
+    import httpx
+
+    with any_server.settings().http() as http:
+        for bad in (
+            "[{",
+            '[{"type": "string", "column": "nope", "operator": "=", "value": 1}]',
+            '[{"type": "string", "column": "name", "operator": "any of", "value": 1}]',
+        ):
+            response = http.get("/api/public/v2/observations", params={"filter": bad})
+            assert response.status_code == (400 if any_server.version is V4 else 404)
 
 
 @pytest.fixture

@@ -327,3 +327,23 @@ def test_a_trace_without_a_recorded_cost_is_not_within_budget():
     assert cost_within(0.01)(output={}, metadata=priced.evaluator_metadata()).value == 1.0
     free = parse_observation({**root, "costDetails": {"total": 0}})
     assert free.cost_usd == 0.0  # a recorded zero is a zero
+
+
+def test_a_local_day_sums_each_trace_over_its_generations(tmp_path):
+    """A day's file may hold a trace's generations under its root, one per line, as
+    Langfuse exports them: the root is the record, its tokens and cost are the trace's
+    (before, every line was a record and the root's cost was None)."""
+    from eval_pipeline.core.traces.records import read_trace_day
+
+    root = {"id": "r1", "traceId": "t1", "name": "agent", "startTime": "2026-11-20T10:00:00Z",
+            "output": {"a": 1}}  # fmt: skip
+    generation = {"traceId": "t1", "name": "ChatOpenAI", "parentObservationId": "r1",
+                  "startTime": "2026-11-20T10:00:01Z", "usageDetails": {"input": 10, "output": 5},
+                  "costDetails": {"total": 0.25}}  # fmt: skip
+    other = {**root, "id": "r2", "traceId": "t2", "name": "another-agent"}
+    lines = [root, {**generation, "id": "g1"}, {**generation, "id": "g2"}, other]
+    path = tmp_path / "2026-11-20.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (record,) = read_trace_day(path, "agent")
+    assert (record.observation_id, record.input_tokens, record.output_tokens) == ("r1", 20, 10)
+    assert record.cost_usd == 0.5

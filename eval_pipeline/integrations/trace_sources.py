@@ -1,11 +1,17 @@
 """Where production traces come from: Langfuse or local JSONL files.
 
 Both yield the root observations of one suite's agent for one UTC day, parsed into
-``TraceRecord``s one at a time (streaming: memory does not grow with the day's volume).
+``TraceRecord``s one at a time (streaming: memory holds a few numbers per trace, never the
+day's observations). A trace's tokens and cost are the sums over all of its observations:
+Langfuse records usage and cost on the generations, which sit under the root span.
 
-Langfuse v4 serves the v2 observations API (cursor pages of 1,000); self-hosted v3 answers
-it 404 unless a preview flag is set, and serves the v1 API instead (numbered pages of at
-most 100, no root filter, no trace tags). We ask v2 first and fall back to v1 on its 404.
+Langfuse v4 serves the v2 observations API (cursor pages of 1,000) with a ``filter`` on the
+trace's name and environment; self-hosted v3 answers it 404 unless a preview flag is set,
+and serves the v1 API instead (numbered pages of at most 100, no root filter, no trace
+name, no trace tags). The server's version (``/api/public/health``) picks the API; when it
+cannot be read we ask v2 and fall back to v1 on its 404. Either way, traces in the
+evaluation environment (``sdk-experiment``, or ``EVAL_LANGFUSE_ENVIRONMENT``) are left out:
+they are our own runs, not production.
 
 A root is an observation without a parent, or one the SDK started under a remote parent
 (``trace_context``: distributed tracing), which keeps that parent's id. v4 tells them
@@ -15,8 +21,9 @@ whose parent is not an observation of the same name (a second pass, only when ne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,17 +34,28 @@ from eval_pipeline.core.suite import Suite
 from eval_pipeline.core.traces.records import (
     TraceError,
     TraceRecord,
+    TraceTotals,
     day_window,
     parse_observation,
-    read_trace_file,
+    read_trace_day,
+    with_totals,
 )
-from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
+from eval_pipeline.integrations.langfuse_client import (
+    DEFAULT_ENVIRONMENT,
+    LangfuseService,
+    describe_error,
+    major_version,
+)
 
 # Field groups of GET /api/public/v2/observations that the parser needs, nothing more.
 # With "io" among them metadata comes untruncated (else each value is cut at 200 chars).
 FIELDS = "core,basic,io,metadata,usage,metrics,trace_context"
 PAGE_SIZE = 1000
 V1_PAGE_SIZE = 100  # the v1 API's maximum
+# A trace's generations may start after midnight when its root started before: its totals
+# are read from observations up to this long after the day.
+CHILD_GRACE = timedelta(hours=1)
+NO_GRACE = timedelta(0)
 
 
 class TraceSourceError(RuntimeError):
@@ -67,15 +85,19 @@ class LocalTraceSource:
         path = self.path(suite, day)
         if not path.exists():
             return iter(())
-        return (t for t in read_trace_file(path) if t.name == suite.trace_name)
+        return read_trace_day(path, suite.trace_name)
 
 
 class LangfuseTraceSource(LangfuseService):
-    """Root observations named ``trace_name`` whose start time falls on ``day`` (UTC)."""
+    """The roots of the traces named ``suite.trace_name`` that started on ``day`` (UTC),
+    outside the evaluation environment, each with the tokens and cost of all of the
+    trace's observations."""
 
-    api: str = "v2"  # becomes "v1" once the server has answered v2 with a 404
+    api: str | None = None  # "v2" or "v1": from the server's version, on first use
 
     def traces(self, suite: Suite, day: date) -> Iterator[TraceRecord]:
+        if self.api is None:
+            self.api = self._api()
         if self.api == "v2":
             try:
                 yield from self._v2(suite.trace_name, day)
@@ -84,21 +106,61 @@ class LangfuseTraceSource(LangfuseService):
                 self.api = "v1"
         yield from self._v1(suite.trace_name, day)
 
+    def _api(self) -> str:
+        """v2 observations on v4 servers; v1 on v3, whose default (legacy) write mode keeps
+        the v2 tables empty. An unreadable version: v2, and v1 on its 404."""
+        try:
+            return "v1" if major_version(self.settings.server_version()) < 4 else "v2"
+        except (httpx.HTTPError, ValueError):
+            return "v2"
+
+    @property
+    def _excluded(self) -> list[str]:
+        """Environments that hold no production traffic: our evaluation runs' and the SDK's
+        own experiments'."""
+        return sorted({self.settings.environment, DEFAULT_ENVIRONMENT})
+
     def _failed(self, trace_name: str, day: date, exc: Exception, where: str) -> TraceSourceError:
         return TraceSourceError(f"reading {trace_name} traces for {day} from "
                                 f"{self.description}: {describe_error(exc)} ({where})")  # fmt: skip
 
     def _v2(self, trace_name: str, day: date) -> Iterator[TraceRecord]:
         start, end = day_window(day)
+        totals: dict[str, TraceTotals] = {}
+        for raw, _ in self._v2_rows(trace_name, day, "core,usage", start, end + CHILD_GRACE):
+            totals[raw["traceId"]] = totals.get(raw["traceId"], TraceTotals()).add(raw)
+        for raw, where in self._v2_rows(trace_name, day, FIELDS, start, end, roots=True):
+            if raw.get("isRootObservation") is not False:  # (a server may ignore the filter)
+                yield with_totals(_parse(raw, where), totals.get(raw["traceId"]))
+
+    def _v2_rows(
+        self, trace_name: str, day: date, fields: str, start: datetime, end: datetime,
+        *, roots: bool = False,
+    ) -> Iterator[tuple[dict[str, Any], str]]:  # fmt: skip
+        """GET /api/public/v2/observations with a ``filter`` (it takes precedence over the
+        query-parameter filters, which cannot name the trace): the trace's name, not the
+        observation's, and the environment (the columns and operators are the API's, see
+        the SDK's ``observations.get_many`` docstring, generated from the server's spec)."""
+        conditions = [
+            {"type": "string", "column": "traceName", "operator": "=", "value": trace_name},
+            {"type": "stringOptions", "column": "environment", "operator": "none of",
+             "value": self._excluded},
+            {"type": "datetime", "column": "startTime", "operator": ">=",
+             "value": start.isoformat()},
+            {"type": "datetime", "column": "startTime", "operator": "<", "value": end.isoformat()},
+        ]  # fmt: skip
+        if roots:
+            conditions.append(
+                {"type": "boolean", "column": "isRootObservation", "operator": "=", "value": True}
+            )
         cursor: str | None = None
         page = 0
         while True:
             page += 1
             try:
                 response = self.client.api.observations.get_many(
-                    fields=FIELDS, expand_metadata="user_feedback", limit=PAGE_SIZE,
-                    cursor=cursor, name=trace_name, is_root_observation=True,
-                    from_start_time=start, to_start_time=end,
+                    fields=fields, expand_metadata="user_feedback", limit=PAGE_SIZE,
+                    cursor=cursor, filter=json.dumps(conditions),
                     request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 2},
                 )  # fmt: skip
             except (ApiError, httpx.HTTPError) as exc:
@@ -107,8 +169,7 @@ class LangfuseTraceSource(LangfuseService):
                 raise self._failed(trace_name, day, exc, f"v2 observations, page {page}") from exc
             for i, observation in enumerate(response.data):
                 raw = observation.model_dump(by_alias=True, mode="json")
-                if raw.get("isRootObservation") is not False:  # (a server may ignore the filter)
-                    yield _parse(raw, f"{self.description} page {page} item {i}")
+                yield raw, f"{self.description} page {page} item {i}"
             cursor = response.meta.cursor
             if not cursor:
                 return
@@ -117,30 +178,44 @@ class LangfuseTraceSource(LangfuseService):
         """GET /api/public/observations (v3 servers): every observation with the name.
         Those without a parent are roots; if some have one, a second pass takes those whose
         parent is not among the named ones (a remote parent). Numbered pages may shift when
-        rows arrive meanwhile: ids are de-duplicated."""
+        rows arrive meanwhile: ids are de-duplicated. The v1 API filters neither on the
+        trace's name nor on environments to leave out: the root's name stands for the
+        trace's, and the environments are left out here. The totals come first, from one
+        pass over the day's observations of every name (v1 cannot select a trace's)."""
+        totals: dict[str, TraceTotals] = {}
+        for raw, _ in self._v1_rows({}, trace_name, day, grace=CHILD_GRACE):
+            if raw.get("traceId"):
+                totals[raw["traceId"]] = totals.get(raw["traceId"], TraceTotals()).add(raw)
+
+        def root(raw: dict[str, Any], where: str) -> TraceRecord:
+            return with_totals(_parse(raw, where), totals.get(raw["traceId"]))
+
         named: set[str] = set()
         parented = False
-        for raw, where in self._v1_rows(trace_name, day):
+        for raw, where in self._v1_rows({"name": trace_name}, trace_name, day):
             if raw.get("id") in named:
                 continue
             named.add(raw.get("id"))
             if raw.get("parentObservationId"):
                 parented = True
-            else:
-                yield _parse(raw, where)
+            elif raw.get("environment") not in self._excluded:
+                yield root(raw, where)
         if not parented:
             return
         taken: set[str] = set()
-        for raw, where in self._v1_rows(trace_name, day):
+        for raw, where in self._v1_rows({"name": trace_name}, trace_name, day):
             parent = raw.get("parentObservationId")
-            if parent and parent not in named and raw.get("id") not in taken:
+            if (parent and parent not in named and raw.get("id") not in taken
+                    and raw.get("environment") not in self._excluded):  # fmt: skip
                 taken.add(raw.get("id"))
-                yield _parse(raw, where)
+                yield root(raw, where)
 
-    def _v1_rows(self, trace_name: str, day: date) -> Iterator[tuple[dict[str, Any], str]]:
+    def _v1_rows(
+        self, query: dict[str, str], trace_name: str, day: date, *, grace: timedelta = NO_GRACE
+    ) -> Iterator[tuple[dict[str, Any], str]]:
         start, end = day_window(day)
-        params = {"name": trace_name, "fromStartTime": start.isoformat(),
-                  "toStartTime": end.isoformat(), "limit": V1_PAGE_SIZE}  # fmt: skip
+        params = {**query, "fromStartTime": start.isoformat(),
+                  "toStartTime": (end + grace).isoformat(), "limit": V1_PAGE_SIZE}  # fmt: skip
         page, pages = 0, 1
         with self.settings.http(self.timeout_s) as http:
             while page < pages:

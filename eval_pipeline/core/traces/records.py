@@ -64,6 +64,48 @@ class TraceRecord:
                 "level": self.level, "status_message": self.status_message}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class TraceTotals:
+    """Tokens and cost of one trace, summed over all of its observations: Langfuse records
+    usage and cost on the generations (under the root span), rarely on the root itself."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: no observation of the trace records a cost
+    observations: int = 0
+
+    def add(self, observation: dict[str, Any]) -> TraceTotals:
+        """These totals with one more observation (an API row or a file line)."""
+        usage = _dict(observation.get("usageDetails"))
+        cost = _recorded_cost(
+            observation.get("totalCost"), _dict(observation.get("costDetails")).get("total")
+        )
+        total = self.cost_usd if cost is None else (self.cost_usd or 0.0) + cost
+        return TraceTotals(self.input_tokens + _int(usage.get("input")),
+                           self.output_tokens + _int(usage.get("output")), total,
+                           self.observations + 1)  # fmt: skip
+
+
+def with_totals(record: TraceRecord, totals: TraceTotals | None) -> TraceRecord:
+    """The root's record with the trace's tokens and cost (all its observations)."""
+    if totals is None:
+        return record
+    return replace(record, input_tokens=totals.input_tokens, output_tokens=totals.output_tokens,
+                   cost_usd=totals.cost_usd)  # fmt: skip
+
+
+def is_root(observation: dict[str, Any]) -> bool:
+    """A trace's root: an observation without a parent, or one the SDK marked a root (a
+    span started under a remote parent, with ``trace_context``, keeps that parent's id;
+    Langfuse v4 says so in ``isRootObservation``)."""
+    flag = observation.get("isRootObservation")
+    return bool(flag) if isinstance(flag, bool) else not observation.get("parentObservationId")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _recorded_cost(*values: Any) -> float | None:
     """The first cost the observation records; None when it records none. A root span
     usually has none of its own (Langfuse puts cost on generations): that is unknown, and
@@ -119,8 +161,9 @@ def parse_observation(obj: Any, *, source: str = "trace") -> TraceRecord:
     )
 
 
-def read_trace_file(path: Path) -> Iterator[TraceRecord]:
-    """Stream a JSONL file of observations (one line in memory at a time)."""
+def _lines(path: Path) -> Iterator[tuple[Any, str, bool]]:
+    """Each JSON line of a trace file: (value, "file:line", whether bytes were replaced);
+    one line in memory at a time."""
     with Path(path).open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             where = f"{path}:{number}"
@@ -132,15 +175,38 @@ def read_trace_file(path: Path) -> Iterator[TraceRecord]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                yield json.loads(line), where, bad_bytes
             except json.JSONDecodeError as exc:
                 raise TraceError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
                                  "fix or remove the line") from None  # fmt: skip
-            record = parse_observation(obj, source=where)
-            if bad_bytes:
-                note = "bytes that are not UTF-8 were replaced with U+FFFD"
-                record = _with_note(record, note)
-            yield record
+
+
+def _record(obj: Any, where: str, bad_bytes: bool) -> TraceRecord:
+    record = parse_observation(obj, source=where)
+    if bad_bytes:
+        record = _with_note(record, "bytes that are not UTF-8 were replaced with U+FFFD")
+    return record
+
+
+def read_trace_file(path: Path) -> Iterator[TraceRecord]:
+    """Stream a JSONL file of observations, each line as a record."""
+    for obj, where, bad_bytes in _lines(path):
+        yield _record(obj, where, bad_bytes)
+
+
+def read_trace_day(path: Path, trace_name: str) -> Iterator[TraceRecord]:
+    """The roots of the traces named ``trace_name`` in a day's JSONL file, each with the
+    tokens and cost of all of its observations (a file may hold the generations under a
+    root, one per line, as Langfuse exports them). Two passes over the file: the totals
+    per trace first (a few numbers per trace in memory), then the roots."""
+    totals: dict[str, TraceTotals] = {}
+    for obj, where, bad_bytes in _lines(path):
+        record = _record(obj, where, bad_bytes)  # (every line is validated)
+        totals[record.trace_id] = totals.get(record.trace_id, TraceTotals()).add(obj)
+    for obj, where, bad_bytes in _lines(path):
+        if is_root(obj) and (obj.get("traceName") or obj.get("name")) == trace_name:
+            record = _record(obj, where, bad_bytes)
+            yield with_totals(record, totals.get(record.trace_id))
 
 
 def score_traces(
