@@ -333,7 +333,6 @@ def test_a_production_trace_costs_what_its_generations_cost(any_server):
 def test_the_test_server_refuses_a_filter_the_api_refuses(any_server):
     """GET /v2/observations validates ``filter`` (JSON, its types, operators and columns)
     and answers 400 naming the problem; on v3 the route itself is 404."""
-    import httpx
 
     with any_server.settings().http() as http:
         for bad in (

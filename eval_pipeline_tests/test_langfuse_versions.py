@@ -162,6 +162,28 @@ def test_an_outage_queues_and_the_next_write_back_delivers(server, tmp_path):
     assert (up.sent, up.retried_from_outbox, up.queued) == (5, 5, 0)
 
 
+def test_scores_refused_for_the_keys_wait_a_bounded_number_of_write_backs(server, tmp_path):
+    """Keys Langfuse refuses (401) hold every score back: they wait in the outbox, each
+    write-back says why, and once they have waited MAX_ATTEMPTS write-backs they are set
+    aside with that reason (kept, never sent again). Before, a 401 queued them forever."""
+    from eval_pipeline.integrations.langfuse_client import LangfuseSettings
+    from eval_pipeline.integrations.langfuse_scores import MAX_ATTEMPTS
+
+    store = ResultsStore(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    wrong = LangfuseSettings(server.public_key, "sk-lf-wrong", server.base_url)
+    payloads = {p["id"]: p for p in map(item_payload, range(3))}
+    first = write_back(wrong, store, payloads)
+    assert (first.sent, first.queued) == (0, 3) and "refused the keys" in first.error
+    for _ in range(MAX_ATTEMPTS - 2):
+        assert write_back(wrong, store, {}).queued == 3
+    last = write_back(wrong, store, {})
+    assert (last.queued, last.set_aside) == (0, 3)
+    assert f"not delivered in {MAX_ATTEMPTS} write-backs" in last.line()
+    assert "refused the keys" in last.line()
+    assert store.queued(OUTBOX_KIND) == {} and len(store.queued(SET_ASIDE_KIND)) == 3
+    assert write_back(server.settings(), store, {}).sent == 0  # set aside: not sent again
+
+
 def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server, tmp_path):
     """What a re-executed Dagster run does (docs/langfuse.md): both attempts show in one
     trace, and its scores, upserted by id, appear once."""

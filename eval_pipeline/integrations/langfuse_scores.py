@@ -11,7 +11,9 @@ Nothing here raises, and nothing blocks the outbox:
   store's outbox and is sent first by the next write-back;
 - a score the server refuses (its 207 names it with a 4xx) or that can never be sent (too
   large, not finite) is set aside in the outbox under ``SET_ASIDE_KIND`` with the reason,
-  never retried, and counted in the report; the rest are delivered.
+  never retried, and counted in the report; the rest are delivered;
+- a score still undelivered after MAX_ATTEMPTS write-backs (refused keys: 401/403, an
+  ingestion suspended, a server that stays down) is set aside too, with its last error.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ BATCH_BYTES = 1_000_000  # as SDK 5 caps its own batches; the ingestion limit is
 MAX_COMMENT_CHARS = 4_000  # a judge's reasoning can be long; Langfuse shows it as the comment
 TIMEOUT_S = 15
 MAX_WAIT_S = 30  # a longer Retry-After: the scores wait in the outbox for the next run
+# A score that waited this many write-backs (each run, each sensor tick) is set aside, kept
+# with its last error, never sent again: keys Langfuse refuses (401/403) or a server that
+# stays down must not grow the outbox and retry it forever. `doctor` lists what is there.
+MAX_ATTEMPTS = 20
 
 
 def retry_after(response: httpx.Response) -> float | None:
@@ -196,13 +202,18 @@ def write_back(
     store.queue(OUTBOX_KIND, undelivered, delivery.error or "")
     for reason, keys in delivery.reasons().items():
         store.queue(SET_ASIDE_KIND, {k: pending[k] for k in keys}, reason)
+    given_up = store.give_up(OUTBOX_KIND, SET_ASIDE_KIND, MAX_ATTEMPTS)
+    reasons = list(delivery.reasons())
+    if given_up:
+        last = next(iter(given_up.values()))
+        reasons.insert(0, f"not delivered in {MAX_ATTEMPTS} write-backs, last: {last}")
     return WritebackReport(
         sent=len(delivery.delivered),
         retried_from_outbox=len(backlog),
-        queued=len(undelivered),
-        set_aside=len(delivery.set_aside),
+        queued=len(undelivered) - len(given_up),
+        set_aside=len(delivery.set_aside) + len(given_up),
         error=delivery.error,
-        set_aside_reasons=tuple(list(delivery.reasons())[:3]),
+        set_aside_reasons=tuple(reasons[:3]),
     )
 
 

@@ -284,6 +284,17 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return {row.id: row.payload for row in conn.execute(query.limit(limit))}
 
+    def give_up(self, kind: str, to_kind: str, max_attempts: int) -> dict[str, str]:
+        """Move the payloads of ``kind`` queued ``max_attempts`` times or more to
+        ``to_kind`` (kept, never sent again); their ids and last errors."""
+        stale = (outbox.c.kind == kind) & (outbox.c.attempts >= max_attempts)
+        with self.engine.begin() as conn:
+            rows = conn.execute(select(outbox.c.id, outbox.c.last_error).where(stale))
+            found = {row.id: row.last_error or "" for row in rows}
+            if found:
+                conn.execute(update(outbox).where(stale).values(kind=to_kind))
+        return found
+
     def queue_errors(self, kind: str) -> dict[str, str]:
         """The last error of each queued payload of ``kind`` (by id)."""
         query = select(outbox.c.id, outbox.c.last_error).where(outbox.c.kind == kind)
