@@ -1,0 +1,208 @@
+"""The sequential paired gate: an anytime-valid decision on the mean paired difference.
+
+A candidate is compared with its baseline case by case, in a seeded random order, and the
+gate may look after every batch and stop as soon as the answer is known. Peeking at a
+fixed-n test inflates its false alarms; a *confidence sequence* does not: it covers the
+true mean at every sample size at once with probability ≥ 1 − α (time-uniform), so
+stopping whenever it excludes an answer keeps the error at α.
+
+The method is the betting confidence sequence for the mean of bounded observations of
+Waudby-Smith & Ramdas (2024), "Estimating means of bounded random variables by betting",
+JRSS-B 86(1):1–27 (arXiv:2010.09686):
+
+- observations in [lo, hi] are rescaled to [0, 1]; for each candidate mean m (a grid),
+  two gamblers bet that the mean is above / below m; their wealth is the *hedged capital
+  process* K_t(m) = max(½·Π(1 + λᵢ⁺(xᵢ − m)), ½·Π(1 − λᵢ⁻(xᵢ − m))) (§4, eq. 22, θ = ½);
+- the bets are *predictable plug-in* (eq. 26–27): λ̃ᵢ = √(2 log(2/α) / (σ̂²ᵢ₋₁ · i ·
+  log(1 + i))), from the running variance estimate σ̂²ᵢ = (¼ + Σ(xⱼ − μ̂ⱼ)²)/(i + 1) and
+  mean μ̂ᵢ = (½ + Σxⱼ)/(i + 1), truncated to λᵢ⁺ ≤ c/m and λᵢ⁻ ≤ c/(1 − m) with c = ½;
+- m leaves the sequence once K_t(m) ≥ 1/α (Ville's inequality); the sequence is the
+  running intersection of these sets (every m excluded so far stays excluded);
+- cases are drawn **without replacement** from a suite of N cases: the mean under test
+  is then the suite's, and the gamblers bet against the mean of what is left,
+  mᵗ = (N·m − Σ_{i<t} xᵢ)/(N − t + 1) (§6, "sampling without replacement", eq. 35); a
+  candidate m for which that leaves [0, 1] is impossible and excluded.
+
+The reference implementation is the ``confseq`` package (github.com/gostevehoward/confseq,
+``confseq/betting.py``: ``betting_cs``, ``hedged`` capital with ``lambdas_fns`` =
+predictable plug-in, ``trunc_scale`` ½); this module follows it with numpy only.
+
+Decisions (the fixed-n gate's rule, now valid under peeking), per metric, with the margin m
+as an indifference zone: WORSE when the sequence lies below 0 and the estimate is ≤ −m;
+NOT_WORSE when it lies above −m; otherwise CONTINUE. Several metrics share α by Bonferroni:
+each sequence is run at α/k, and the union bound holds for time-uniform events too, so
+the probability that *any* sequence ever misses its mean is ≤ α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+GRID_POINTS = 1001  # candidate means on [0, 1]: a resolution of 0.002 on a [-1, 1] scale
+TRUNCATION = 0.5  # c in λ ≤ c/m (Waudby-Smith & Ramdas §4; confseq's trunc_scale)
+
+
+class Decision(StrEnum):
+    WORSE = "WORSE"
+    NOT_WORSE = "NOT_WORSE"
+    CONTINUE = "CONTINUE"
+
+
+@dataclass(frozen=True)
+class MetricDecision:
+    metric: str
+    decision: Decision
+    n: int  # paired observations used
+    estimate: float  # mean paired difference (candidate − baseline)
+    lower: float  # the confidence sequence now, at level 1 − α/k
+    upper: float
+    more_to_decide: int | None  # about how many more pairs would decide; None: cannot tell
+    note: str  # one line a person reads
+
+    @property
+    def decided(self) -> bool:
+        return self.decision is not Decision.CONTINUE
+
+
+def confidence_sequence(
+    x: Sequence[float], *, alpha: float, lo: float = 0.0, hi: float = 1.0,
+    population: int | None = None, grid: int = GRID_POINTS,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Running (lower, upper) after each observation: a time-uniform 1 − α confidence
+    sequence for the mean of observations in [lo, hi], taken in the order given. With
+    ``population`` N, they are draws without replacement from N values and the mean is
+    theirs (the module docstring gives the method)."""
+    values = np.asarray(x, dtype=float)
+    if values.ndim != 1:
+        raise ValueError("confidence_sequence takes one sequence of numbers")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("confidence_sequence: a value is not a finite number")
+    if np.any(values < lo) or np.any(values > hi):
+        raise ValueError(f"confidence_sequence: a value is outside [{lo}, {hi}]")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha}: must be in (0, 1)")
+    t_max = len(values)
+    if population is not None and t_max > population:
+        raise ValueError(f"{t_max} draws without replacement from a population of {population}")
+    if t_max == 0:
+        return np.array([]), np.array([])
+    xs = (values - lo) / (hi - lo)
+    ms = np.linspace(0.0, 1.0, grid)
+    excluded = _excluded(xs, ms, alpha, population)  # (t, grid): m ruled out by time t
+    kept = ~excluded
+    step = 1.0 / (grid - 1)
+    any_kept = kept.any(axis=1)
+    first = np.where(any_kept, kept.argmax(axis=1), 0)
+    last = np.where(any_kept, grid - 1 - kept[:, ::-1].argmax(axis=1), 0)
+    # A grid point stands for the interval around it: widen by a step (conservative).
+    lower = np.clip(ms[first] - step, 0.0, 1.0)
+    upper = np.clip(ms[last] + step, 0.0, 1.0)
+    if not any_kept.all():  # every candidate excluded (cannot happen for a true mean): keep
+        mean = np.cumsum(xs) / np.arange(1, t_max + 1)  # the estimate, not an empty set
+        lower = np.where(any_kept, lower, mean)
+        upper = np.where(any_kept, upper, mean)
+    return lo + lower * (hi - lo), lo + upper * (hi - lo)
+
+
+def _excluded(xs: np.ndarray, ms: np.ndarray, alpha: float, population: int | None) -> np.ndarray:
+    """For each time and candidate mean: has the hedged capital reached 1/α by then."""
+    t = np.arange(1, len(xs) + 1, dtype=float)
+    # predictable plug-in: the estimates from the observations *before* each one (eq. 26-27)
+    mu_hat = (0.5 + np.cumsum(xs)) / (t + 1)
+    sq = (xs - mu_hat) ** 2
+    var_hat = (0.25 + np.cumsum(sq)) / (t + 1)
+    var_prev = np.concatenate(([0.25], var_hat[:-1]))
+    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+    mean_left = _means_left(xs, ms, population)  # (t, grid): the mean bet against at t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam_up = np.minimum(lam[:, None], TRUNCATION / mean_left)
+        lam_down = np.minimum(lam[:, None], TRUNCATION / (1 - mean_left))
+    impossible = (mean_left < 0) | (mean_left > 1) | ~np.isfinite(mean_left)
+    centred = np.where(impossible, 0.0, xs[:, None] - mean_left)
+    with np.errstate(invalid="ignore"):  # (only where impossible: those are replaced)
+        up = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, lam_up * centred)))
+        down = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, -lam_down * centred)))
+    log_half = math.log(0.5)
+    capital = np.maximum(np.cumsum(up, axis=0), np.cumsum(down, axis=0)) + log_half
+    crossed = (capital >= math.log(1 / alpha)) | np.cumsum(impossible, axis=0).astype(bool)
+    return np.logical_or.accumulate(crossed, axis=0)
+
+
+def _means_left(xs: np.ndarray, ms: np.ndarray, population: int | None) -> np.ndarray:
+    """The mean the t-th draw has under "the mean is m": m itself with replacement; the
+    mean of the values not yet drawn without (Waudby-Smith & Ramdas §6, eq. 35)."""
+    if population is None:
+        return np.broadcast_to(ms, (len(xs), len(ms)))
+    drawn_before = np.concatenate(([0.0], np.cumsum(xs)[:-1]))
+    left = population - np.arange(len(xs), dtype=float)  # N - (t - 1)
+    return (population * ms[None, :] - drawn_before[:, None]) / left[:, None]
+
+
+def decide(
+    differences: Mapping[str, Sequence[float]], *, margin: float, alpha: float,
+    bounds: Mapping[str, tuple[float, float]] | None = None, population: int | None = None,
+) -> dict[str, MetricDecision]:  # fmt: skip
+    """Per metric, from its paired differences (candidate − baseline, in the order they
+    were drawn): WORSE, NOT_WORSE or CONTINUE (the module docstring gives the rule).
+    Family-wise error α over the metrics (Bonferroni on time-uniform sequences).
+    ``bounds``: each metric's range of differences (default [−1, 1], scores in [0, 1])."""
+    if margin < 0:
+        raise ValueError(f"margin={margin}: must be ≥ 0")
+    level = alpha / max(1, len(differences))
+    decisions = {}
+    for metric, values in differences.items():
+        x = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"metric {metric!r}: a paired difference is not a finite number")
+        lo, hi = (bounds or {}).get(metric, (-1.0, 1.0))
+        decisions[metric] = _decide_one(metric, x, lo, hi, margin, level, population)
+    return decisions
+
+
+def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
+                level: float, population: int | None) -> MetricDecision:  # fmt: skip
+    n = len(x)
+    if n == 0:
+        return MetricDecision(metric, Decision.CONTINUE, 0, 0.0, lo, hi, None,
+                              f"{metric}: no paired cases yet")  # fmt: skip
+    lowers, uppers = confidence_sequence(x, alpha=level, lo=lo, hi=hi, population=population)
+    lower, upper, estimate = float(lowers[-1]), float(uppers[-1]), float(x.mean())
+    if upper < 0 and estimate <= -margin:
+        decision = Decision.WORSE
+    elif lower > -margin:
+        decision = Decision.NOT_WORSE
+    else:
+        decision = Decision.CONTINUE
+    more = None if decision is not Decision.CONTINUE else _more_to_decide(
+        n, estimate, lower, upper, margin, population
+    )  # fmt: skip
+    note = f"{metric}: Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
+    if decision is Decision.CONTINUE:
+        note += "undecided" + (f"; about {more} more pairs would decide it" if more else
+                               "; the margin is out of reach at this spread")  # fmt: skip
+    else:
+        note += decision.value.replace("_", " ").lower()
+    return MetricDecision(metric, decision, n, estimate, lower, upper, more, note)
+
+
+def _more_to_decide(n: int, estimate: float, lower: float, upper: float, margin: float,
+                    population: int | None) -> int | None:  # fmt: skip
+    """A rough count of further pairs after which the sequence would likely exclude one
+    answer, if the estimate stayed where it is: the half-width shrinks about as 1/√n
+    (log factors ignored, so it errs low). It aims at WORSE when the estimate is at or
+    below −margin, else at NOT_WORSE. None when no width decides (an estimate of exactly
+    −margin, or 0 with no margin) or the suite has too few cases left."""
+    half = (upper - lower) / 2
+    distance = -estimate if estimate <= -margin else estimate + margin
+    if distance <= 0 or half <= 0:
+        return None
+    needed = math.ceil(n * (half / distance) ** 2)
+    more = max(1, needed - n)
+    if population is not None and n + more > population:
+        return None
+    return more
