@@ -85,6 +85,7 @@ def _click_type(field: Any) -> Any:
 @run_option("--margin", "margin")
 @run_option("--threshold", "min_primary")
 @run_option("--cache", "cache")
+@run_option("--gate", "gate")
 @run_option("--on-undecided", "on_undecided")
 @click.option(
     "--record",

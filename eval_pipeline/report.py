@@ -38,7 +38,8 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
 def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
     code = result.exit_code
-    note = f"; note: {result.hint}" if result.hint else ""
+    note = f"; {result.sequential.line()}" if result.sequential else ""
+    note += f"; note: {result.hint}" if result.hint else ""
     if result.errors:
         return error_line(result.errors[0], code) + note
     if result.failed:

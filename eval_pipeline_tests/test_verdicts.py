@@ -388,3 +388,26 @@ def test_an_undecided_gate_is_never_a_pass(project, tmp_path):
     assert "on_undecided is warn" in last_line(warned.output)
     bad = cli("run", "--suite", "order_management", "--on-undecided", "pass")
     assert bad.exit_code == 2 and "--on-undecided" in bad.output
+
+
+def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
+    """--gate sequential: the smoke tier's five cases first, then more of the suite's in
+    batches, until the confidence sequence decides: order_management's worse staging
+    prompt is FAIL (or, with every case run, UNDECIDED), never PASS; the version gated
+    against itself is UNCHANGED, a pass that needs no statistics."""
+    assert cli("run", "--suite", "order_management", "--label", "production").exit_code == 0
+    out = tmp_path / "seq.json"
+    staged = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
+                 "--baseline", "production", "--gate", "sequential", "--json", str(out))  # fmt: skip
+    line = last_line(staged.output)
+    assert staged.exit_code in (1, 3), staged.output
+    assert " of 2" in line and "cases (" in line and "model calls)" in line, line
+    body = json.loads(out.read_text())
+    assert body["sequential"] and body["summary"]["n_cases"] > 5
+    paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")
+    assert "sequential" in paired["description"]
+
+    same = cli("run", "--suite", "order_management", "--label", "production", "--tier", "smoke",
+               "--baseline", "production", "--gate", "sequential")  # fmt: skip
+    assert same.exit_code == 0, same.output
+    assert "UNCHANGED" in same.output and "decided after 5 of" in last_line(same.output)

@@ -14,6 +14,7 @@ summarise+verdict as three assets.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import multiprocessing
 import queue
 import time
@@ -90,6 +91,21 @@ class RunPlan:
         return len(self.cases) * self.runner.repeats
 
 
+@dataclass(frozen=True)
+class SequentialReport:
+    """How far a sequential run went: decided (or not) after ``cases`` of the suite's."""
+
+    cases: int
+    suite_cases: int
+    decided: bool
+    model_calls: int
+
+    def line(self) -> str:
+        said = "decided" if self.decided else "undecided"
+        return (f"{said} after {self.cases} of {self.suite_cases} cases "
+                f"({self.model_calls} model calls)")  # fmt: skip
+
+
 @dataclass
 class EvalResult:
     """The outcome of one run: what it scored, which checks failed, the gate's evidence."""
@@ -106,6 +122,7 @@ class EvalResult:
     charts: dict[str, Path] = field(default_factory=dict)
     cases: Sequence[GoldenCase] = ()  # the run's cases (the tier's)
     problems: list[str] = field(default_factory=list)  # found by the caller (a recording)
+    sequential: SequentialReport | None = None  # a sequential run: how far it went
 
     @property
     def failed(self) -> list[str]:
@@ -398,11 +415,13 @@ def produce(
     shard: Shard | None = None,
     prices: PriceTable | None = None,
     progress: Progress | None = None,
+    batch: bool = False,
 ) -> list[ItemOutput]:
     """Run the agent on the cases the memo cannot answer (see core/running/memo.py);
     reused outputs name the run that produced them in ``source_run_id``. With ``shard``,
     only that shard's items, under its share of the budget: its outputs replace only its
-    own items in the store, so shards may run in any order, in any process."""
+    own items in the store, so shards may run in any order, in any process. With
+    ``batch`` (a sequential run's further cases), likewise: they are added to the run's."""
     run, cases, runner, policy = plan_.run, plan_.cases, plan_.runner, plan_.cache
     jobs = jobs_of(cases, runner.repeats)
     if shard is not None:
@@ -438,7 +457,7 @@ def produce(
                     await close()
 
         outputs = run_sync(produce_all())
-        if shard is None:
+        if shard is None and not batch:
             store.write_outputs(run.run_id, outputs)
         else:
             store.write_outputs(run.run_id, outputs, items=list(keys))
@@ -497,15 +516,21 @@ def score(
     cases: Sequence[GoldenCase],
     *,
     prices: PriceTable | None = None,
+    batch: bool = False,
 ) -> list[ItemScore]:
     """Score every output; judges (model-backed evaluators) run under the run's own
-    concurrency, rate and timeout (its options, kept with the run)."""
+    concurrency, rate and timeout (its options, kept with the run). With ``batch``, only
+    the outputs of ``cases`` (a sequential run's further cases), added to the run's."""
     with failure_recorded(store, run_id):
         run = store.get_run(run_id)
         options = RunOptions(**run.options) if run is not None else RunOptions()
-        scores = score_items(cases, store.read_outputs(run_id), suite.evaluators,
+        outputs = store.read_outputs(run_id)
+        if batch:
+            wanted = {c.id for c in cases}
+            outputs = [o for o in outputs if o.item_id in wanted]
+        scores = score_items(cases, outputs, suite.evaluators,
                              judges=judge_settings(options), prices=prices)  # fmt: skip
-        store.write_scores(run_id, scores)
+        store.write_scores(run_id, scores, add=batch)
     return scores
 
 
@@ -555,9 +580,12 @@ def verdict(
         base_data = baseline_data(
             store, baseline, suite, cases, rescore=rescored, judges=judge_settings(options)
         )
+        sequential = None
+        if options.gate == "sequential":
+            sequential = gating.Sequential([c.id for c in cases], len(suite.load_cases()))
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
-                                          rescored=rescored)  # fmt: skip
+                                          rescored=rescored, sequential=sequential)  # fmt: skip
         if rescored and (spent := judge_spending(base_data[1]))["judge_calls"]:
             result.gate.notes.append(
                 f"re-scoring the baseline made {spent['judge_calls']} LLM judge call(s) "
@@ -613,7 +641,61 @@ def evaluate(
     suite, run_id = plan_.suite, plan_.run.run_id
     score(store, run_id, suite, plan_.cases, prices=prices)
     summary = summarise(store, run_id, suite, plan_.cases)
-    return verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary)
+    result = verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary)
+    if plan_.request.gate == "sequential":
+        result = go_on_until_decided(store, plan_, agent, result, prices=prices,
+                                     progress=progress)  # fmt: skip
+    return result
+
+
+MIN_BATCH = 5  # a sequential run's further cases come at least this many at a time
+
+
+def draw_order(cases: Sequence[GoldenCase], dataset: str) -> list[GoldenCase]:
+    """The suite's cases in the order a sequential run draws them: a random order seeded
+    by the dataset's version, so every run on one dataset draws the same cases (the memo
+    answers a rerun) and a change to the dataset draws anew."""
+    return sorted(cases, key=lambda c: hashlib.sha256(f"{dataset}:{c.id}".encode()).digest())
+
+
+def go_on_until_decided(
+    store: ResultsStore, plan_: RunPlan, agent: Agent, result: EvalResult, *,
+    prices: PriceTable | None = None, progress: Progress | None = None,
+) -> EvalResult:  # fmt: skip
+    """The sequential gate: while a gated metric is undecided (and nothing failed), run
+    the suite's further cases, in batches (as many as the tier has, at least MIN_BATCH),
+    in ``draw_order``, and decide again; stop when decided or when the cases the baseline
+    has run out. The result says after how many cases and model calls."""
+    run_id, suite = plan_.run.run_id, plan_.suite
+    baseline, _ = decided_baseline(store, plan_.run)
+    cases = list(plan_.cases)
+    if baseline is not None:
+        paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
+        done = {c.id for c in cases}
+        rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
+                if c.id not in done and c.id in paired]  # fmt: skip
+        size = max(MIN_BATCH, len(cases))
+        while result.undecided and not result.failed and not result.errors and rest:
+            batch, rest = rest[:size], rest[size:]
+            more = dataclasses.replace(plan_, cases=batch)
+            produce(store, more, agent, prices=prices, progress=progress, batch=True)
+            score(store, run_id, suite, batch, prices=prices, batch=True)
+            cases += batch
+            summary = summarise(store, run_id, suite, cases)
+            result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
+    result.sequential = SequentialReport(
+        cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
+        model_calls=model_calls(result.outputs, result.scores),
+    )  # fmt: skip
+    return result
+
+
+def model_calls(outputs: Sequence[ItemOutput], scores: Sequence[ItemScore]) -> int:
+    """The model calls a run spent: its agent's (outputs the memo gave cost nothing now)
+    and its LLM judges'."""
+    agent = sum(u.get("calls", 0) for o in outputs if o.source_run_id is None
+                for u in (o.usage or {}).values())  # fmt: skip
+    return int(agent + judge_spending(scores)["judge_calls"])
 
 
 class ShardWorker(Protocol):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
 OnUndecided = Literal["fail", "warn"]
+GateMode = Literal["fixed", "sequential"]
 
 
 class RunOptions(BaseModel):
@@ -58,6 +59,12 @@ class RunOptions(BaseModel):
     )
     min_primary: float | None = Field(
         None, ge=0.0, le=1.0, description="Minimum mean of the primary metric."
+    )
+    gate: GateMode = Field(
+        "fixed",
+        description="fixed: the tier's cases, one paired t-test per metric; sequential: the "
+        "tier's cases first, then more of the suite's, in batches, until an anytime-valid "
+        "confidence sequence decides (or the suite runs out).",
     )
     on_undecided: OnUndecided = Field(
         "fail",

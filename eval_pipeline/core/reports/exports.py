@@ -65,6 +65,9 @@ def write_junit(path: Path, result: EvalResult) -> Path:
             message = f"{thresholds.primary_metric} {w.baseline} → {w.candidate}"
             ET.SubElement(case, "failure", message=f"worse than the baseline: {message}")
     gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
+    if result.sequential:  # how far the sequential gate went, shown with the gates
+        properties = ET.SubElement(gates, "properties")
+        ET.SubElement(properties, "property", name="sequential", value=result.sequential.line())
     for check in result.checks:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
         _gate_case(case, check.label, check.outcome.description)
@@ -164,7 +167,8 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
 
 
 def verdict_text(result: EvalResult) -> str:
-    note = f" (note: {result.hint})" if result.hint else ""
+    note = f" ({result.sequential.line()})" if result.sequential else ""
+    note += f" (note: {result.hint})" if result.hint else ""
     if result.errors:
         return f"ERROR — {'; '.join(result.errors)}{note}"
     if result.failed:

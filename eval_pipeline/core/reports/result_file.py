@@ -109,6 +109,7 @@ class ResultFile(_Model):
     exit_code: Literal[0, 1, 2, 3]
     errors: list[str]  # why there is no verdict (ERROR)
     undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)
+    sequential: str | None  # a sequential run: "decided after N of M cases (K model calls)"
     notes: list[str]  # what does not change the verdict
     run: RunRecord
     summary: Summary
@@ -135,6 +136,7 @@ class ResultFile(_Model):
         return cls(
             verdict=result.verdict, exit_code=result.exit_code, errors=result.errors,
             undecided=result.undecided,
+            sequential=result.sequential.line() if result.sequential else None,
             notes=result.notes, run=result.run, summary=result.summary, checks=checks,
             gate=GateResult.of(result.gate) if result.gate else None,
             gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,

@@ -32,6 +32,7 @@ from eval_pipeline.core.scoring.rows import (
     RatioRow,
     WorseItem,
 )
+from eval_pipeline.core.scoring.sequential import Decision, decide
 from eval_pipeline.core.scoring.stats import (
     MIN_PAIRED_N,
     PairedComparison,
@@ -170,6 +171,39 @@ def _row(metric: str, comparison: PairedComparison, **extra: Any) -> PairedRow:
     )
 
 
+@dataclass(frozen=True)
+class Sequential:
+    """The sequential paired gate's inputs: the items in the order they were drawn (the
+    tier's first, then the suite's others in a seeded random order) and the suite's size
+    (draws without replacement)."""
+
+    order: Sequence[str]
+    population: int
+
+
+def unchanged(
+    baseline: RunRecord, candidate: RunRecord,
+    base_out: Sequence[ItemOutput], cand_out: Sequence[ItemOutput],
+) -> bool:  # fmt: skip
+    """The candidate is the baseline again: the same prompt, agent code, model and
+    parameters, evaluators, and the same output on every item it ran. Such a run is
+    UNCHANGED, a pass that needs no statistics (an unchanged pull request never fails for
+    lack of evidence)."""
+    same = (
+        baseline.prompt_hash == candidate.prompt_hash
+        and baseline.agent_version == candidate.agent_version
+        and baseline.model_params == candidate.model_params
+        and baseline.evaluator_versions == candidate.evaluator_versions
+    )
+    if not same:
+        return False
+    before = {(o.item_id, o.repeat): o.output for o in base_out}
+    return all(
+        (o.item_id, o.repeat) in before and before[(o.item_id, o.repeat)] == o.output
+        for o in cand_out
+    )
+
+
 def compare_runs(
     baseline: RunRecord,
     candidate: RunRecord,
@@ -180,10 +214,12 @@ def compare_runs(
     *,
     margin: float | None = None,
     rescored: bool = False,
+    sequential: Sequential | None = None,
 ) -> GateReport:
     """All gate checks for a candidate run against its baseline (raises NotComparable).
     ``rescored``: the baseline's scores were made again with the candidate's evaluators,
-    so evaluator versions that differ are no obstacle."""
+    so evaluator versions that differ are no obstacle. ``sequential``: the paired gate is
+    the anytime-valid one (core/scoring/sequential.py) on the items in the order drawn."""
     config = thresholds.regression
     margin = config.margin if margin is None else margin
     (base_out, base_scores), (cand_out, cand_scores) = baseline_data, candidate_data
@@ -204,69 +240,30 @@ def compare_runs(
     def values(scores: Sequence[ItemScore], metric: str) -> dict[str, float]:
         return reduce_items(scores, metric, config.reducer, config.pass_threshold)
 
-    # Paired gates and McNemar form one Holm family.
-    paired = {
-        m: compare_paired(
-            *_paired_values(values(base_scores, m), values(cand_scores, m), items),
-            margin=margin,
-            alpha=config.alpha,
-        )
-        for m in thresholds.gated_metrics
-    }
-    passes = {}
-    for m in thresholds.binary_metrics:
-        b, c = _paired_values(values(base_scores, m), values(cand_scores, m), items)
-        old = [v >= config.pass_threshold for v in b]
-        new = [v >= config.pass_threshold for v in c]
-        passes[m] = (old, new, mcnemar_exact(old, new))
-    family = [p.p_value for p in paired.values()] + [x[2] for x in passes.values()]
-    # (an untested comparison enters with p = 1: it can only make the others stricter)
-    adjusted = dict(zip([*paired, *[f"binary:{m}" for m in passes]], holm(family), strict=True))
-
-    rows, outcomes = [], []
-    for metric, comparison in paired.items():
-        decision = comparison.decision
-        if decision == "fail" and adjusted[metric] >= config.alpha:
-            decision = "warn"  # a drop, but not significant once every metric is counted
-        outcomes.append(decision)
-        rows.append(_row(metric, comparison, p_holm=sig(adjusted[metric]), outcome=decision))
     primary = thresholds.primary_metric
     worse = _worse_items(values(base_scores, primary), values(cand_scores, primary), items)
-    checks = [GateCheck("paired_gate", _worst(outcomes), _describe(rows, margin), rows, worse)]
-
-    binary_rows, binary_outcomes = [], []
-    for metric, (old, new, p) in passes.items():
-        b = sum(o and not n for o, n in zip(old, new, strict=True))
-        c = sum(n and not o for o, n in zip(old, new, strict=True))
-        p_holm = adjusted[f"binary:{metric}"]
-        outcome: Outcome = "fail" if p_holm < config.alpha else "warn" if b > c else "pass"
-        binary_outcomes.append(outcome)
-        low, high = wilson_interval(sum(new), len(new))
-        binary_rows.append(
-            BinaryRow(
-                metric=metric,
-                n=len(items),
-                newly_failing=b,
-                newly_passing=c,
-                baseline_rate=round(sum(old) / len(old), 4) if old else None,
-                candidate_rate=round(sum(new) / len(new), 4) if new else None,
-                candidate_wilson_95=f"[{low:.3f}, {high:.3f}]",
-                p_value=sig(p),
-                p_holm=sig(p_holm),
-                outcome=outcome,
-            )
-        )
-    text = "; ".join(
-        f"{r.metric}: {r.newly_failing} newly failing, "
-        f"{r.newly_passing} newly passing (p={r.p_holm:.3g})"
-        for r in binary_rows
-    )
-    if binary_rows:
-        checks.append(GateCheck("binary_gate", _worst(binary_outcomes), text, binary_rows))
+    gated, binary = thresholds.gated_metrics, thresholds.binary_metrics
+    flips = {m: _passes(values, base_scores, cand_scores, items, m, config.pass_threshold)
+             for m in binary}  # fmt: skip
+    if sequential is None:
+        check, binary_holm = _fixed_paired(values, base_scores, cand_scores, items, gated,
+                                           flips, margin, config.alpha, worse)  # fmt: skip
+        checks, binary_alpha = [check], config.alpha
     else:
-        checks.append(GateCheck("binary_gate", "pass", "not tested: no pass/fail metrics are "
-                                "configured (regression.binary_metrics or all_items_pass)",
-                                tested=False))  # fmt: skip
+        # One α for the whole gate (Bonferroni): each sequence at α/(k+b), McNemar's
+        # family at α·b/(k+b); the union bound holds for time-uniform events too.
+        share = config.alpha / max(1, len(gated) + len(binary))
+        order = [i for i in sequential.order if i in set(items)]
+        same = unchanged(baseline, candidate, base_out, cand_out)
+        rows = _sequential_rows(values, base_scores, cand_scores, order, gated, margin,
+                                share * len(gated), sequential.population, same)  # fmt: skip
+        outcome = _worst([r.outcome or "warn" for r in rows]) if rows else "pass"
+        text = "UNCHANGED: " if same else ""
+        text += f"margin {margin}, sequential: " + "; ".join(r.note for r in rows)
+        checks = [GateCheck("paired_gate", outcome, text, rows, worse)]
+        binary_holm = holm([mcnemar_exact(*flips[m]) for m in binary])
+        binary_alpha = share * len(binary)
+    checks.append(_binary_check(flips, binary_holm, binary_alpha, len(items)))
     checks.append(
         _category_check(
             values(base_scores, primary),
@@ -284,6 +281,112 @@ def compare_runs(
         )
     )
     return GateReport(candidate.run_id, baseline.run_id, True, [], checks, notes)
+
+
+def _fixed_paired(
+    values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
+    items: Sequence[str], gated: Sequence[str], flips: Mapping[str, tuple[list, list]],
+    margin: float, alpha: float, worse: list[WorseItem],
+) -> tuple[GateCheck, list[float]]:  # fmt: skip
+    """The fixed-n paired gate: a t-test per gated metric, in one Holm family with the
+    binary metrics' McNemar tests; the check, and the binary metrics' adjusted p-values."""
+    paired = {
+        m: compare_paired(
+            *_paired_values(values(base_scores, m), values(cand_scores, m), items),
+            margin=margin,
+            alpha=alpha,
+        )
+        for m in gated
+    }
+    family = [p.p_value for p in paired.values()] + [mcnemar_exact(*f) for f in flips.values()]
+    # (an untested comparison enters with p = 1: it can only make the others stricter)
+    adjusted = holm(family)
+    rows, outcomes = [], []
+    for (metric, comparison), p_holm in zip(paired.items(), adjusted, strict=False):
+        decision = comparison.decision
+        if decision == "fail" and p_holm >= alpha:
+            decision = "warn"  # a drop, but not significant once every metric is counted
+        outcomes.append(decision)
+        rows.append(_row(metric, comparison, p_holm=sig(p_holm), outcome=decision))
+    check = GateCheck("paired_gate", _worst(outcomes), _describe(rows, margin), rows, worse)
+    return check, adjusted[len(paired) :]
+
+
+def _binary_check(
+    flips: Mapping[str, tuple[list[bool], list[bool]]], p_holm: Sequence[float], alpha: float,
+    n: int,
+) -> GateCheck:  # fmt: skip
+    """Exact McNemar per pass/fail metric: fail when more items newly fail than newly pass,
+    significantly (``p_holm``: the adjusted p-values, in the order of ``flips``)."""
+    if not flips:
+        return GateCheck("binary_gate", "pass", "not tested: no pass/fail metrics are "
+                         "configured (regression.binary_metrics or all_items_pass)",
+                         tested=False)  # fmt: skip
+    rows, outcomes = [], []
+    for (metric, (old, new)), adjusted in zip(flips.items(), p_holm, strict=True):
+        b = sum(o and not n for o, n in zip(old, new, strict=True))
+        c = sum(n and not o for o, n in zip(old, new, strict=True))
+        outcome: Outcome = "fail" if adjusted < alpha else "warn" if b > c else "pass"
+        outcomes.append(outcome)
+        low, high = wilson_interval(sum(new), len(new))
+        rows.append(
+            BinaryRow(
+                metric=metric,
+                n=n,
+                newly_failing=b,
+                newly_passing=c,
+                baseline_rate=round(sum(old) / len(old), 4) if old else None,
+                candidate_rate=round(sum(new) / len(new), 4) if new else None,
+                candidate_wilson_95=f"[{low:.3f}, {high:.3f}]",
+                p_value=sig(mcnemar_exact(old, new)),
+                p_holm=sig(adjusted),
+                outcome=outcome,
+            )
+        )
+    text = "; ".join(
+        f"{r.metric}: {r.newly_failing} newly failing, "
+        f"{r.newly_passing} newly passing (p={r.p_holm:.3g})"
+        for r in rows
+    )
+    return GateCheck("binary_gate", _worst(outcomes), text, rows)
+
+
+def _sequential_rows(
+    values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
+    order: Sequence[str], gated: Sequence[str], margin: float, alpha: float,
+    population: int, same: bool,
+) -> list[PairedRow]:  # fmt: skip
+    """The sequential paired gate's rows: per gated metric, the confidence sequence over
+    the paired differences in the order drawn, and its decision (UNCHANGED: a pass)."""
+    differences = {}
+    for metric in gated:
+        b, c = _paired_values(values(base_scores, metric), values(cand_scores, metric), order)
+        differences[metric] = [y - x for x, y in zip(b, c, strict=True)]
+    decided = decide(differences, margin=margin, alpha=alpha, population=population)
+    rows = []
+    for metric, d in decided.items():
+        outcome: Outcome = (
+            "pass" if same or d.decision is Decision.NOT_WORSE
+            else "fail" if d.decision is Decision.WORSE else "warn"
+        )  # fmt: skip
+        note = f"{metric}: unchanged (same agent, prompt, model and outputs)" if same else d.note
+        rows.append(
+            PairedRow(
+                metric=metric, n=d.n, delta=round(d.estimate, 4), ci_low=round(d.lower, 4),
+                ci_high=round(d.upper, 4), p_value=None, mde=None, decision=outcome,
+                outcome=outcome, cases_needed=(d.n + d.more_to_decide) if d.more_to_decide
+                else None, note=note,
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _passes(
+    values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
+    items: Sequence[str], metric: str, pass_threshold: float = 1.0,
+) -> tuple[list[bool], list[bool]]:  # fmt: skip
+    b, c = _paired_values(values(base_scores, metric), values(cand_scores, metric), items)
+    return [v >= pass_threshold for v in b], [v >= pass_threshold for v in c]
 
 
 def _worst(outcomes: Sequence[Outcome]) -> Outcome:

@@ -217,9 +217,15 @@ class ResultsStore:
                 conn.execute(insert(item_outputs), rows)
         return len(rows)
 
-    def write_scores(self, run_id: str, scores: Iterable[ItemScore]) -> int:
+    def write_scores(self, run_id: str, scores: Iterable[ItemScore], *, add: bool = False) -> int:
+        """Replace the run's scores; with ``add``, add these to them (a further batch)."""
         rows = [{"run_id": run_id, **asdict(s)} for s in scores]
-        return self._replace(item_scores, run_id, rows)
+        if not add:
+            return self._replace(item_scores, run_id, rows)
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(insert(item_scores), rows)
+        return len(rows)
 
     def _replace(self, table: Table, run_id: str, rows: list[dict[str, Any]]) -> int:
         with self.engine.begin() as conn:
