@@ -31,6 +31,8 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
         print_cases(console, result)
     print_report(console, result)
     print_gate(console, result.gate, result.gate_note)
+    if result.sequential:
+        console.print(f"Sequential gate: {result.sequential.line()}")
     for warning in [*result.warnings, *result.notes]:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
 
@@ -38,8 +40,7 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
 def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
     code = result.exit_code
-    note = f"; {result.sequential.line()}" if result.sequential else ""
-    note += f"; note: {result.hint}" if result.hint else ""
+    note = f"; note: {result.hint}" if result.hint else ""
     if result.errors:
         return error_line(result.errors[0], code) + note
     if result.failed:

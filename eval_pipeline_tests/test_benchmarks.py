@@ -106,10 +106,17 @@ def test_sensor_tick_benchmark():
 
 def test_trace_streaming_benchmark():
     out = bench("traces.py", "--traces", "3000", "--cap", "50")
-    assert out.startswith("3000 traces in 3 requests")  # 1,000 per page, all read
+    # 1,000 per page, all read twice: the traces' totals, then their roots
+    assert out.startswith("3000 traces in 6 requests")
     assert "sample of " in out
 
 
 def test_newcomer_benchmark_times_the_smoke_run():
     out = bench("newcomer.py", "--runs", "1", "--only", "run --suite drive_thru --tier smoke")
     assert "`eval-pipeline run --suite drive_thru --tier smoke`" in out
+
+
+def test_sequential_gate_benchmark():
+    out = bench("sequential_gate.py", "--runs", "20")
+    assert len(table_rows(out, "large (−0.6)")) == 2  # the fixed gate and the sequential one
+    assert "fixed n = " in out

@@ -35,6 +35,8 @@ def test_worse_prompt_fails_the_gate_with_evidence_files(home):
         "smoke",
         "--baseline",
         "production",
+        "--gate",
+        "fixed",  # the t-test's evidence: p-values, MDE (the sequential gate has an interval)
         "--json",
         str(out / "r.json"),
         "--junit",

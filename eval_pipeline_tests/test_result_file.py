@@ -31,7 +31,7 @@ def test_json_is_the_typed_result_with_its_schema_version(tmp_path, monkeypatch)
     )
     out = tmp_path / "r.json"
     args = ["run", "--suite", "drive_thru", "--prompt-version", "2", "--tier", "smoke",
-            "--json", str(out)]  # fmt: skip
+            "--gate", "fixed", "--json", str(out)]  # fmt: skip
     assert runner.invoke(main, args).exit_code == 1
     text = out.read_text(encoding="utf-8")
     body = json.loads(text)

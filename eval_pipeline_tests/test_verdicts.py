@@ -359,15 +359,15 @@ def test_a_stepwise_step_that_errored_is_an_error_never_a_0():
 
 # --- an undecided gate ----------------------------------------------------------------------
 def test_an_undecided_gate_is_never_a_pass(project, tmp_path):
-    """order_management's deliberately worse staging prompt on its five smoke cases: the
-    paired gate cannot tell. It used to print "VERDICT: PASS (exit 0)"; now the verdict is
-    UNDECIDED, exit 3, in every output, and the Dagster check and run fail with it."""
+    """order_management's deliberately worse staging prompt on its five smoke cases, with
+    the fixed-n gate: the paired gate cannot tell. It used to print "VERDICT: PASS (exit
+    0)"; now the verdict is UNDECIDED, exit 3, in every output."""
     assert cli("run", "--suite", "order_management", "--label", "production").exit_code == 0
     out = tmp_path / "out"
     files = ["--json", str(out / "r.json"), "--junit", str(out / "r.xml"),
              "--report", str(out / "r.md")]  # fmt: skip
     result = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
-                 "--baseline", "production", *files)  # fmt: skip
+                 "--baseline", "production", "--gate", "fixed", *files)  # fmt: skip
     line = last_line(result.output)
     assert result.exit_code == 3, result.output
     assert line.startswith("VERDICT: UNDECIDED — overall: cannot tell at n=5"), line
@@ -382,7 +382,8 @@ def test_an_undecided_gate_is_never_a_pass(project, tmp_path):
     assert 'name="paired_gate"' in junit and "<failure" in junit.split('name="paired_gate"')[1]
 
     warned = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
-                 "--baseline", "production", "--on-undecided", "warn")  # fmt: skip
+                 "--baseline", "production", "--gate", "fixed",
+                 "--on-undecided", "warn")  # fmt: skip
     assert warned.exit_code == 0, warned.output
     assert last_line(warned.output).startswith("VERDICT: UNDECIDED — overall")
     assert "on_undecided is warn" in last_line(warned.output)
@@ -391,17 +392,17 @@ def test_an_undecided_gate_is_never_a_pass(project, tmp_path):
 
 
 def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
-    """--gate sequential: the smoke tier's five cases first, then more of the suite's in
-    batches, until the confidence sequence decides: order_management's worse staging
+    """The sequential gate (--gate sequential): the smoke tier's five cases first, then more of
+    the suite's in batches, until the confidence sequence decides: order_management's worse staging
     prompt is FAIL (or, with every case run, UNDECIDED), never PASS; the version gated
     against itself is UNCHANGED, a pass that needs no statistics."""
     assert cli("run", "--suite", "order_management", "--label", "production").exit_code == 0
     out = tmp_path / "seq.json"
     staged = cli("run", "--suite", "order_management", "--label", "staging", "--tier", "smoke",
-                 "--baseline", "production", "--gate", "sequential", "--json", str(out))  # fmt: skip
-    line = last_line(staged.output)
+                 "--baseline", "production", "--gate", "sequential",
+                 "--json", str(out))  # fmt: skip
     assert staged.exit_code in (1, 3), staged.output
-    assert " of 2" in line and "cases (" in line and "model calls)" in line, line
+    assert "Sequential gate: " in staged.output and " of 21 cases (" in staged.output
     body = json.loads(out.read_text())
     assert body["sequential"] and body["summary"]["n_cases"] > 5
     paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")
@@ -410,4 +411,4 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
     same = cli("run", "--suite", "order_management", "--label", "production", "--tier", "smoke",
                "--baseline", "production", "--gate", "sequential")  # fmt: skip
     assert same.exit_code == 0, same.output
-    assert "UNCHANGED" in same.output and "decided after 5 of" in last_line(same.output)
+    assert "UNCHANGED" in same.output and "decided after 5 of 21 cases" in same.output

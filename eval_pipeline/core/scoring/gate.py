@@ -18,11 +18,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eval_pipeline.core.running.memo import PARAMS_NOT_IN_KEY
 from eval_pipeline.core.scoring.reducers import outcome_flips, reduce_items
 from eval_pipeline.core.scoring.rows import (
     BinaryRow,
@@ -181,21 +183,29 @@ class Sequential:
     population: int
 
 
+# How the model was reached, not what answered: a recorded or replayed run of the same
+# agent (a replay has no endpoint) is the same agent; the memo's key leaves out timeouts
+# and retries too. Equal outputs on every item are required besides.
+NOT_THE_AGENT = PARAMS_NOT_IN_KEY | {"recording", "base_url"}
+
+
+def fingerprint(run: RunRecord) -> tuple[str, str, str]:
+    """What makes an agent the same agent: its code, its prompt's text and its model with
+    the parameters that shape an answer."""
+    params = {k: v for k, v in run.model_params.items() if k not in NOT_THE_AGENT}
+    return run.agent_version, run.prompt_hash, json.dumps(params, sort_keys=True, default=str)
+
+
 def unchanged(
     baseline: RunRecord, candidate: RunRecord,
     base_out: Sequence[ItemOutput], cand_out: Sequence[ItemOutput],
 ) -> bool:  # fmt: skip
-    """The candidate is the baseline again: the same prompt, agent code, model and
-    parameters, evaluators, and the same output on every item it ran. Such a run is
-    UNCHANGED, a pass that needs no statistics (an unchanged pull request never fails for
-    lack of evidence)."""
-    same = (
-        baseline.prompt_hash == candidate.prompt_hash
-        and baseline.agent_version == candidate.agent_version
-        and baseline.model_params == candidate.model_params
-        and baseline.evaluator_versions == candidate.evaluator_versions
-    )
-    if not same:
+    """The candidate is the baseline's agent again: the same ``fingerprint`` and the same
+    output on every item it ran. Such a run is UNCHANGED, a pass that needs no statistics
+    (an unchanged pull request never fails for lack of evidence). Evaluators are the
+    comparability check's business: they are the same versions, or the baseline was
+    re-scored with the candidate's."""
+    if fingerprint(baseline) != fingerprint(candidate):
         return False
     before = {(o.item_id, o.repeat): o.output for o in base_out}
     return all(
@@ -259,7 +269,7 @@ def compare_runs(
                                 share * len(gated), sequential.population, same)  # fmt: skip
         outcome = _worst([r.outcome or "warn" for r in rows]) if rows else "pass"
         text = "UNCHANGED: " if same else ""
-        text += f"margin {margin}, sequential: " + "; ".join(r.note for r in rows)
+        text += f"margin {margin}, sequential: " + "; ".join(f"{r.metric}: {r.note}" for r in rows)
         checks = [GateCheck("paired_gate", outcome, text, rows, worse)]
         binary_holm = holm([mcnemar_exact(*flips[m]) for m in binary])
         binary_alpha = share * len(binary)
@@ -369,7 +379,7 @@ def _sequential_rows(
             "pass" if same or d.decision is Decision.NOT_WORSE
             else "fail" if d.decision is Decision.WORSE else "warn"
         )  # fmt: skip
-        note = f"{metric}: unchanged (same agent, prompt, model and outputs)" if same else d.note
+        note = "unchanged (same agent, prompt, model and outputs)" if same else d.note
         rows.append(
             PairedRow(
                 metric=metric, n=d.n, delta=round(d.estimate, 4), ci_low=round(d.lower, 4),

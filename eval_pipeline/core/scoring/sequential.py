@@ -62,7 +62,7 @@ class MetricDecision:
     lower: float  # the confidence sequence now, at level 1 − α/k
     upper: float
     more_to_decide: int | None  # about how many more pairs would decide; None: cannot tell
-    note: str  # one line a person reads
+    note: str  # what a person reads after the metric's name
 
     @property
     def decided(self) -> bool:
@@ -169,7 +169,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     n = len(x)
     if n == 0:
         return MetricDecision(metric, Decision.CONTINUE, 0, 0.0, lo, hi, None,
-                              f"{metric}: no paired cases yet")  # fmt: skip
+                              "no paired cases yet")  # fmt: skip
     lowers, uppers = confidence_sequence(x, alpha=level, lo=lo, hi=hi, population=population)
     lower, upper, estimate = float(lowers[-1]), float(uppers[-1]), float(x.mean())
     if upper < 0 and estimate <= -margin:
@@ -181,7 +181,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     more = None if decision is not Decision.CONTINUE else _more_to_decide(
         n, estimate, lower, upper, margin, population
     )  # fmt: skip
-    note = f"{metric}: Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
+    note = f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
     if decision is Decision.CONTINUE:
         note += "undecided" + (f"; about {more} more pairs would decide it" if more else
                                "; the margin is out of reach at this spread")  # fmt: skip

@@ -1,0 +1,82 @@
+"""Pairs (≈ model calls) to a verdict: the sequential gate against the fixed-n gate.
+
+Simulated runs of a pass/fail metric (baseline pass rate 0.9) at effect sizes Δ = 0,
+−margin, −2·margin and a large drop. The fixed-n gate runs the n that gives its t-test
+80% power against a drop of 2·margin (``stats.cases_needed``) and decides once; the
+sequential gate draws batches of 5 and stops when its confidence sequence decides, up to
+``--cap`` × that n. Both at α = 0.05. Printed: the mean pairs used, and how often each
+verdict came out.
+
+    .venv/bin/python benchmarks/sequential_gate.py [--runs 400] [--margin 0.1] [--cap 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from eval_pipeline.core.scoring.sequential import confidence_sequence
+from eval_pipeline.core.scoring.stats import cases_needed, compare_paired
+
+ALPHA = 0.05
+BASE_RATE = 0.9
+BATCH = 5
+
+
+def fixed(rng: np.random.Generator, drop: float, n: int, margin: float) -> tuple[str, int]:
+    base = (rng.random(n) < BASE_RATE).astype(float)
+    cand = (rng.random(n) < BASE_RATE - drop).astype(float)
+    decision = compare_paired(base, cand, margin=margin, alpha=ALPHA).decision
+    return {"fail": "WORSE", "pass": "NOT WORSE", "warn": "UNDECIDED"}[decision], n
+
+
+def sequential(rng: np.random.Generator, drop: float, cap: int, margin: float) -> tuple[str, int]:
+    x = (rng.random(cap) < BASE_RATE - drop).astype(float) - (rng.random(cap) < BASE_RATE)
+    lower, upper = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, grid=401)
+    for n in range(BATCH, cap + 1, BATCH):
+        if upper[n - 1] < 0 and x[:n].mean() <= -margin:
+            return "WORSE", n
+        if lower[n - 1] > -margin:
+            return "NOT WORSE", n
+    return "UNDECIDED", cap
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--margin", type=float, default=0.1)
+    parser.add_argument("--cap", type=float, default=3.0, help="sequential cap, × fixed n")
+    args = parser.parse_args()
+    m = args.margin
+    sd = math.sqrt(2 * BASE_RATE * (1 - BASE_RATE) + 2 * m * (1 - 2 * m))  # at Δ = −2m, roughly
+    n_fixed = cases_needed(sd, 2 * m, ALPHA) or 5
+    cap = int(args.cap * n_fixed)
+    rng = np.random.default_rng(2026)
+    started = time.perf_counter()
+    print(f"margin {m}, α {ALPHA}, baseline pass rate {BASE_RATE}, {args.runs} runs per row; "
+          f"fixed n = {n_fixed} (80% power at Δ = −{2 * m:g}), sequential cap {cap}\n")  # fmt: skip
+    print("| Δ | gate | mean pairs | WORSE | NOT WORSE | UNDECIDED | pairs vs fixed |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for label, drop in (("0", 0.0), ("−m", m), ("−2m", 2 * m), ("large (−0.6)", 0.6)):
+        rows = {}
+        for name in ("fixed", "sequential"):
+            results = [
+                fixed(rng, drop, n_fixed, m) if name == "fixed" else sequential(rng, drop, cap, m)
+                for _ in range(args.runs)
+            ]
+            verdicts = [v for v, _ in results]
+            mean = float(np.mean([n for _, n in results]))
+            rows[name] = mean
+            shares = [verdicts.count(v) / len(verdicts) for v in ("WORSE", "NOT WORSE",
+                                                                  "UNDECIDED")]  # fmt: skip
+            ratio = f"{mean / rows['fixed']:.2f}" if name == "sequential" else "1"
+            print(f"| {label} | {name} | {mean:.1f} | {shares[0]:.1%} | {shares[1]:.1%} | "
+                  f"{shares[2]:.1%} | {ratio} |")  # fmt: skip
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
