@@ -1,0 +1,110 @@
+"""A suite whose ``dataset:`` is ``langfuse:NAME[@VERSION]`` runs on that Langfuse
+dataset's items, validated as case files are (issue 24 item 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from eval_pipeline.core.cases import (
+    DatasetError,
+    LangfuseDatasetRef,
+    dataset_version,
+    parse_dataset_ref,
+)
+from eval_pipeline.integrations.langfuse_datasets import (
+    dataset_name,
+    fetch_raw_cases,
+    sync_dataset,
+)
+from eval_pipeline.integrations.services import Services
+from eval_pipeline_tests.helpers import suite as project_suite
+from eval_pipeline_tests.langfuse_rules import V3, V4
+from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+NAME = dataset_name("drive_thru")
+
+
+@pytest.fixture(params=[V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def synced(request):
+    """A server holding the drive-thru cases as a Langfuse dataset (as a team would have
+    curated it), and the local suite they came from."""
+    with LangfuseTestServer(version=request.param) as srv:
+        local = project_suite("drive_thru")
+        sync_dataset(srv.client(), "drive_thru", local.load_cases())
+        yield srv, local
+
+
+def on_langfuse(server, local, ref: str = f"langfuse:{NAME}"):
+    services = Services(server.settings(), local.dataset_dir)
+    return services.suite(dataclasses.replace(local, dataset_ref=parse_dataset_ref(ref)))
+
+
+def test_parse_dataset_ref():
+    assert parse_dataset_ref("evals/support") is None
+    assert parse_dataset_ref("langfuse:a/b") == LangfuseDatasetRef("a/b")
+    pinned = parse_dataset_ref("langfuse:a@b@2026-01-31T00:00:00Z")
+    assert pinned == LangfuseDatasetRef("a@b", "2026-01-31T00:00:00Z")
+    assert str(pinned) == "langfuse:a@b@2026-01-31T00:00:00Z"
+    for bad in ("langfuse:", "langfuse:x@yesterday", "langfuse:x@2026-01-31T00:00:00"):
+        with pytest.raises(DatasetError, match="langfuse:NAME@2026-01-31T00:00:00Z"):
+            parse_dataset_ref(bad)
+
+
+def test_a_suite_runs_on_the_langfuse_items_as_on_its_files(synced):
+    server, local = synced
+    remote = on_langfuse(server, local)
+    cases, mine = remote.load_cases(), local.load_cases()
+    assert sorted(c.id for c in cases) == sorted(c.id for c in mine)
+    # same content, same dataset version: the memo and the gate see the same dataset
+    assert dataset_version(cases) == dataset_version(mine)
+    assert {c.id: c.tier for c in cases} == {c.id: c.tier for c in mine}
+    assert remote.dataset_origin == f"langfuse:{NAME}"
+
+
+def test_archived_items_are_not_run_and_change_the_dataset_version(synced):
+    server, local = synced
+    mine = local.load_cases()
+    sync_dataset(server.client(), "drive_thru", mine[1:])  # archives the first
+    cases = on_langfuse(server, local).load_cases()
+    assert mine[0].id not in {c.id for c in cases} and len(cases) == len(mine) - 1
+    assert dataset_version(cases) != dataset_version(mine)
+
+
+def test_an_unknown_dataset_names_the_suite_and_the_dataset(synced):
+    server, local = synced
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local, "langfuse:nope").load_cases()
+    assert "suite 'drive_thru'" in str(err.value) and "'langfuse:nope'" in str(err.value)
+    assert "404" in str(err.value)
+
+
+def test_an_item_without_input_names_the_item_and_the_field(synced):
+    server, local = synced
+    item = next(iter(server.state.dataset_items.values()))
+    item["input"] = None
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local).load_cases()
+    assert f"item '{item['id']}': field 'input': missing" in str(err.value)
+
+
+def test_an_item_that_fails_case_validation_names_the_item_and_the_field(synced):
+    server, local = synced
+    item = next(iter(server.state.dataset_items.values()))
+    item["metadata"] = {k: v for k, v in item["metadata"].items() if k != "tier"}
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local).load_cases()
+    assert f"item '{item['id']}' case '{item['metadata']['case_id']}': field 'metadata.tier'" in (
+        str(err.value)
+    )
+
+
+def test_without_langfuse_a_langfuse_suite_says_what_to_set():
+    local = project_suite("drive_thru")
+    suite = Services(None, local.dataset_dir).suite(
+        dataclasses.replace(local, dataset_ref=LangfuseDatasetRef("x"))
+    )
+    with pytest.raises(DatasetError, match="LANGFUSE_PUBLIC_KEY") as err:
+        suite.load_cases()
+    assert "suite 'drive_thru'" in str(err.value) and "'langfuse:x'" in str(err.value)
