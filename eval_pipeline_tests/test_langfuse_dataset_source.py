@@ -15,7 +15,6 @@ from eval_pipeline.core.cases import (
 )
 from eval_pipeline.integrations.langfuse_datasets import (
     dataset_name,
-    fetch_raw_cases,
     sync_dataset,
 )
 from eval_pipeline.integrations.services import Services
