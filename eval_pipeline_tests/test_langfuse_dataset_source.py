@@ -107,3 +107,12 @@ def test_without_langfuse_a_langfuse_suite_says_what_to_set():
     with pytest.raises(DatasetError, match="LANGFUSE_PUBLIC_KEY") as err:
         suite.load_cases()
     assert "suite 'drive_thru'" in str(err.value) and "'langfuse:x'" in str(err.value)
+
+
+def test_a_pinned_version_a_server_ignores_is_refused_not_run_on_the_latest(synced):
+    """The test server, like a Langfuse without dataset versions, ignores ``version``: the
+    items it answers were created after the pinned time, which gives it away."""
+    server, local = synced
+    suite = on_langfuse(server, local, f"langfuse:{NAME}@2001-01-01T00:00:00Z")
+    with pytest.raises(DatasetError, match="does not serve dataset versions"):
+        suite.load_cases()

@@ -188,6 +188,18 @@ def fetch_raw_cases(client: Langfuse, ref: LangfuseDatasetRef) -> list[tuple[str
         if str(getattr(item, "status", "ACTIVE")).upper().endswith("ARCHIVED"):
             continue
         where = f"{origin} item '{item.id}'"
+        created = getattr(item, "created_at", None)
+        if version is not None and created is not None and created > version:
+            # A server without dataset versions ignores ``version`` and answers the latest
+            # items (web/src/pages/api/public/dataset-items/index.ts before versions: its
+            # GET reads only datasetName, sourceTraceId, sourceObservationId, page, limit);
+            # an item created after the pinned time shows it. Never run on the latest
+            # silently.
+            raise DatasetError([
+                f"{where}: created {created.isoformat()}, after the pinned version "
+                f"{ref.version}: this Langfuse server does not serve dataset versions; "
+                "upgrade it, or drop '@VERSION' from the suite's 'dataset:'"
+            ])  # fmt: skip
         if item.input is None:
             problems.append(f"{where}: field 'input': missing; give the item an input object "
                             "in Langfuse or archive it")  # fmt: skip
