@@ -116,3 +116,74 @@ def test_a_pinned_version_a_server_ignores_is_refused_not_run_on_the_latest(sync
     suite = on_langfuse(server, local, f"langfuse:{NAME}@2001-01-01T00:00:00Z")
     with pytest.raises(DatasetError, match="does not serve dataset versions"):
         suite.load_cases()
+
+
+@pytest.fixture
+def langfuse_project(monkeypatch, tmp_path):
+    """The examples' project with drive_thru reading its cases from a Langfuse dataset
+    (synced from its folder), the CLI pointed at it and at a test server."""
+    import yaml
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    from eval_pipeline_tests.helpers import EXAMPLES, PROJECT
+
+    config = yaml.safe_load(PROJECT.read_text())
+    config["suites"] = {"drive_thru": {
+        **config["suites"]["drive_thru"], "dataset": f"langfuse:{NAME}",
+        "thresholds": "datasets/drive_thru/thresholds.yaml",
+    }}  # fmt: skip
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("eval_examples", "prompts", "datasets"):
+        (project / name).symlink_to(EXAMPLES / name)
+    (project / "eval-pipeline.yaml").write_text(yaml.safe_dump(config))
+    with LangfuseTestServer(version=V4) as srv:
+        prompt = yaml.safe_load((EXAMPLES / "prompts/drive-thru/orchestrator/v1.yaml").read_text())
+        srv.seed_prompt("drive-thru/orchestrator", prompt["prompt"], type=prompt["type"],
+                        config=prompt.get("config"), labels=["production"])  # fmt: skip
+        sync_dataset(srv.client(), "drive_thru", project_suite("drive_thru").load_cases())
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(project / "eval-pipeline.yaml"))
+        monkeypatch.delenv("EVAL_RESULTS_URL", raising=False)
+        LangfuseResourceManager.reset()
+        yield srv, tmp_path / "home"
+
+
+def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
+    langfuse_project,
+):
+    """End to end: the CLI runs drive_thru on the Langfuse items; once a curator archives
+    an item, the dataset version differs, and the gate refuses to compare: "not comparable",
+    a FAIL as the gate's rules say (docs/gate.md), never a pass."""
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.core.store.results_store import ResultsStore
+
+    server, home = langfuse_project
+    first = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
+    assert first.exit_code == 0, first.output
+    store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    mine = project_suite("drive_thru").load_cases()
+    assert run.dataset_version == dataset_version(mine) and run.status == "complete"
+    sync_dataset(server.client(), "drive_thru", mine[1:])  # archived in Langfuse
+    second = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
+    assert second.exit_code == 1, second.output
+    assert "not comparable" in second.output and "dataset changed" in second.output
+    newest = max(store.list_runs(suite="drive_thru"), key=lambda r: r.started_at)
+    assert newest.dataset_version == dataset_version(mine[1:])
+
+
+def test_cli_run_of_an_unknown_langfuse_dataset_is_exit_2_naming_it(langfuse_project):
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
+    server, _ = langfuse_project
+    server.state.datasets.pop(NAME)
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+    assert result.exit_code == 2, result.output
+    assert f"langfuse:{NAME}" in result.output and "no such dataset" in result.output
