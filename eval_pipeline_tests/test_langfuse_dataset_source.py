@@ -187,3 +187,13 @@ def test_cli_run_of_an_unknown_langfuse_dataset_is_exit_2_naming_it(langfuse_pro
     result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
     assert result.exit_code == 2, result.output
     assert f"langfuse:{NAME}" in result.output and "no such dataset" in result.output
+
+
+def test_the_golden_dataset_metadata_says_the_cases_come_from_langfuse(synced):
+    from eval_pipeline.defs.evaluation.metadata import dataset_metadata
+
+    server, local = synced
+    remote = on_langfuse(server, local)
+    metadata = dataset_metadata(remote, remote.load_cases())
+    assert metadata["dataset_source"] == f"langfuse:{NAME}"
+    assert dataset_metadata(local, local.load_cases())["dataset_source"] == str(local.dataset_dir)
