@@ -169,6 +169,7 @@ def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
     (run,) = store.list_runs(suite="drive_thru")
     mine = project_suite("drive_thru").load_cases()
     assert run.dataset_version == dataset_version(mine) and run.status == "complete"
+    assert f"cases from the Langfuse dataset langfuse:{NAME}" in run.notes
     sync_dataset(server.client(), "drive_thru", mine[1:])  # archived in Langfuse
     second = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
     assert second.exit_code == 1, second.output
