@@ -198,3 +198,19 @@ def test_the_golden_dataset_metadata_says_the_cases_come_from_langfuse(synced):
     metadata = dataset_metadata(remote, remote.load_cases())
     assert metadata["dataset_source"] == f"langfuse:{NAME}"
     assert dataset_metadata(local, local.load_cases())["dataset_source"] == str(local.dataset_dir)
+
+
+def test_a_malformed_pin_in_the_project_file_names_the_suite_and_field(langfuse_project):
+    import os
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
+    path = Path(os.environ["EVAL_PROJECT"])
+    path.write_text(path.read_text().replace(f"langfuse:{NAME}", f"langfuse:{NAME}@yesterday"))
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+    assert result.exit_code == 2, result.output
+    assert "suite 'drive_thru': field 'dataset'" in result.output
+    assert "ISO 8601 UTC timestamp" in result.output
