@@ -111,6 +111,7 @@ def prepare(
             loaded = load_project(project)
             chosen = loaded.suite(suite)
         services = Services.from_env(loaded.prompts_dir)
+        chosen = services.suite(chosen)
         prompt = services.prompt(chosen, version=prompt_version, label=label)
         recordings = loaded.recordings_path(chosen.name, evaluation.prompt_key(prompt))
         llm = run_settings(recording, recordings).for_run(prompt, request.timeout_s)
@@ -182,10 +183,10 @@ class ProjectShardWorker:
 
     def __call__(self, shard: Shard, updates: evaluation.ShardUpdates) -> None:
         loaded = load_project(self.project)
-        chosen = loaded.suite(self.suite)
+        services = Services.from_env(loaded.prompts_dir)
+        chosen = services.suite(loaded.suite(self.suite))
         plan = evaluation.plan(chosen, self.prompt, self.llm.public_params(), self.request,
                                run_id=self.run_id, notes=self.llm.notes)  # fmt: skip
-        services = Services.from_env(loaded.prompts_dir)
         agent = services.agent(chosen, self.prompt, self.llm, run=plan.run)
         with ResultsStore(self.store_url) as store, _session(self.recording):
             evaluation.produce(store, plan, agent, shard=shard,

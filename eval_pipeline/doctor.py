@@ -56,13 +56,16 @@ def check_suites() -> Finding:
     """Every suite resolves (agent and evaluators import, thresholds load) and its dataset
     loads; a suite whose agent never read the prompt under test in its last run is named."""
     from eval_pipeline.agents.project import load_project
+    from eval_pipeline.integrations.services import Services
 
     project = load_project()
+    services = Services.from_env(project.prompts_dir)
     counts = []
     for name in project.suite_names:
         try:
-            suite = project.suite(name)
-            counts.append(f"{name} {len(suite.load_cases())}")
+            suite = services.suite(project.suite(name))
+            remote = f" from {suite.dataset_ref}" if suite.dataset_ref else ""
+            counts.append(f"{name} {len(suite.load_cases())}{remote}")
         except Exception as exc:
             return _failure("suites", exc, f"fix the file named above (suite {name})")
     return Finding("suites", True, "cases: " + ", ".join(counts))

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -165,35 +166,91 @@ def load_cases(
             [f"{directory}: no case files (expected one of {', '.join(CASE_FILE_PATTERNS)})"]
         )
     problems: list[str] = []
+    raws = [pair for path in files for pair in _read_raw_cases(path, problems)]
+    return validate_cases(raws, problems=problems, origin=", ".join(map(str, files)),
+                          categories=categories, validate=validate, notice=notice,
+                          warnings=warnings)  # fmt: skip
+
+
+def validate_cases(
+    raws: Iterable[tuple[str, Any]],
+    *,
+    origin: str,
+    problems: list[str] | None = None,
+    categories: Iterable[str] | None = None,
+    validate: CaseValidator | None = None,
+    notice: CaseValidator | None = None,
+    warnings: list[str] | None = None,
+) -> list[GoldenCase]:
+    """Validate (location, raw case) pairs from any source (case files, a Langfuse dataset)
+    the same way; raise DatasetError listing all problems. ``origin`` names the source."""
+    problems = problems if problems is not None else []
     cases: list[GoldenCase] = []
     seen: dict[str, str] = {}
     known = set(categories) if categories is not None else None
-    for path in files:
-        for where, raw in _read_raw_cases(path, problems):
-            case = _parse_case(raw, where, problems)
-            if case is None:
-                continue
-            label = f"{where} case '{case.id}'"
-            if case.id in seen:
-                first = seen[case.id]
-                problems.append(f"{label}: field 'id': duplicate id, first defined at {first}")
-                continue
-            seen[case.id] = where
-            if known is not None and case.category not in known:
-                problems.append(
-                    f"{label}: field 'metadata.category': unknown category {case.category!r} "
-                    f"(known: {', '.join(sorted(known))})"
-                )
-            for field, message in validate(case) if validate else []:
-                problems.append(f"{label}: field '{field}': {message}")
-            for field, message in notice(case) if notice and warnings is not None else []:
-                warnings.append(f"{label}: field '{field}': {message}")
-            cases.append(case)
+    for where, raw in raws:
+        case = _parse_case(raw, where, problems)
+        if case is None:
+            continue
+        label = f"{where} case '{case.id}'"
+        if case.id in seen:
+            first = seen[case.id]
+            problems.append(f"{label}: field 'id': duplicate id, first defined at {first}")
+            continue
+        seen[case.id] = where
+        if known is not None and case.category not in known:
+            problems.append(
+                f"{label}: field 'metadata.category': unknown category {case.category!r} "
+                f"(known: {', '.join(sorted(known))})"
+            )
+        for field, message in validate(case) if validate else []:
+            problems.append(f"{label}: field '{field}': {message}")
+        for field, message in notice(case) if notice and warnings is not None else []:
+            warnings.append(f"{label}: field '{field}': {message}")
+        cases.append(case)
     if not problems and not cases:
-        problems.append(f"{', '.join(map(str, files))}: the dataset has no cases")
+        problems.append(f"{origin}: the dataset has no cases")
     if problems:
         raise DatasetError(problems)
     return cases
+
+
+@dataclass(frozen=True)
+class LangfuseDatasetRef:
+    """A suite's ``dataset: langfuse:NAME`` or ``langfuse:NAME@VERSION``: the items of a
+    Langfuse dataset, the latest ones or as they were at VERSION, an ISO 8601 UTC timestamp
+    (Langfuse versions dataset items by time: the SDK's ``dataset_items.list(version=…)``,
+    langfuse/api/dataset_items/client.py in SDK 5.0.4)."""
+
+    name: str
+    version: str | None = None  # ISO 8601 timestamp as written, None: the latest items
+
+    def __str__(self) -> str:
+        return f"{LANGFUSE_PREFIX}{self.name}" + (f"@{self.version}" if self.version else "")
+
+
+LANGFUSE_PREFIX = "langfuse:"
+
+
+def parse_dataset_ref(text: str) -> LangfuseDatasetRef | None:
+    """The Langfuse dataset a suite's ``dataset:`` names, None for a local folder; a
+    malformed reference is a DatasetError saying what to write."""
+    if not text.startswith(LANGFUSE_PREFIX):
+        return None
+    name, at, version = text[len(LANGFUSE_PREFIX) :].rpartition("@") if "@" in text else (
+        text[len(LANGFUSE_PREFIX) :], "", "")  # fmt: skip
+    usage = "write langfuse:NAME or langfuse:NAME@2026-01-31T00:00:00Z"
+    if not name.strip():
+        raise DatasetError([f"{text!r}: no dataset name ({usage})"])
+    if at:
+        try:
+            stamp = datetime.fromisoformat(version.replace("Z", "+00:00"))
+        except ValueError:
+            stamp = None
+        if stamp is None or stamp.tzinfo is None:
+            raise DatasetError([f"{text!r}: version {version!r} is not an ISO 8601 UTC "
+                                f"timestamp ({usage})"])  # fmt: skip
+    return LangfuseDatasetRef(name, version or None)
 
 
 def select_tier(cases: Sequence[GoldenCase], tier: str) -> list[GoldenCase]:

@@ -290,7 +290,7 @@ def plan(
         agent_version=suite.code_version,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
-        notes=[*notes, *_fields_note(noticed)],
+        notes=[*notes, *_source_note(suite, cases is None), *_fields_note(noticed)],
         options=request.model_dump(mode="json"),
     )
     runner = RunnerConfig(
@@ -309,6 +309,14 @@ def plan(
             "is reused from the memo (give the suite a `version:`)"
         )
     return RunPlan(suite, prompt, run, all_cases, selected, runner, policy, request, shard_list)
+
+
+def _source_note(suite: Suite, on_dataset: bool) -> list[str]:
+    """Where the cases came from when not from a folder: kept with the run and shown in
+    its report, next to the dataset version it produced."""
+    if not on_dataset or suite.dataset_ref is None:
+        return []
+    return [f"cases from the Langfuse dataset {suite.dataset_ref}"]
 
 
 def _fields_note(noticed: Sequence[str], shown: int = 3) -> list[str]:

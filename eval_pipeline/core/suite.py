@@ -13,7 +13,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.cases import CaseValidator, FieldNeeds, GoldenCase, load_cases
+from eval_pipeline.core.cases import (
+    CaseValidator,
+    DatasetError,
+    FieldNeeds,
+    GoldenCase,
+    LangfuseDatasetRef,
+    load_cases,
+    validate_cases,
+)
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
@@ -28,6 +36,9 @@ from eval_pipeline.evaluators.base import (
 )
 
 # (prompt, LLM settings, the suite's dataset directory) -> the agent for one run
+# The raw (location, case) pairs of a remote dataset; injected from integrations (core
+# never imports Langfuse): integrations/services.py ``Services.suite``.
+CaseSource = Callable[[LangfuseDatasetRef], list[tuple[str, Any]]]
 AgentFactory = Callable[[PromptVersion | None, Any, Path], Agent]
 
 
@@ -57,12 +68,18 @@ class Suite:
     trace_name: str = ""  # name of the agent's root observation in production traces
     trace_evaluators: Sequence[Evaluator] = ()  # reference-free, for production traces
     source_paths: tuple[Path, ...] = ()  # the agent's code, fingerprinted into code_version
+    # ``dataset: langfuse:NAME[@VERSION]``: the cases are that dataset's items, read through
+    # ``case_source`` (None: Langfuse is not configured); ``dataset_dir`` is then the
+    # project's directory (the agent's data files).
+    dataset_ref: LangfuseDatasetRef | None = None
+    case_source: CaseSource | None = None
 
     @cached_property
     def code_version(self) -> str:
         """``agent_version`` plus a hash of the agent's code and the data files beside the
         cases: any edit there changes the memo keys of the suite's items."""
-        files = [*self.source_paths, *dataset_resources(self.dataset_dir)]
+        beside = dataset_resources(self.dataset_dir) if self.dataset_ref is None else []
+        files = [*self.source_paths, *beside]
         return f"{self.agent_version}+{source_fingerprint(files)}"
 
     def make_agent(self, prompt: PromptVersion | None, settings: Any) -> Agent:
@@ -72,8 +89,30 @@ class Suite:
     def load_cases(self, warnings: list[str] | None = None) -> list[GoldenCase]:
         """The suite's cases; a case lacking a field its evaluators read is refused
         (DatasetError), fields none of them reads are noted in ``warnings``."""
+        if self.dataset_ref is not None:
+            return validate_cases(self.remote_raw_cases(), origin=str(self.dataset_ref),
+                                  categories=self.categories, validate=self._check,
+                                  notice=self.field_needs.unknown, warnings=warnings)  # fmt: skip
         return load_cases(self.dataset_dir, categories=self.categories, validate=self._check,
                           notice=self.field_needs.unknown, warnings=warnings)  # fmt: skip
+
+    @property
+    def dataset_origin(self) -> str:
+        """Where the cases come from, for doctor, reports and Dagster metadata."""
+        return str(self.dataset_ref) if self.dataset_ref is not None else str(self.dataset_dir)
+
+    def remote_raw_cases(self) -> list[tuple[str, Any]]:
+        assert self.dataset_ref is not None
+        if self.case_source is None:
+            raise DatasetError([
+                f"suite '{self.name}': dataset '{self.dataset_ref}' is a Langfuse dataset but "
+                "Langfuse is not configured: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and "
+                "LANGFUSE_BASE_URL (or LANGFUSE_HOST), or point 'dataset:' at a local folder"
+            ])  # fmt: skip
+        try:
+            return self.case_source(self.dataset_ref)
+        except DatasetError as exc:
+            raise DatasetError([f"suite '{self.name}': {p}" for p in exc.problems]) from exc
 
     def _check(self, case: GoldenCase) -> list[tuple[str, str]]:
         """What the evaluators read that the case lacks, then the suite's own validator."""

@@ -85,6 +85,11 @@ class ServicesResource(ConfigurableResource):
     def get(self) -> Services:
         return self.langfuse.services(self.suites.project_file().prompts_dir)
 
+    def suite(self, name: str) -> Suite:
+        """The suite with its case source (a ``dataset: langfuse:…`` suite reads its items
+        from Langfuse): integrations/services.py ``Services.suite``."""
+        return self.get().suite(self.suites.get(name))
+
     def registry(self) -> PromptRegistry:
         return self.get().registry()
 

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -20,7 +21,12 @@ from langfuse import Langfuse
 from langfuse.api.commons.types.dataset_status import DatasetStatus
 from langfuse.api.core.api_error import ApiError
 
-from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.cases import (
+    DatasetError,
+    GoldenCase,
+    LangfuseDatasetRef,
+    dataset_version,
+)
 
 PAGE_SIZE = 100
 
@@ -145,11 +151,72 @@ def _same(item: Any, body: dict[str, Any]) -> bool:
     )  # fmt: skip
 
 
-def _items(client: Langfuse, name: str) -> Iterator[Any]:
+def _items(client: Langfuse, name: str, *, version: datetime | None = None) -> Iterator[Any]:
     page = 1
     while True:
-        response = client.api.dataset_items.list(dataset_name=name, page=page, limit=PAGE_SIZE)
+        response = client.api.dataset_items.list(
+            dataset_name=name, page=page, limit=PAGE_SIZE, version=version
+        )
         yield from response.data
         if page >= (response.meta.total_pages or 0):
             return
         page += 1
+
+
+# --- a Langfuse dataset as a suite's case source ----------------------------------------
+# Item metadata keys: ``case_id`` (the case id; default: the item id), ``category``,
+# ``difficulty``, ``tier`` (as in a case file's ``metadata:``; extra keys are kept).
+
+
+def fetch_raw_cases(client: Langfuse, ref: LangfuseDatasetRef) -> list[tuple[str, Any]]:
+    """The ACTIVE items of ``ref`` as (location, raw case) pairs for ``validate_cases``.
+    Archived items are not listed by the server (GET /api/public/dataset-items lists only
+    ACTIVE ones), and are skipped here too should a server list them. A dataset that does
+    not exist is a DatasetError naming it."""
+    origin = f"Langfuse dataset {str(ref)!r}"
+    if not exists(client, ref.name):
+        raise DatasetError(
+            [
+                f"{origin}: no such dataset in the Langfuse project (404); "
+                "create it in the Langfuse UI or fix the suite's 'dataset:'"
+            ]
+        )
+    version = datetime.fromisoformat(ref.version.replace("Z", "+00:00")) if ref.version else None
+    raws: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    for item in _items(client, ref.name, version=version):
+        if str(getattr(item, "status", "ACTIVE")).upper().endswith("ARCHIVED"):
+            continue
+        where = f"{origin} item '{item.id}'"
+        created = getattr(item, "created_at", None)
+        if version is not None and created is not None and created > version:
+            # A server without dataset versions ignores ``version`` and answers the latest
+            # items (web/src/pages/api/public/dataset-items/index.ts before versions: its
+            # GET reads only datasetName, sourceTraceId, sourceObservationId, page, limit);
+            # an item created after the pinned time shows it. Never run on the latest
+            # silently.
+            raise DatasetError([
+                f"{where}: created {created.isoformat()}, after the pinned version "
+                f"{ref.version}: this Langfuse server does not serve dataset versions; "
+                "upgrade it, or drop '@VERSION' from the suite's 'dataset:'"
+            ])  # fmt: skip
+        if item.input is None:
+            problems.append(f"{where}: field 'input': missing; give the item an input object "
+                            "in Langfuse or archive it")  # fmt: skip
+            continue
+        meta = dict(item.metadata) if isinstance(item.metadata, dict) else {}
+        case_id = meta.pop("case_id", item.id)
+        raws.append(
+            (
+                where,
+                {
+                    "id": case_id,
+                    "input": item.input,
+                    "expected_output": item.expected_output,
+                    "metadata": meta,
+                },
+            )
+        )
+    if problems:
+        raise DatasetError(problems)
+    return raws

@@ -19,7 +19,7 @@ from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import link_run, run_metadata
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
@@ -58,6 +58,17 @@ class Services:
         """The SDK client, or None without Langfuse. (The SDK shares its HTTP clients and
         exporters per public key in a process, so a new client object costs little.)"""
         return self.langfuse.client() if self.langfuse is not None else None
+
+    def suite(self, suite: Suite) -> Suite:
+        """The suite with its case source: a ``dataset: langfuse:…`` suite reads its items
+        through this project's Langfuse client (without Langfuse, loading its cases is a
+        DatasetError saying so); a local suite is returned as it is."""
+        if suite.dataset_ref is None or self.langfuse is None:
+            return suite
+        client = self.client()
+        return dataclasses.replace(
+            suite, case_source=lambda ref: langfuse_datasets.fetch_raw_cases(client, ref)
+        )
 
     def registry(self) -> PromptRegistry:
         if self.langfuse is None:

@@ -38,6 +38,7 @@ from eval_pipeline.agents.customer import LLMCustomer, customer_version
 from eval_pipeline.agents.errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
+from eval_pipeline.core.cases import DatasetError, parse_dataset_ref
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -246,8 +247,13 @@ class _Resolver:
 
     def suite(self) -> Suite:
         c = self.config
-        dataset = self.project.dir / c.dataset
-        if not dataset.is_dir():
+        try:
+            ref = parse_dataset_ref(c.dataset)
+        except DatasetError as exc:
+            ref = None
+            self.problem("dataset", "; ".join(exc.problems))
+        dataset = self.project.dir if ref else self.project.dir / c.dataset
+        if ref is None and not dataset.is_dir():
             self.problem("dataset", f"{c.dataset!r}: no such directory ({dataset})")
         make_agent, description, sources, kind = self.agent()
         item, run = registry.factories("item"), registry.factories("run")
@@ -261,7 +267,8 @@ class _Resolver:
         if self.problems:
             raise ProjectError(self.problems)
         return Suite(
-            name=self.name, dataset_dir=dataset, build_agent=make_agent, evaluators=evaluators,
+            name=self.name, dataset_dir=dataset, dataset_ref=ref, build_agent=make_agent,
+            evaluators=evaluators,
             thresholds=thresholds, prompt_name=c.prompt, run_evaluators=run_evaluators,
             categories=tuple(c.categories) if c.categories is not None else None,
             absence_categories=tuple(c.absence_categories), validate_case=validator,

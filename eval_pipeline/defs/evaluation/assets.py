@@ -132,9 +132,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             for name, text in GOLDEN_CHECKS.items()
         ],
     )
-    def golden_dataset(context: AssetExecutionContext, suites: SuitesResource):
-        """The suite's golden cases, validated (a bad file fails here, before any LLM call)."""
-        suite = suites.get(context.partition_key)
+    def golden_dataset(context: AssetExecutionContext, services: ServicesResource):
+        """The suite's golden cases, validated (a bad file fails here, before any LLM call);
+        from its folder, or from Langfuse for ``dataset: langfuse:…`` (``dataset_source``)."""
+        suite = services.suite(context.partition_key)
         cases = suite.load_cases()
         yield Output(cases, metadata=dataset_metadata(suite, cases))
         yield from golden_dataset_checks(suite, cases, context.partition_key)

@@ -33,6 +33,7 @@ def dataset_metadata(suite: Suite, cases: Sequence[GoldenCase]) -> dict[str, Any
         "smoke_cases": sum(1 for c in cases if c.tier == "smoke"),
         "dataset_version": dataset_version(cases),
         "dataset_dir": str(suite.dataset_dir),
+        "dataset_source": suite.dataset_origin,  # a folder, or langfuse:NAME[@VERSION]
         "by_category": MetadataValue.md(table),
     }
 

@@ -1,0 +1,216 @@
+"""A suite whose ``dataset:`` is ``langfuse:NAME[@VERSION]`` runs on that Langfuse
+dataset's items, validated as case files are (issue 24 item 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from eval_pipeline.core.cases import (
+    DatasetError,
+    LangfuseDatasetRef,
+    dataset_version,
+    parse_dataset_ref,
+)
+from eval_pipeline.integrations.langfuse_datasets import (
+    dataset_name,
+    sync_dataset,
+)
+from eval_pipeline.integrations.services import Services
+from eval_pipeline_tests.helpers import suite as project_suite
+from eval_pipeline_tests.langfuse_rules import V3, V4
+from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+NAME = dataset_name("drive_thru")
+
+
+@pytest.fixture(params=[V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def synced(request):
+    """A server holding the drive-thru cases as a Langfuse dataset (as a team would have
+    curated it), and the local suite they came from."""
+    with LangfuseTestServer(version=request.param) as srv:
+        local = project_suite("drive_thru")
+        sync_dataset(srv.client(), "drive_thru", local.load_cases())
+        yield srv, local
+
+
+def on_langfuse(server, local, ref: str = f"langfuse:{NAME}"):
+    services = Services(server.settings(), local.dataset_dir)
+    return services.suite(dataclasses.replace(local, dataset_ref=parse_dataset_ref(ref)))
+
+
+def test_parse_dataset_ref():
+    assert parse_dataset_ref("evals/support") is None
+    assert parse_dataset_ref("langfuse:a/b") == LangfuseDatasetRef("a/b")
+    pinned = parse_dataset_ref("langfuse:a@b@2026-01-31T00:00:00Z")
+    assert pinned == LangfuseDatasetRef("a@b", "2026-01-31T00:00:00Z")
+    assert str(pinned) == "langfuse:a@b@2026-01-31T00:00:00Z"
+    for bad in ("langfuse:", "langfuse:x@yesterday", "langfuse:x@2026-01-31T00:00:00"):
+        with pytest.raises(DatasetError, match="langfuse:NAME@2026-01-31T00:00:00Z"):
+            parse_dataset_ref(bad)
+
+
+def test_a_suite_runs_on_the_langfuse_items_as_on_its_files(synced):
+    server, local = synced
+    remote = on_langfuse(server, local)
+    cases, mine = remote.load_cases(), local.load_cases()
+    assert sorted(c.id for c in cases) == sorted(c.id for c in mine)
+    # same content, same dataset version: the memo and the gate see the same dataset
+    assert dataset_version(cases) == dataset_version(mine)
+    assert {c.id: c.tier for c in cases} == {c.id: c.tier for c in mine}
+    assert remote.dataset_origin == f"langfuse:{NAME}"
+
+
+def test_archived_items_are_not_run_and_change_the_dataset_version(synced):
+    server, local = synced
+    mine = local.load_cases()
+    sync_dataset(server.client(), "drive_thru", mine[1:])  # archives the first
+    cases = on_langfuse(server, local).load_cases()
+    assert mine[0].id not in {c.id for c in cases} and len(cases) == len(mine) - 1
+    assert dataset_version(cases) != dataset_version(mine)
+
+
+def test_an_unknown_dataset_names_the_suite_and_the_dataset(synced):
+    server, local = synced
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local, "langfuse:nope").load_cases()
+    assert "suite 'drive_thru'" in str(err.value) and "'langfuse:nope'" in str(err.value)
+    assert "404" in str(err.value)
+
+
+def test_an_item_without_input_names_the_item_and_the_field(synced):
+    server, local = synced
+    item = next(iter(server.state.dataset_items.values()))
+    item["input"] = None
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local).load_cases()
+    assert f"item '{item['id']}': field 'input': missing" in str(err.value)
+
+
+def test_an_item_that_fails_case_validation_names_the_item_and_the_field(synced):
+    server, local = synced
+    item = next(iter(server.state.dataset_items.values()))
+    item["metadata"] = {k: v for k, v in item["metadata"].items() if k != "tier"}
+    with pytest.raises(DatasetError) as err:
+        on_langfuse(server, local).load_cases()
+    assert f"item '{item['id']}' case '{item['metadata']['case_id']}': field 'metadata.tier'" in (
+        str(err.value)
+    )
+
+
+def test_without_langfuse_a_langfuse_suite_says_what_to_set():
+    local = project_suite("drive_thru")
+    suite = Services(None, local.dataset_dir).suite(
+        dataclasses.replace(local, dataset_ref=LangfuseDatasetRef("x"))
+    )
+    with pytest.raises(DatasetError, match="LANGFUSE_PUBLIC_KEY") as err:
+        suite.load_cases()
+    assert "suite 'drive_thru'" in str(err.value) and "'langfuse:x'" in str(err.value)
+
+
+def test_a_pinned_version_a_server_ignores_is_refused_not_run_on_the_latest(synced):
+    """The test server, like a Langfuse without dataset versions, ignores ``version``: the
+    items it answers were created after the pinned time, which gives it away."""
+    server, local = synced
+    suite = on_langfuse(server, local, f"langfuse:{NAME}@2001-01-01T00:00:00Z")
+    with pytest.raises(DatasetError, match="does not serve dataset versions"):
+        suite.load_cases()
+
+
+@pytest.fixture
+def langfuse_project(monkeypatch, tmp_path):
+    """The examples' project with drive_thru reading its cases from a Langfuse dataset
+    (synced from its folder), the CLI pointed at it and at a test server."""
+    import yaml
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    from eval_pipeline_tests.helpers import EXAMPLES, PROJECT
+
+    config = yaml.safe_load(PROJECT.read_text())
+    config["suites"] = {"drive_thru": {
+        **config["suites"]["drive_thru"], "dataset": f"langfuse:{NAME}",
+        "thresholds": "datasets/drive_thru/thresholds.yaml",
+    }}  # fmt: skip
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("eval_examples", "prompts", "datasets"):
+        (project / name).symlink_to(EXAMPLES / name)
+    (project / "eval-pipeline.yaml").write_text(yaml.safe_dump(config))
+    with LangfuseTestServer(version=V4) as srv:
+        prompt = yaml.safe_load((EXAMPLES / "prompts/drive-thru/orchestrator/v1.yaml").read_text())
+        srv.seed_prompt("drive-thru/orchestrator", prompt["prompt"], type=prompt["type"],
+                        config=prompt.get("config"), labels=["production"])  # fmt: skip
+        sync_dataset(srv.client(), "drive_thru", project_suite("drive_thru").load_cases())
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(project / "eval-pipeline.yaml"))
+        monkeypatch.delenv("EVAL_RESULTS_URL", raising=False)
+        LangfuseResourceManager.reset()
+        yield srv, tmp_path / "home"
+
+
+def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
+    langfuse_project,
+):
+    """End to end: the CLI runs drive_thru on the Langfuse items; once a curator archives
+    an item, the dataset version differs, and the gate refuses to compare: "not comparable",
+    a FAIL as the gate's rules say (docs/gate.md), never a pass."""
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.core.store.results_store import ResultsStore
+
+    server, home = langfuse_project
+    first = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
+    assert first.exit_code == 0, first.output
+    store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="drive_thru")
+    mine = project_suite("drive_thru").load_cases()
+    assert run.dataset_version == dataset_version(mine) and run.status == "complete"
+    assert f"cases from the Langfuse dataset langfuse:{NAME}" in run.notes
+    sync_dataset(server.client(), "drive_thru", mine[1:])  # archived in Langfuse
+    second = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
+    assert second.exit_code == 1, second.output
+    assert "not comparable" in second.output and "dataset changed" in second.output
+    newest = max(store.list_runs(suite="drive_thru"), key=lambda r: r.started_at)
+    assert newest.dataset_version == dataset_version(mine[1:])
+
+
+def test_cli_run_of_an_unknown_langfuse_dataset_is_exit_2_naming_it(langfuse_project):
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
+    server, _ = langfuse_project
+    server.state.datasets.pop(NAME)
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+    assert result.exit_code == 2, result.output
+    assert f"langfuse:{NAME}" in result.output and "no such dataset" in result.output
+
+
+def test_the_golden_dataset_metadata_says_the_cases_come_from_langfuse(synced):
+    from eval_pipeline.defs.evaluation.metadata import dataset_metadata
+
+    server, local = synced
+    remote = on_langfuse(server, local)
+    metadata = dataset_metadata(remote, remote.load_cases())
+    assert metadata["dataset_source"] == f"langfuse:{NAME}"
+    assert dataset_metadata(local, local.load_cases())["dataset_source"] == str(local.dataset_dir)
+
+
+def test_a_malformed_pin_in_the_project_file_names_the_suite_and_field(langfuse_project):
+    import os
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+
+    path = Path(os.environ["EVAL_PROJECT"])
+    path.write_text(path.read_text().replace(f"langfuse:{NAME}", f"langfuse:{NAME}@yesterday"))
+    result = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+    assert result.exit_code == 2, result.output
+    assert "suite 'drive_thru': field 'dataset'" in result.output
+    assert "ISO 8601 UTC timestamp" in result.output
