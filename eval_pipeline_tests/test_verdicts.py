@@ -412,3 +412,9 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
                "--baseline", "production", "--gate", "sequential")  # fmt: skip
     assert same.exit_code == 0, same.output
     assert "UNCHANGED" in same.output and "decided after 5 of 21 cases" in same.output
+    fixed = cli("run", "--suite", "order_management", "--label", "production", "--tier", "smoke",
+                "--baseline", "production", "--json", str(out))  # the fixed gate: the same
+    assert fixed.exit_code == 0, fixed.output
+    paired = next(c for c in json.loads(out.read_text())["gate"]["checks"]
+                  if c["name"] == "paired_gate")  # fmt: skip
+    assert paired["description"].startswith("UNCHANGED: ") and paired["result"] == "PASS"

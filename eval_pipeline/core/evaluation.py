@@ -565,11 +565,13 @@ def summarise(
 # --- verdict ----------------------------------------------------------------------------
 def verdict(
     store: ResultsStore, run: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
-    summary: Summary,
+    summary: Summary, *, suite_cases: int | None = None,
 ) -> EvalResult:  # fmt: skip
     """The thresholds, then the paired gate against the baseline chosen when the run was
     planned (``with_baseline``), with the run's own options (margin, min_primary): read
-    from the results store, so every entry point reaches the same verdict on a stored run."""
+    from the results store, so every entry point reaches the same verdict on a stored run.
+    ``suite_cases``: how many cases the suite has (the sequential gate draws from them;
+    loaded when not given)."""
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
     options = RunOptions(**run.options)
     thresholds = suite.thresholds
@@ -590,7 +592,8 @@ def verdict(
         )
         sequential = None
         if options.gate == "sequential":
-            sequential = gating.Sequential([c.id for c in cases], len(suite.load_cases()))
+            population = suite_cases or len(suite.load_cases())
+            sequential = gating.Sequential([c.id for c in cases], population)
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored, sequential=sequential)  # fmt: skip
@@ -649,7 +652,8 @@ def evaluate(
     suite, run_id = plan_.suite, plan_.run.run_id
     score(store, run_id, suite, plan_.cases, prices=prices)
     summary = summarise(store, run_id, suite, plan_.cases)
-    result = verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary)
+    result = verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary,
+                     suite_cases=len(plan_.all_cases))  # fmt: skip
     if plan_.request.gate == "sequential":
         result = go_on_until_decided(store, plan_, agent, result, prices=prices,
                                      progress=progress)  # fmt: skip
@@ -690,7 +694,8 @@ def go_on_until_decided(
             score(store, run_id, suite, batch, prices=prices, batch=True)
             cases += batch
             summary = summarise(store, run_id, suite, cases)
-            result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
+            result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
+                             suite_cases=len(plan_.all_cases))  # fmt: skip
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=model_calls(result.outputs, result.scores),

@@ -189,6 +189,9 @@ class Sequential:
 NOT_THE_AGENT = PARAMS_NOT_IN_KEY | {"recording", "base_url"}
 
 
+UNCHANGED = "the baseline's agent, prompt and model, and the same output on every item"
+
+
 def fingerprint(run: RunRecord) -> tuple[str, str, str]:
     """What makes an agent the same agent: its code, its prompt's text and its model with
     the parameters that shape an answer."""
@@ -255,16 +258,26 @@ def compare_runs(
     gated, binary = thresholds.gated_metrics, thresholds.binary_metrics
     flips = {m: _passes(values, base_scores, cand_scores, items, m, config.pass_threshold)
              for m in binary}  # fmt: skip
+    same = unchanged(baseline, candidate, base_out, cand_out) and all(
+        b == c
+        for m in gated
+        for b, c in zip(
+            *_paired_values(values(base_scores, m), values(cand_scores, m), items), strict=True
+        )
+    )  # (and the same scores: an evaluator that scores equal outputs apart is not ignored)
     if sequential is None:
         check, binary_holm = _fixed_paired(values, base_scores, cand_scores, items, gated,
                                            flips, margin, config.alpha, worse)  # fmt: skip
+        if same:  # nothing to decide: a pass, whatever so few items could show
+            rows = [r.model_copy(update={"outcome": "pass"}) for r in check.rows]
+            check = GateCheck("paired_gate", "pass", f"UNCHANGED: {UNCHANGED}; "
+                              f"{check.description}", rows)  # fmt: skip
         checks, binary_alpha = [check], config.alpha
     else:
         # One α for the whole gate (Bonferroni): each sequence at α/(k+b), McNemar's
         # family at α·b/(k+b); the union bound holds for time-uniform events too.
         share = config.alpha / max(1, len(gated) + len(binary))
         order = [i for i in sequential.order if i in set(items)]
-        same = unchanged(baseline, candidate, base_out, cand_out)
         rows = _sequential_rows(values, base_scores, cand_scores, order, gated, margin,
                                 share * len(gated), sequential.population, same)  # fmt: skip
         outcome = _worst([r.outcome or "warn" for r in rows]) if rows else "pass"
@@ -379,7 +392,7 @@ def _sequential_rows(
             "pass" if same or d.decision is Decision.NOT_WORSE
             else "fail" if d.decision is Decision.WORSE else "warn"
         )  # fmt: skip
-        note = "unchanged (same agent, prompt, model and outputs)" if same else d.note
+        note = UNCHANGED if same else d.note
         rows.append(
             PairedRow(
                 metric=metric, n=d.n, delta=round(d.estimate, 4), ci_low=round(d.lower, 4),
