@@ -412,9 +412,42 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
                "--baseline", "production", "--gate", "sequential")  # fmt: skip
     assert same.exit_code == 0, same.output
     assert "UNCHANGED" in same.output and "decided after 5 of 21 cases" in same.output
-    fixed = cli("run", "--suite", "order_management", "--label", "production", "--tier", "smoke",
-                "--baseline", "production", "--json", str(out))  # the fixed gate: the same
+    fixed = cli(
+        "run",
+        "--suite",
+        "order_management",
+        "--label",
+        "production",
+        "--tier",
+        "smoke",
+        "--baseline",
+        "production",
+        "--json",
+        str(out),
+    )  # the fixed gate: the same
     assert fixed.exit_code == 0, fixed.output
     paired = next(c for c in json.loads(out.read_text())["gate"]["checks"]
                   if c["name"] == "paired_gate")  # fmt: skip
     assert paired["description"].startswith("UNCHANGED: ") and paired["result"] == "PASS"
+
+
+def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
+    """The undecided order_management smoke gate through the Python API: UNDECIDED exits 3
+    and the paired_gate asset check fails (blocking) saying UNDECIDED; with
+    on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
+    branch, adapted.)"""
+    from eval_pipeline import api
+    from eval_pipeline.defs.evaluation.checks import check_results, failure_message
+
+    api.evaluate("order_management", prompt_version=1)
+    for policy, code in (("fail", 3), ("warn", 0)):
+        result = api.evaluate("order_management", label="staging", tier="smoke",
+                              baseline_label="production", on_undecided=policy)  # fmt: skip
+        assert result.verdict == "UNDECIDED" and result.exit_code == code
+        checks, _ = check_results(result, "order_management v2")
+        paired = next(c for c in checks if c.check_name == "paired_gate")
+        assert not paired.passed and "UNDECIDED" in paired.description
+        assert paired.severity.value == ("ERROR" if policy == "fail" else "WARN")
+    assert failure_message(result, "order_management v2").startswith(
+        "order_management v2: UNDECIDED"
+    )
