@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 
 from eval_pipeline import settings
 from eval_pipeline.core.redact import redact
+from eval_pipeline.core.suite import Suite
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,37 @@ def check_suites() -> Finding:
 
     project = load_project()
     services = Services.from_env(project.prompts_dir)
-    counts = []
+    counts, tight = [], []
     for name in project.suite_names:
         try:
             suite = services.suite(project.suite(name))
             remote = f" from {suite.dataset_ref}" if suite.dataset_ref else ""
-            counts.append(f"{name} {len(suite.load_cases())}{remote}")
+            cases = len(suite.load_cases())
+            counts.append(f"{name} {cases}{remote}")
         except Exception as exc:
             return _failure("suites", exc, f"fix the file named above (suite {name})")
-    return Finding("suites", True, "cases: " + ", ".join(counts))
+        if why := _margin_out_of_reach(suite, cases):
+            tight.append(why)
+    detail = "cases: " + ", ".join(counts)
+    if tight:
+        detail += "; warning: " + "; ".join(tight)
+    return Finding("suites", True, detail)
+
+
+def _margin_out_of_reach(suite: Suite, cases: int) -> str | None:
+    """The suite's margin cannot be decided by the sequential gate on this many cases,
+    even when nothing moved (core/scoring/sequential.py ``pairs_to_clear``)."""
+    from eval_pipeline.core.scoring.sequential import pairs_to_clear
+
+    regression = suite.thresholds.regression
+    needed = pairs_to_clear(
+        regression.margin, regression.alpha, len(suite.thresholds.gated_metrics)
+    )
+    if needed is not None and needed <= cases:
+        return None
+    return (f"{suite.name}'s margin {regression.margin} needs {needed or 'over 4000'} "
+            f"paired cases to be called not worse by --gate sequential, it has {cases}: "
+            "widen the margin or add cases (docs/gate.md)")  # fmt: skip
 
 
 def check_agents() -> Finding:

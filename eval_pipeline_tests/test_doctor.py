@@ -41,6 +41,20 @@ def test_embedded_defaults_are_healthy(home):
                   "results store", "dagster instance"):  # fmt: skip
         assert "ok" in row(out, check), check
     assert "drive_thru 47" in out and "offline model" in out
+    # the examples' margin of 0.02 is out of the sequential gate's reach (a warning only)
+    assert "margin 0.02 needs" in " ".join(out.split())
+
+
+def test_a_margin_the_suite_cannot_decide_is_said():
+    """Nothing moved, and still the sequential gate needs this many pairs to say "not
+    worse": a suite with fewer cases can only pass as UNCHANGED."""
+    from eval_pipeline.core.scoring.sequential import decide, pairs_to_clear
+
+    needed = pairs_to_clear(0.1, 0.05)
+    assert needed is not None and 20 < needed < 200
+    assert decide({"m": [0.0] * needed}, margin=0.1, alpha=0.05)["m"].decided
+    assert not decide({"m": [0.0] * (needed - 1)}, margin=0.1, alpha=0.05)["m"].decided
+    assert pairs_to_clear(0.001, 0.05) is None  # out of reach within 4,000 pairs
 
 
 def test_a_reachable_model_endpoint_is_checked_for_the_model(home, monkeypatch):

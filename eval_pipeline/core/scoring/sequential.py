@@ -36,6 +36,7 @@ the probability that *any* sequence ever misses its mean is ≤ α.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -206,3 +207,14 @@ def _more_to_decide(n: int, estimate: float, lower: float, upper: float, margin:
     if population is not None and n + more > population:
         return None
     return more
+
+
+@functools.lru_cache(maxsize=64)
+def pairs_to_clear(margin: float, alpha: float, metrics: int = 1, most: int = 4000) -> int | None:
+    """The fewest paired cases after which ``decide`` calls a metric NOT WORSE when every
+    difference is 0 (the best case: nothing moved), with ``metrics`` gated metrics sharing
+    α; None when more than ``most`` would be needed. A suite with fewer cases can never
+    decide this margin sequentially: only UNCHANGED passes it."""
+    lower, _ = confidence_sequence(np.zeros(most), alpha=alpha / max(1, metrics), lo=-1, hi=1)
+    cleared = np.nonzero(lower > -margin)[0]
+    return int(cleared[0]) + 1 if len(cleared) else None
