@@ -11,27 +11,33 @@ Waudby-Smith & Ramdas (2024), "Estimating means of bounded random variables by b
 JRSS-B 86(1):1–27 (arXiv:2010.09686):
 
 - observations in [lo, hi] are rescaled to [0, 1]; for each candidate mean m (a grid),
-  two gamblers bet that the mean is above / below m; their wealth is the *hedged capital
-  process* K_t(m) = max(½·Π(1 + λᵢ⁺(xᵢ − m)), ½·Π(1 − λᵢ⁻(xᵢ − m))) (§4, eq. 22, θ = ½);
-- the bets are *predictable plug-in* (eq. 26–27): λ̃ᵢ = √(2 log(2/α) / (σ̂²ᵢ₋₁ · i ·
+  one gambler bets that the mean is above m, wealth K⁺_t(m) = Π(1 + λᵢ⁺(xᵢ − m)), and
+  one that it is below, K⁻_t(m) = Π(1 − λᵢ⁻(xᵢ − m)) (§4; the paper's hedged process
+  eq. 22 is their max with weights θ, 1 − θ: we keep the two apart, below);
+- the bets are *predictable plug-in* (eq. 26–27): λ̃ᵢ = √(2 log(1/α) / (σ̂²ᵢ₋₁ · i ·
   log(1 + i))), from the running variance estimate σ̂²ᵢ = (¼ + Σ(xⱼ − μ̂ⱼ)²)/(i + 1) and
   mean μ̂ᵢ = (½ + Σxⱼ)/(i + 1), truncated to λᵢ⁺ ≤ c/m and λᵢ⁻ ≤ c/(1 − m) with c = ½;
-- m leaves the sequence once K_t(m) ≥ 1/α (Ville's inequality); the sequence is the
-  running intersection of these sets (every m excluded so far stays excluded);
+- m is ruled out as too low once K⁺_t(m) ≥ 1/α, as too high once K⁻_t(m) ≥ 1/α
+  (Ville's inequality: each happens at the true mean with probability ≤ α, at any time);
+  the lower bound is the smallest m not ruled out as too low, the upper the largest not
+  ruled out as too high, each a running intersection (once out, always out);
 - cases are drawn **without replacement** from a suite of N cases: the mean under test
   is then the suite's, and the gamblers bet against the mean of what is left,
   mᵗ = (N·m − Σ_{i<t} xᵢ)/(N − t + 1) (§6, "sampling without replacement", eq. 35); a
   candidate m for which that leaves [0, 1] is impossible and excluded.
 
 The reference implementation is the ``confseq`` package (github.com/gostevehoward/confseq,
-``confseq/betting.py``: ``betting_cs``, ``hedged`` capital with ``lambdas_fns`` =
-predictable plug-in, ``trunc_scale`` ½); this module follows it with numpy only.
+``confseq/betting.py``: ``betting_cs`` with ``lambdas_fns`` = predictable plug-in,
+``trunc_scale`` ½); this module follows it with numpy only.
 
 Decisions (the fixed-n gate's rule, now valid under peeking), per metric, with the margin m
-as an indifference zone: WORSE when the sequence lies below 0 and the estimate is ≤ −m;
-NOT_WORSE when it lies above −m; otherwise CONTINUE. Several metrics share α by Bonferroni:
-each sequence is run at α/k, and the union bound holds for time-uniform events too, so
-the probability that *any* sequence ever misses its mean is ≤ α.
+as an indifference zone: WORSE when the upper bound is below 0 and the estimate is ≤ −m;
+NOT_WORSE when the lower bound is above −m; otherwise CONTINUE. A wrong WORSE needs the
+true Δ ≥ 0 and the upper bound below it; a wrong NOT_WORSE needs Δ ≤ −m and the lower
+bound above it. With m > 0 no Δ allows both, so each bound may be one-sided at level α
+(with m = 0 each gets α/2). Several metrics share α by Bonferroni: each metric at α/k; the
+union bound holds for time-uniform events too, so the probability of *any* wrong decision,
+at any time, is ≤ α.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ class MetricDecision:
     decision: Decision
     n: int  # paired observations used
     estimate: float  # mean paired difference (candidate − baseline)
-    lower: float  # the confidence sequence now, at level 1 − α/k
+    lower: float  # the confidence bounds now, each one-sided at level 1 − α/k
     upper: float
     more_to_decide: int | None  # about how many more pairs would decide; None: cannot tell
     note: str  # what a person reads after the metric's name
@@ -74,8 +80,10 @@ def confidence_sequence(
     x: Sequence[float], *, alpha: float, lo: float = 0.0, hi: float = 1.0,
     population: int | None = None, grid: int = GRID_POINTS,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Running (lower, upper) after each observation: a time-uniform 1 − α confidence
-    sequence for the mean of observations in [lo, hi], taken in the order given. With
+    """Running (lower, upper) after each observation for the mean of observations in
+    [lo, hi], taken in the order given: each a time-uniform *one-sided* bound at level
+    1 − α (the lower bound ever exceeds the mean with probability ≤ α, and likewise the
+    upper ever falls below it), so together a 1 − 2α two-sided sequence. With
     ``population`` N, they are draws without replacement from N values and the mean is
     theirs (the module docstring gives the method)."""
     values = np.asarray(x, dtype=float)
@@ -94,31 +102,32 @@ def confidence_sequence(
         return np.array([]), np.array([])
     xs = (values - lo) / (hi - lo)
     ms = np.linspace(0.0, 1.0, grid)
-    excluded = _excluded(xs, ms, alpha, population)  # (t, grid): m ruled out by time t
-    kept = ~excluded
+    too_low, too_high = _excluded(xs, ms, alpha, population)  # (t, grid), by time t
     step = 1.0 / (grid - 1)
-    any_kept = kept.any(axis=1)
-    first = np.where(any_kept, kept.argmax(axis=1), 0)
-    last = np.where(any_kept, grid - 1 - kept[:, ::-1].argmax(axis=1), 0)
-    # A grid point stands for the interval around it: widen by a step (conservative).
+    # The lower bound: the smallest candidate not ruled out as too low; the upper: the
+    # largest not ruled out as too high. A grid point stands for the interval around it:
+    # each is widened by a step (conservative).
+    low_kept, high_kept = ~too_low, ~too_high
+    first = np.where(low_kept.any(axis=1), low_kept.argmax(axis=1), grid - 1)
+    last = np.where(high_kept.any(axis=1), grid - 1 - high_kept[:, ::-1].argmax(axis=1), 0)
     lower = np.clip(ms[first] - step, 0.0, 1.0)
     upper = np.clip(ms[last] + step, 0.0, 1.0)
-    if not any_kept.all():  # every candidate excluded (cannot happen for a true mean): keep
-        mean = np.cumsum(xs) / np.arange(1, t_max + 1)  # the estimate, not an empty set
-        lower = np.where(any_kept, lower, mean)
-        upper = np.where(any_kept, upper, mean)
     return lo + lower * (hi - lo), lo + upper * (hi - lo)
 
 
-def _excluded(xs: np.ndarray, ms: np.ndarray, alpha: float, population: int | None) -> np.ndarray:
-    """For each time and candidate mean: has the hedged capital reached 1/α by then."""
+def _excluded(
+    xs: np.ndarray, ms: np.ndarray, alpha: float, population: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each time and candidate mean m: whether the gambler betting the mean is above m
+    (ruling m out as too low), and the one betting it is below (too high), has reached
+    1/α by then (Ville's inequality: each happens with probability ≤ α at the true mean)."""
     t = np.arange(1, len(xs) + 1, dtype=float)
     # predictable plug-in: the estimates from the observations *before* each one (eq. 26-27)
     mu_hat = (0.5 + np.cumsum(xs)) / (t + 1)
     sq = (xs - mu_hat) ** 2
     var_hat = (0.25 + np.cumsum(sq)) / (t + 1)
     var_prev = np.concatenate(([0.25], var_hat[:-1]))
-    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+    lam = np.sqrt(2 * math.log(1 / alpha) / (var_prev * t * np.log1p(t)))
     mean_left = _means_left(xs, ms, population)  # (t, grid): the mean bet against at t
     with np.errstate(divide="ignore", invalid="ignore"):
         lam_up = np.minimum(lam[:, None], TRUNCATION / mean_left)
@@ -128,10 +137,11 @@ def _excluded(xs: np.ndarray, ms: np.ndarray, alpha: float, population: int | No
     with np.errstate(invalid="ignore"):  # (only where impossible: those are replaced)
         up = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, lam_up * centred)))
         down = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, -lam_down * centred)))
-    log_half = math.log(0.5)
-    capital = np.maximum(np.cumsum(up, axis=0), np.cumsum(down, axis=0)) + log_half
-    crossed = (capital >= math.log(1 / alpha)) | np.cumsum(impossible, axis=0).astype(bool)
-    return np.logical_or.accumulate(crossed, axis=0)
+    threshold = math.log(1 / alpha)
+    ruled_out = np.cumsum(impossible, axis=0).astype(bool)  # (WoR: the mean cannot be m)
+    too_low = (np.cumsum(up, axis=0) >= threshold) | ruled_out
+    too_high = (np.cumsum(down, axis=0) >= threshold) | ruled_out
+    return np.logical_or.accumulate(too_low, axis=0), np.logical_or.accumulate(too_high, axis=0)
 
 
 def _means_left(xs: np.ndarray, ms: np.ndarray, population: int | None) -> np.ndarray:
@@ -155,6 +165,8 @@ def decide(
     if margin < 0:
         raise ValueError(f"margin={margin}: must be ≥ 0")
     level = alpha / max(1, len(differences))
+    if margin == 0:  # Δ = 0 allows both wrong decisions: split the level between them
+        level /= 2
     decisions = {}
     for metric, values in differences.items():
         x = np.asarray(values, dtype=float)
