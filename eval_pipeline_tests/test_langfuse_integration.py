@@ -541,12 +541,14 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
     from eval_pipeline.integrations.langfuse_datasets import item_id
     from eval_pipeline.integrations.langfuse_experiments import experiment_id
 
+    monkeypatch.setenv("EVAL_GIT_COMMIT", "0123abc")  # (as CI names the commit it checks)
     with cli_on(version, monkeypatch, tmp_path) as srv:
         ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
         assert ran.exit_code == 0, ran.output
         srv.settle()
         store = ResultsStore(f"sqlite:///{tmp_path / 'home' / 'results.sqlite'}")
         (run,) = store.list_runs(suite="drive_thru")
+        assert run.code_commit == "0123abc"
         cases = {c.id for c in select_smoke()}
         linked = [o for o in srv.state.observations if o["experimentId"]]
         assert {o["experimentId"] for o in linked} == {experiment_id(run.run_id)}
@@ -554,6 +556,7 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         described = json.loads(linked[0]["_attributes"]["langfuse.experiment.metadata"])
         assert described["dataset_version"] == run.dataset_version
         assert described["model"] == run.model and described["prompt_version"] == "v1"
+        assert described["commit"] == "0123abc"  # which code the experiment evaluated
         items = [o for o in linked if o["id"] == o["experimentItemRootSpanId"]]
         assert sorted(o["experimentItemId"] for o in items) == sorted(
             item_id("drive_thru", c) for c in cases)  # fmt: skip

@@ -202,3 +202,32 @@ def test_a_retried_attempt_gets_a_seed_of_its_own():
     (out,) = run_agent_sync(TimesOutOnce(), make_cases(1), RunnerConfig(backoff_base_s=0.001))
     assert out.error is None and out.attempts == 2
     assert len(set(seeds)) == 2  # the same seed would repeat the same work
+
+
+def test_a_run_knows_the_commit_of_the_agents_code(tmp_path, monkeypatch):
+    """The commit of the repository the agent's code is in, +dirty with uncommitted
+    changes; CI's variables win; outside a repository (or without git) None, never a
+    failure."""
+    import subprocess
+
+    from eval_pipeline.core.running.commit import code_commit
+
+    for name in ("EVAL_GIT_COMMIT", "GITHUB_SHA"):
+        monkeypatch.delenv(name, raising=False)
+    assert code_commit(tmp_path) is None  # not a repository
+    agent = tmp_path / "agent.py"
+    agent.write_text("x = 1\n")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, text=True,
+                              capture_output=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    git("add", "agent.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "agent")
+    head = git("rev-parse", "HEAD")
+    assert code_commit(agent) == head
+    agent.write_text("x = 2\n")
+    assert code_commit(agent) == f"{head}+dirty"
+    monkeypatch.setenv("GITHUB_SHA", "feed42")
+    assert code_commit(agent) == "feed42"

@@ -292,6 +292,7 @@ def plan(
         dagster_run_id=dagster_run_id,
         notes=[*notes, *_source_note(suite, cases is None), *_fields_note(noticed)],
         options=request.model_dump(mode="json"),
+        code_commit=suite.code_commit,
     )
     runner = RunnerConfig(
         concurrency=request.concurrency, repeats=repeats, timeout_s=request.timeout_s,

@@ -25,6 +25,7 @@ from eval_pipeline.core.cases import (
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.commit import code_commit
 from eval_pipeline.core.running.memo import dataset_resources, source_fingerprint
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.evaluators.base import (
@@ -81,6 +82,11 @@ class Suite:
         beside = dataset_resources(self.dataset_dir) if self.dataset_ref is None else []
         files = [*self.source_paths, *beside]
         return f"{self.agent_version}+{source_fingerprint(files)}"
+
+    @cached_property
+    def code_commit(self) -> str | None:
+        """The commit of the repository the agent's code is in (core/running/commit.py)."""
+        return code_commit(self.source_paths[0] if self.source_paths else self.dataset_dir)
 
     def make_agent(self, prompt: PromptVersion | None, settings: Any) -> Agent:
         """The agent for one run with ``prompt`` on ``settings`` (factories run here)."""

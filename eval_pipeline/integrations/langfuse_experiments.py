@@ -46,10 +46,12 @@ EXPECTED_OUTPUT = "langfuse.experiment.item.expected_output"
 
 def run_metadata(run: RunRecord) -> dict[str, str]:
     """What a run's experiment says about it (and every item's trace metadata): which
-    suite, prompt version, dataset version, model and agent code it evaluated, and how."""
+    suite, prompt version, dataset version, model, agent code and commit it evaluated,
+    and how."""
     return {"suite": run.suite, "prompt_version": run.prompt_version, "run_id": run.run_id,
             "dataset_version": run.dataset_version, "model": run.model, "tier": run.tier,
-            "agent_version": run.agent_version}  # fmt: skip
+            "agent_version": run.agent_version,
+            **({"commit": run.code_commit} if run.code_commit else {})}  # fmt: skip
 
 
 def experiment_id(run_id: str) -> str:

@@ -42,6 +42,7 @@ class RunRecord:
     notes: list[str] = field(default_factory=list)  # what the run wants a reader to know
     baseline_run_id: str | None = None  # the run it is gated against, decided when planned
     options: dict[str, Any] = field(default_factory=dict)  # its RunOptions (core/options.py)
+    code_commit: str | None = None  # of the agent's repository (core/running/commit.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

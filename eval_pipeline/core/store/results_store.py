@@ -65,6 +65,7 @@ runs = Table(
     Column("notes", JSON),
     Column("baseline_run_id", String(200)),
     Column("options", JSON),
+    Column("code_commit", String(80)),  # NULL in stores written before it
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(
