@@ -226,7 +226,8 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     if problem := _register_partition(plan.run.prompt_version):
         result.warnings.append(problem)
     prepared.services.flush()
-    report = prepared.services.write_run(store, result.run, plan.cases, result.scores,
+    # (result.cases: a sequential run may have gone on past the plan's cases)
+    report = prepared.services.write_run(store, result.run, list(result.cases), result.scores,
                                          result.outputs, result.summary.metrics)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")

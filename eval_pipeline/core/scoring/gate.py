@@ -406,8 +406,10 @@ def _sequential_rows(
 
 def _passes(
     values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
-    items: Sequence[str], metric: str, pass_threshold: float = 1.0,
+    items: Sequence[str], metric: str, pass_threshold: float,
 ) -> tuple[list[bool], list[bool]]:  # fmt: skip
+    """Per item, whether the metric passed (≥ ``pass_threshold``) in the baseline and in
+    the candidate: what McNemar's test counts."""
     b, c = _paired_values(values(base_scores, metric), values(cand_scores, metric), items)
     return [v >= pass_threshold for v in b], [v >= pass_threshold for v in c]
 

@@ -75,7 +75,8 @@ class PairedRow(Row):
     category: str | None = None
     n: int
     delta: float
-    ci_low: float | None  # the two-sided (1 − 2α) CI of Δ (Student t)
+    ci_low: float | None  # the two-sided (1 − 2α) CI of Δ (Student t), or the sequential
+    # gate's confidence bounds (each one-sided, time-uniform: core/scoring/sequential.py)
     ci_high: float | None
     p_value: float | None  # one-sided, H1: the candidate is worse
     p_holm: float | None = None  # Holm-adjusted over the check's family
