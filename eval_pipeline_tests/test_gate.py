@@ -129,3 +129,27 @@ def test_baseline_is_the_latest_full_run_or_the_previous_one_of_the_same_version
     earlier = record("early", version="v1", minutes=5)
     assert find_baseline(store, earlier, "v1").run_id == "old"
     assert find_baseline(store, candidate, "v9") is None
+
+
+def test_a_boolean_gated_metric_is_compared_by_mcnemar():
+    """An evaluator that declares BOOLEAN scores (pass/fail): the fixed gate's p-value for
+    it is McNemar's exact test on the items that flipped, not a t-test on 0/1 values;
+    the interval and the margin rule stay. Before, BOOLEAN went through the t-test."""
+    from eval_pipeline.core.scoring.stats import mcnemar_exact
+
+    def as_boolean(runs):
+        outputs, scores = runs
+        return outputs, [ItemScore(s.item_id, s.repeat, s.evaluator, s.value, data_type="BOOLEAN")
+                         if s.evaluator == "quality" else s for s in scores]  # fmt: skip
+
+    failing = dict.fromkeys(ITEMS[:8], 0.0)
+    report = compare_runs(record("b"), record("c"), as_boolean(data({})),
+                          as_boolean(data(failing)), THRESHOLDS, CATEGORIES)  # fmt: skip
+    row = next(r for r in checks(report)["paired_gate"].rows if r.metric == "quality")
+    assert row.p_value == pytest.approx(mcnemar_exact([True] * 30, [False] * 8 + [True] * 22),
+                                        rel=1e-3)  # fmt: skip
+    assert "McNemar" in row.note and row.outcome == "fail"
+    plain = compare_runs(record("b"), record("c"), data({}), data(failing), THRESHOLDS,
+                         CATEGORIES)  # fmt: skip
+    numeric = next(r for r in checks(plain)["paired_gate"].rows if r.metric == "quality")
+    assert "McNemar" not in numeric.note and numeric.p_value != row.p_value

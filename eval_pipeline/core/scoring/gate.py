@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -266,8 +267,11 @@ def compare_runs(
         )
     )  # (and the same scores: an evaluator that scores equal outputs apart is not ignored)
     if sequential is None:
+        boolean = {m: _passes(values, base_scores, cand_scores, items, m, config.pass_threshold)
+                   for m in gated if declared_boolean(cand_scores, m)}  # fmt: skip
         check, binary_holm = _fixed_paired(values, base_scores, cand_scores, items, gated,
-                                           flips, margin, config.alpha, worse)  # fmt: skip
+                                           flips, margin, config.alpha, worse,
+                                           boolean)  # fmt: skip
         if same:  # nothing to decide: a pass, whatever so few items could show
             rows = [r.model_copy(update={"outcome": "pass"}) for r in check.rows]
             check = GateCheck("paired_gate", "pass", f"UNCHANGED: {UNCHANGED}; "
@@ -306,21 +310,33 @@ def compare_runs(
     return GateReport(candidate.run_id, baseline.run_id, True, [], checks, notes)
 
 
+def declared_boolean(scores: Sequence[ItemScore], metric: str) -> bool:
+    """The metric's evaluator declared its scores BOOLEAN (pass/fail, 0 or 1)."""
+    given = [s for s in scores if s.evaluator == metric and s.value is not None]
+    return bool(given) and all(s.data_type == "BOOLEAN" for s in given)
+
+
 def _fixed_paired(
     values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
     items: Sequence[str], gated: Sequence[str], flips: Mapping[str, tuple[list, list]],
     margin: float, alpha: float, worse: list[WorseItem],
+    boolean: Mapping[str, tuple[list[bool], list[bool]]],
 ) -> tuple[GateCheck, list[float]]:  # fmt: skip
-    """The fixed-n paired gate: a t-test per gated metric, in one Holm family with the
-    binary metrics' McNemar tests; the check, and the binary metrics' adjusted p-values."""
-    paired = {
-        m: compare_paired(
+    """The fixed-n paired gate: per gated metric the paired difference's CI (Student t),
+    and its p-value from the t-test, or for a BOOLEAN metric (``boolean``: its pass/fail
+    per item) from the exact McNemar test on the items that flipped (McNemar 1947; the
+    binomial form, stats.mcnemar_exact); all in one Holm family with the binary metrics'
+    McNemar tests. The check, and the binary metrics' adjusted p-values."""
+    paired = {}
+    for m in gated:
+        comparison = compare_paired(
             *_paired_values(values(base_scores, m), values(cand_scores, m), items),
             margin=margin,
             alpha=alpha,
         )
-        for m in gated
-    }
+        if m in boolean and comparison.tested:
+            comparison = dataclasses.replace(comparison, p_value=mcnemar_exact(*boolean[m]))
+        paired[m] = comparison
     family = [p.p_value for p in paired.values()] + [mcnemar_exact(*f) for f in flips.values()]
     # (an untested comparison enters with p = 1: it can only make the others stricter)
     adjusted = holm(family)
@@ -330,7 +346,11 @@ def _fixed_paired(
         if decision == "fail" and p_holm >= alpha:
             decision = "warn"  # a drop, but not significant once every metric is counted
         outcomes.append(decision)
-        rows.append(_row(metric, comparison, p_holm=sig(p_holm), outcome=decision))
+        row = _row(metric, comparison, p_holm=sig(p_holm), outcome=decision)
+        if metric in boolean and comparison.tested:
+            row = row.model_copy(update={"note": "; ".join(filter(None, [
+                "BOOLEAN: p from McNemar's exact test", row.note]))})  # fmt: skip
+        rows.append(row)
     check = GateCheck("paired_gate", _worst(outcomes), _describe(rows, margin), rows, worse)
     return check, adjusted[len(paired) :]
 
