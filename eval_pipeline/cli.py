@@ -87,6 +87,9 @@ def _click_type(field: Any) -> Any:
 @run_option("--cache", "cache")
 @run_option("--gate", "gate")
 @run_option("--on-undecided", "on_undecided")
+@run_option("--max-calls", "max_calls", metavar="N")
+@run_option("--max-tokens", "max_tokens", metavar="N")
+@run_option("--max-cost", "max_cost", metavar="DOLLARS")
 @click.option(
     "--record",
     "recording",

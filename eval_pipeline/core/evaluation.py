@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
-from eval_pipeline.core.options import OnUndecided, RunOptions
+from eval_pipeline.core.options import OnUndecided, RunOptions, budget_of
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.budget import BudgetGuard, Spending
 from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.running.pricing import PriceTable
@@ -142,12 +143,18 @@ class EvalResult:
         """The gated metrics the gate could not decide, each with what would decide it
         (empty when every gated metric was decided, or there is no gate)."""
         checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
-        return [
+        metrics = [
             f"{row.metric}: {row.note or f'Δ {row.delta:+.3f} is within reach of the margin'}"
             for check in checks
             for row in check.rows
             if isinstance(row, PairedRow) and row.outcome == "warn"
         ]
+        if not self.run.stopped:
+            return metrics
+        if metrics or self.sequential is None or self.gate is None:
+            # only the sequential gate's decisions hold on the cases a budget let run
+            return [*metrics, f"the budget stopped the run: {self.run.stopped}"]
+        return []
 
     @property
     def verdict(self) -> str:
@@ -443,6 +450,7 @@ def produce(
         scope = MemoScope.of(run)
         keys = {(c.id, r): scope.key(c, r) for c, r in jobs}
         known = _memoized(store, keys, policy, run.run_id)
+        guard = _budget_guard(store, plan_, shard=shard is not None, batch=batch)
         writer = None
         if policy != "off":
             writer = MemoWriter(partial(store.memo_put, run.suite, run.run_id), keys)
@@ -458,6 +466,7 @@ def produce(
                     known=known,
                     on_result=writer,
                     jobs=jobs,
+                    guard=guard,
                 )
             finally:
                 if writer is not None:
@@ -466,6 +475,9 @@ def produce(
                     await close()
 
         outputs = run_sync(produce_all())
+        if guard is not None and guard.skipped:
+            store.stop_run(run.run_id, f"{guard.reached}: {guard.skipped} of {len(jobs)} "
+                                       "items not started")  # fmt: skip
         if shard is None and not batch:
             store.write_outputs(run.run_id, outputs)
         else:
@@ -476,6 +488,21 @@ def produce(
                 "prompt versions and labels make no difference to it (read ctx.prompt)"
             ])  # fmt: skip
     return outputs
+
+
+def _budget_guard(
+    store: ResultsStore, plan_: RunPlan, *, shard: bool, batch: bool
+) -> BudgetGuard | None:
+    """The run's budget as the runner spends it: a shard gets its share; a sequential
+    run's further batch starts from what the run has spent so far (judges included)."""
+    budget = budget_of(plan_.request)
+    if not budget:
+        return None
+    if shard:
+        return BudgetGuard(budget.share(len(plan_.shards)))
+    run_id = plan_.run.run_id
+    spent = Spending.of_run(store.read_outputs(run_id), store.read_scores(run_id))
+    return BudgetGuard(budget, spent if batch else None)
 
 
 def _same_dataset(store: ResultsStore, run: RunRecord) -> None:
@@ -499,8 +526,10 @@ def check_complete(
         outputs = store.read_outputs(run.run_id)
         wanted = {(c.id, r) for c in cases for r in range(run.repeats)}
         found = {(o.item_id, o.repeat) for o in outputs}
+        stopped = (store.get_run(run.run_id) or run).stopped  # a budget: items not started
         problems = [f"{len(v)} {what} (first: {min(v)[0]} repeat {min(v)[1]})"
-                    for what, v in (("missing", wanted - found), ("not in the run", found - wanted))
+                    for what, v in (("missing", set() if stopped else wanted - found),
+                                    ("not in the run", found - wanted))
                     if v]  # fmt: skip
         if problems:
             raise RuntimeError(f"run {run.run_id}: the shards did not produce one "
@@ -651,9 +680,10 @@ def evaluate(
     else:
         produce_in_processes(store, plan_, shard_worker, progress=progress)
     suite, run_id = plan_.suite, plan_.run.run_id
-    score(store, run_id, suite, plan_.cases, prices=prices)
-    summary = summarise(store, run_id, suite, plan_.cases)
-    result = verdict(store, store.get_run(run_id) or plan_.run, suite, plan_.cases, summary,
+    cases = cases_run(store, run_id, plan_.cases)
+    score(store, run_id, suite, cases, prices=prices)
+    summary = summarise(store, run_id, suite, cases)
+    result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
                      suite_cases=len(plan_.all_cases))  # fmt: skip
     if plan_.request.gate == "sequential":
         result = go_on_until_decided(store, plan_, agent, result, prices=prices,
@@ -688,10 +718,16 @@ def go_on_until_decided(
         rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
                 if c.id not in done and c.id in paired]  # fmt: skip
         size = max(MIN_BATCH, len(cases))
+        budget = budget_of(plan_.request)
         while result.undecided and not result.failed and not result.errors and rest:
+            if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
+                store.stop_run(run_id, f"{reached}: {len(rest)} further case(s) not started")
+                result.run = store.get_run(run_id) or result.run
+                break
             batch, rest = rest[:size], rest[size:]
             more = dataclasses.replace(plan_, cases=batch)
             produce(store, more, agent, prices=prices, progress=progress, batch=True)
+            batch = cases_run(store, run_id, batch)
             score(store, run_id, suite, batch, prices=prices, batch=True)
             cases += batch
             summary = summarise(store, run_id, suite, cases)
@@ -699,17 +735,19 @@ def go_on_until_decided(
                              suite_cases=len(plan_.all_cases))  # fmt: skip
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
-        model_calls=model_calls(result.outputs, result.scores),
+        model_calls=Spending.of_run(result.outputs, result.scores).calls,
     )  # fmt: skip
     return result
 
 
-def model_calls(outputs: Sequence[ItemOutput], scores: Sequence[ItemScore]) -> int:
-    """The model calls a run spent: its agent's (outputs the memo gave cost nothing now)
-    and its LLM judges'."""
-    agent = sum(u.get("calls", 0) for o in outputs if o.source_run_id is None
-                for u in (o.usage or {}).values())  # fmt: skip
-    return int(agent + judge_spending(scores)["judge_calls"])
+def cases_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) -> list[GoldenCase]:
+    """The cases of ``cases`` the run has outputs for: all of them, unless its budget
+    stopped it before some were started (those are left out of its scores and verdict)."""
+    run = store.get_run(run_id)
+    if run is None or not run.stopped:
+        return list(cases)
+    ran = {o.item_id for o in store.read_outputs(run_id)}
+    return [c for c in cases if c.id in ran]
 
 
 class ShardWorker(Protocol):
@@ -772,7 +810,7 @@ def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenC
             f"{suite.dataset_dir}: the dataset changed while run {run_id} was in progress "
             f"(version {run.dataset_version} → {dataset_version(cases)}); start a new run"
         ])  # fmt: skip
-    return select_tier(cases, run.tier)
+    return cases_run(store, run_id, select_tier(cases, run.tier))
 
 
 @contextmanager

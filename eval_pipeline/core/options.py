@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core.running.budget import Budget
+
 Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
 OnUndecided = Literal["fail", "warn"]
@@ -72,6 +74,24 @@ class RunOptions(BaseModel):
         "UNDECIDED): fail exits 3, so CI does not ship an untested change; warn exits 0 "
         "and keeps the UNDECIDED line.",
     )
+    max_calls: int | None = Field(
+        None,
+        ge=1,
+        description="Stop starting new items once the run's model calls (the "
+        "agent's and its LLM judges') reach this many.",
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Stop starting new items once the run's tokens (input and "
+        "output, judges included) reach this many.",
+    )
+    max_cost: float | None = Field(
+        None,
+        gt=0,
+        description="Stop starting new items once the run's cost in dollars "
+        "(from the price table, judges included) reaches this.",
+    )
     shards: int | None = Field(
         1,
         ge=0,
@@ -100,3 +120,8 @@ def run_options(**given: Any) -> RunOptions:
 
 
 DEFAULTS = RunOptions()
+
+
+def budget_of(options: RunOptions) -> Budget:
+    """The run's spending limits (no limit: an empty budget)."""
+    return Budget(options.max_calls, options.max_tokens, options.max_cost)

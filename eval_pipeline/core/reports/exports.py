@@ -79,6 +79,10 @@ def write_junit(path: Path, result: EvalResult) -> Path:
         elif label not in ("PASS", "N/A", "FAIL"):
             label = "WARN"
         _gate_case(case, label, check.description)
+    if run.stopped:  # a budget left cases unstarted: a failure when that undecides the run
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="budget")
+        blocking = result.verdict == "UNDECIDED" and result.exit_code
+        _gate_case(case, "FAIL" if blocking else "WARN", run.stopped)
     for suite in (items, gates):
         cases = suite.findall("testcase")
         suite.set("tests", str(len(cases)))
@@ -168,6 +172,7 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
 
 def verdict_text(result: EvalResult) -> str:
     note = f" ({result.sequential.line()})" if result.sequential else ""
+    note += f" (budget: {result.run.stopped})" if result.run.stopped else ""
     note += f" (note: {result.hint})" if result.hint else ""
     if result.errors:
         return f"ERROR — {'; '.join(result.errors)}{note}"

@@ -1,7 +1,9 @@
 """Run an agent over cases: bounded concurrency, rate limit, timeouts, retries, repeats.
 
 No item is ever dropped: whatever happens, every (case, repeat) gets an ItemOutput,
-with the error recorded when the agent could not produce an output.
+with the error recorded when the agent could not produce an output. The one exception is
+a run's budget (core/running/budget.py): once it is reached, items not yet started are
+not started, and the caller records that the run stopped.
 
 Retries: a failing model call is retried by its client (``max_retries``, llm/factory.py);
 the runner retries an item only for transient failures no client retried (an agent
@@ -28,6 +30,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
+from eval_pipeline.core.running.budget import BudgetGuard, Spending
 from eval_pipeline.core.running.failures import error_kind, fault_of
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.retry import backoff_delay, is_retryable, retried_by_client
@@ -93,12 +96,15 @@ async def run_agent(
     known: Mapping[tuple[str, int], ItemOutput] | None = None,
     on_result: ResultSink | None = None,
     jobs: Sequence[Job] | None = None,
+    guard: BudgetGuard | None = None,
 ) -> list[ItemOutput]:
     """Evaluate every case ``config.repeats`` times; results come back in job order.
 
     ``known`` outputs (by (case id, repeat), e.g. from the memo) are returned as they are,
     without calling the agent; ``on_result`` sees every newly produced output. ``jobs``
     runs only those items (a shard's, in their order) instead of every case × repeat.
+    With ``guard`` (a budget), an item whose turn comes once the budget is reached is not
+    started and has no output: the only way an item is left out.
     """
     prices, known = prices or PriceTable(), known or {}
     semaphore = asyncio.Semaphore(config.concurrency)
@@ -106,12 +112,16 @@ async def run_agent(
     jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
     done = sum(1 for case, repeat in jobs if (case.id, repeat) in known)
 
-    async def one(case: GoldenCase, repeat: int) -> ItemOutput:
+    async def one(case: GoldenCase, repeat: int) -> ItemOutput | None:
         nonlocal done
         if (case.id, repeat) in known:
             return known[case.id, repeat]
         async with semaphore:
+            if guard is not None and not guard.may_start():
+                return None
             result = await _run_with_retries(agent, case, repeat, config, limiter, prices)
+        if guard is not None:
+            guard.add(Spending.of_output(result))
         if on_result:
             await on_result(result)
         done += 1
@@ -120,7 +130,8 @@ async def run_agent(
         return result
 
     with frozen_heap():
-        return list(await asyncio.gather(*(one(c, r) for c, r in jobs)))
+        results = await asyncio.gather(*(one(c, r) for c, r in jobs))
+    return [r for r in results if r is not None]
 
 
 @contextmanager

@@ -43,6 +43,7 @@ class RunRecord:
     baseline_run_id: str | None = None  # the run it is gated against, decided when planned
     options: dict[str, Any] = field(default_factory=dict)  # its RunOptions (core/options.py)
     code_commit: str | None = None  # of the agent's repository (core/running/commit.py)
+    stopped: str | None = None  # why items were left unstarted (a budget reached), or None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

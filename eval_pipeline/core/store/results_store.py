@@ -66,6 +66,7 @@ runs = Table(
     Column("baseline_run_id", String(200)),
     Column("options", JSON),
     Column("code_commit", String(80)),  # NULL in stores written before it
+    Column("stopped", Text),  # why the run stopped before its items ran out (a budget)
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(
@@ -258,6 +259,15 @@ class ResultsStore:
             known = list(row[0] or []) if row else []
             fresh = [n for n in notes if n not in known]
             conn.execute(update(runs).where(runs.c.run_id == run_id).values(notes=known + fresh))
+
+    def stop_run(self, run_id: str, why: str) -> None:
+        """Say why the run left items unstarted (a budget reached), kept with what an
+        earlier part of it said (another shard, an earlier batch)."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(runs.c.stopped).where(runs.c.run_id == run_id)).first()
+            said = [s for s in ((row[0] if row else None) or "").split("; ") if s]
+            stopped = "; ".join([*said, why]) if why not in said else "; ".join(said)
+            conn.execute(update(runs).where(runs.c.run_id == run_id).values(stopped=stopped))
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.engine.begin() as conn:
