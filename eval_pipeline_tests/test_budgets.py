@@ -78,6 +78,8 @@ def test_a_budget_stops_the_run_keeps_what_ran_and_is_never_a_pass(project, tmp_
     warned = cli("run", "--suite", "order_management", "--max-calls", "5",
                  "--concurrency", "1", "--cache", "off", "--on-undecided", "warn")  # fmt: skip
     assert warned.exit_code == 0 and "UNDECIDED" in last_line(warned.output)
+    # a run the budget stopped is never a baseline: it lacks cases
+    assert "no baseline yet: no complete full-tier run" in " ".join(warned.output.split())
     assert cli("run", "--suite", "order_management", "--max-cost", "-1").exit_code == 2
 
 

@@ -317,9 +317,11 @@ def test_a_callable_or_http_agent_plays_conversations_with_the_same_metrics(
     conversations["version"] = "team-1"  # (an HTTP agent's outputs are memoized by it)
     project.write_text(yaml.safe_dump(body, sort_keys=False))
     try:
-        production = evaluate(SUITE, project=project, cache="off")
+        # (the metrics are compared below; with equal metrics on a few cases the sequential
+        # gate is rightly undecided at the suite's margin, so the fixed gate here)
+        production = evaluate(SUITE, project=project, cache="off", gate="fixed")
         staging = evaluate(SUITE, project=project, label="staging", tier="smoke",
-                           baseline_label="production", cache="off")  # fmt: skip
+                           baseline_label="production", cache="off", gate="fixed")  # fmt: skip
     finally:
         if background is not None:
             background.stop()

@@ -232,8 +232,9 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     assert "not_on_menu Δ" in categories and categories["not_on_menu n"].value >= 5
     failure = next(e for e in worse.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.event_specific_data.error.message
-    assert "paired_gate: margin 0.02" in message and "tool_call_accuracy: fail (Δ -0.508" in message
-    assert "CI [" in message and "p=" in message
+    # the sequential gate's evidence: each metric's Δ and confidence interval, how many pairs
+    assert "paired_gate" in message and "tool_call_accuracy: Δ -0.5" in message
+    assert "after 47 pairs: worse" in message
     same = evaluate(instance, resources, "v1", tier="full")
     found = checks(same)
     assert same.success and found["paired_gate"].passed and found["binary_gate"].passed
@@ -351,3 +352,31 @@ def test_llm_judges_keep_to_the_runs_concurrency_in_dagster_too(tmp_path, monkey
         stats = server.app.state.stats
     assert result.success
     assert stats["by_model"]["judge-model"] == 11 and stats["max_in_flight"] <= 2
+
+
+def test_the_sequential_gate_goes_on_past_the_tier_in_dagster_too(env):
+    """The default gate in Dagster (the label sensor's and the nightly runs' config): the
+    worse staging prompt of order_management on its five smoke cases cannot be decided, so
+    eval_summary goes on into the suite's further cases in the same step, and the
+    paired_gate check says how far it went and the calls it spent; reading the run back
+    from the store (as the demo does) reaches the same verdict on the same cases."""
+    from eval_pipeline.core import evaluation
+
+    instance, resources, tmp_path = env
+    assert evaluate(instance, resources, "v1", tier="full", suite="order_management").success
+    staged = evaluate(instance, resources, "v2", suite="order_management")
+    assert not staged.success
+    gate = checks(staged)["paired_gate"]
+    meta = gate.metadata
+    assert meta["cases_run"].value > 5 and meta["suite_cases"].value == 21
+    assert meta["model_calls"].value > 0 and "cases (" in gate.description
+    summary = next(e for e in staged.get_asset_materialization_events()
+                   if e.asset_key.path == ["eval_summary"]).materialization.metadata  # fmt: skip
+    assert summary["sequential"].value.endswith(f"({meta['model_calls'].value} model calls)")
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    run = store.list_runs(suite="order_management", prompt_version="v2")[0]
+    suite = resources["suites"].get("order_management")
+    cases = evaluation.cases_of_run(store, run.run_id, suite)
+    assert len(cases) == meta["cases_run"].value
+    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
+    assert again.verdict == summary["verdict"].value != "PASS"

@@ -58,7 +58,9 @@ def test_cli_api_and_dagster_store_the_same_run(tmp_path, monkeypatch):
     for other in rest:
         assert other == first
     failed_checks = {c.check_name for c in dagster.get_asset_check_evaluations() if not c.passed}
-    assert "paired_gate" in failed_checks and "paired_gate" in api.failed
+    # the staging version's own floor fails on the smoke tier: the verdict is known, so the
+    # sequential gate takes no further case, everywhere
+    assert "min_mean_scores" in failed_checks and set(api.failed) <= failed_checks
 
 
 def _stored(store: ResultsStore, run, production: str):

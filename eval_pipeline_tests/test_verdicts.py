@@ -432,7 +432,7 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
 
 
 def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
-    """The undecided order_management smoke gate through the Python API: UNDECIDED exits 3
+    """The undecided order_management smoke gate (fixed) through the Python API: UNDECIDED exits 3
     and the paired_gate asset check fails (blocking) saying UNDECIDED; with
     on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
     branch, adapted.)"""
@@ -442,7 +442,8 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     api.evaluate("order_management", prompt_version=1)
     for policy, code in (("fail", 3), ("warn", 0)):
         result = api.evaluate("order_management", label="staging", tier="smoke",
-                              baseline_label="production", on_undecided=policy)  # fmt: skip
+                              baseline_label="production", on_undecided=policy,
+                              gate="fixed")  # fmt: skip
         assert result.verdict == "UNDECIDED" and result.exit_code == code
         checks, _ = check_results(result, "order_management v2")
         paired = next(c for c in checks if c.check_name == "paired_gate")

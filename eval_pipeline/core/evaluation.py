@@ -710,29 +710,30 @@ def go_on_until_decided(
     in ``draw_order``, and decide again; stop when decided or when the cases the baseline
     has run out. The result says after how many cases and model calls."""
     run_id, suite = plan_.run.run_id, plan_.suite
-    baseline, _ = decided_baseline(store, plan_.run)
-    cases = list(plan_.cases)
-    if baseline is not None:
-        paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
-        done = {c.id for c in cases}
-        rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
-                if c.id not in done and c.id in paired]  # fmt: skip
-        size = max(MIN_BATCH, len(cases))
-        budget = budget_of(plan_.request)
-        while result.undecided and not result.failed and not result.errors and rest:
-            if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
-                store.stop_run(run_id, f"{reached}: {len(rest)} further case(s) not started")
-                result.run = store.get_run(run_id) or result.run
-                break
-            batch, rest = rest[:size], rest[size:]
-            more = dataclasses.replace(plan_, cases=batch)
-            produce(store, more, agent, prices=prices, progress=progress, batch=True)
-            batch = cases_run(store, run_id, batch)
-            score(store, run_id, suite, batch, prices=prices, batch=True)
-            cases += batch
-            summary = summarise(store, run_id, suite, cases)
-            result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
-                             suite_cases=len(plan_.all_cases))  # fmt: skip
+    baseline, _ = decided_baseline(store, result.run)  # as stored (a step may plan again)
+    cases = list(result.cases)  # the tier's, less any a budget left unstarted
+    if baseline is None:  # no gate: nothing to decide
+        return result
+    paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
+    done = {c.id for c in plan_.cases}
+    rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
+            if c.id not in done and c.id in paired]  # fmt: skip
+    size = max(MIN_BATCH, len(cases))
+    budget = budget_of(plan_.request)
+    while result.undecided and not result.failed and not result.errors and rest:
+        if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
+            store.stop_run(run_id, f"{reached}: {len(rest)} further case(s) not started")
+            result.run = store.get_run(run_id) or result.run
+            break
+        batch, rest = rest[:size], rest[size:]
+        more = dataclasses.replace(plan_, cases=batch)
+        produce(store, more, agent, prices=prices, progress=progress, batch=True)
+        batch = cases_run(store, run_id, batch)
+        score(store, run_id, suite, batch, prices=prices, batch=True)
+        cases += batch
+        summary = summarise(store, run_id, suite, cases)
+        result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
+                         suite_cases=len(plan_.all_cases))  # fmt: skip
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=Spending.of_run(result.outputs, result.scores).calls,
@@ -800,7 +801,9 @@ def produce_in_processes(
 
 
 def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenCase]:
-    """The cases a run was started on, reloaded; refuses if the dataset changed since."""
+    """The cases a run was started on, reloaded (refused if the dataset changed since), in
+    the order its gate saw them: the tier's (less any a budget left unstarted), then those
+    a sequential gate went on to, in ``draw_order``."""
     run = store.get_run(run_id)
     if run is None:
         raise DatasetError([f"run {run_id!r} is not in the results store"])
@@ -810,7 +813,11 @@ def cases_of_run(store: ResultsStore, run_id: str, suite: Suite) -> list[GoldenC
             f"{suite.dataset_dir}: the dataset changed while run {run_id} was in progress "
             f"(version {run.dataset_version} → {dataset_version(cases)}); start a new run"
         ])  # fmt: skip
-    return cases_run(store, run_id, select_tier(cases, run.tier))
+    tier = select_tier(cases, run.tier)
+    ran, first = {o.item_id for o in store.read_outputs(run_id)}, {c.id for c in tier}
+    further = [c for c in draw_order(cases, run.dataset_version)
+               if c.id in ran and c.id not in first]  # fmt: skip
+    return cases_run(store, run_id, tier) + further
 
 
 @contextmanager

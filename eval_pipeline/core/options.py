@@ -63,10 +63,11 @@ class RunOptions(BaseModel):
         None, ge=0.0, le=1.0, description="Minimum mean of the primary metric."
     )
     gate: GateMode = Field(
-        "fixed",
-        description="fixed: the tier's cases, one paired t-test per metric; sequential: the "
-        "tier's cases first, then more of the suite's, in batches, until an anytime-valid "
-        "confidence sequence decides (or the suite runs out).",
+        "sequential",
+        description="sequential: the tier's cases first, then more of the suite's, in "
+        "batches, until an anytime-valid confidence sequence decides (or the suite or the "
+        "budget runs out); fixed: the tier's cases only, one paired test per metric (the "
+        "verdicts of older releases).",
     )
     on_undecided: OnUndecided = Field(
         "fail",

@@ -102,7 +102,8 @@ def find_baseline(
     store: ResultsStore, candidate: RunRecord, baseline_version: str
 ) -> RunRecord | None:
     """Latest complete full-tier run of ``baseline_version`` other than the candidate, and
-    started before it when the candidate evaluates that same version."""
+    started before it when the candidate evaluates that same version; never a run a
+    budget stopped (it lacks cases)."""
     runs = store.list_runs(
         suite=candidate.suite,
         prompt_version=baseline_version,
@@ -111,7 +112,7 @@ def find_baseline(
         limit=50,
     )
     for run in runs:  # newest first
-        if run.run_id == candidate.run_id:
+        if run.run_id == candidate.run_id or run.stopped:
             continue
         if baseline_version == candidate.prompt_version and run.started_at >= candidate.started_at:
             continue

@@ -33,6 +33,7 @@ from dagster import (
 
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
@@ -44,7 +45,11 @@ from eval_pipeline.defs.evaluation.metadata import (
     summary_pictures,
     tools_metadata,
 )
-from eval_pipeline.defs.evaluation.outputs import build_agent_run_outputs
+from eval_pipeline.defs.evaluation.outputs import (
+    build_agent_run_outputs,
+    partition_keys,
+    planned_again,
+)
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -200,22 +205,33 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         suites: SuitesResource,
         results_store: ResultsStoreResource,
         services: ServicesResource,
+        llm: LLMResource,
     ):
         suite = suites.get(item_scores["suite"])
         store, run_id = results_store.open(), item_scores["run_id"]
         found = services.get()
         cases = evaluation.cases_of_run(store, run_id, suite)
         summary = evaluation.summarise(store, run_id, suite, cases)
-        writeback: dict[str, Any] = {"langfuse": found.description}
         run = store.get_run(run_id)
         assert run is not None  # item_scores stored it
+        result = evaluation.verdict(store, run, suite, cases, summary)
+        request = RunOptions(**run.options)
+        if request.gate == "sequential":  # further cases while undecided, in this step
+            plan, agent, _ = planned_again(context, suite, partition_keys(context)[1], found,
+                                           llm, request, run_id)  # fmt: skip
+            result = evaluation.go_on_until_decided(store, plan, agent, result,
+                                                    prices=llm.prices())  # fmt: skip
+            found.flush()
+            if result.sequential:
+                context.log.info(f"{run_id}: sequential gate {result.sequential.line()}")
+            run, cases, summary = result.run, list(result.cases), result.summary
+        writeback: dict[str, Any] = {"langfuse": found.description}
         report = found.write_run(store, run, cases, store.read_scores(run_id),
                                  store.read_outputs(run_id), summary.metrics)  # fmt: skip
         if report is not None:  # (never fails the evaluation)
             writeback |= report.metadata()
             if report.queued or report.set_aside:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
-        result = evaluation.verdict(store, run, suite, cases, summary)
         partition = f"{run.suite} {run.prompt_version}"
         checks, not_tested = check_results(result, partition)
         pictures = summary_pictures(store, run, suite, result.gate)
@@ -251,6 +267,15 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                     else {}
                 ),
                 "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
+                **(
+                    {
+                        "sequential": result.sequential.line(),
+                        "model_calls": result.sequential.model_calls,
+                    }
+                    if result.sequential
+                    else {}
+                ),
+                **({"budget": run.stopped} if run.stopped else {}),
                 **pictures,
             },
         )

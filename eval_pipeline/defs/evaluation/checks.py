@@ -98,6 +98,17 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
         description = check.description
+        if result.sequential and check.name == "paired_gate":  # how far the gate went
+            said = result.sequential
+            numbers |= {
+                "decided": said.decided,
+                "cases_run": said.cases,
+                "suite_cases": said.suite_cases,
+                "model_calls": said.model_calls,
+            }
+            description = f"{description} ({said.line()})"
+        if result.run.stopped:
+            numbers["budget"] = result.run.stopped
         if check.undecided:
             numbers["outcome detail"] = "UNDECIDED"
             description = f"UNDECIDED (on_undecided: {result.on_undecided}) — {description}"

@@ -39,8 +39,10 @@ from dagster import (
 from pydantic import Field, create_model
 
 from eval_pipeline.core import evaluation
+from eval_pipeline.core.evaluation import RunPlan
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptVersion, parse_version_key
+from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -149,6 +151,23 @@ def candidate(
     return prompt, settings
 
 
+def planned_again(
+    context: OpExecutionContext | AssetExecutionContext, suite: Suite, version_key: str,
+    found: Services, llm: LLMResource, request: RunOptions, run_id: str,
+) -> tuple[RunPlan, Agent, LLMSettings]:  # fmt: skip
+    """A recorded run planned again in this step (a shard, the sequential gate's further
+    cases), with the agent built as ``plan_shards`` planned it."""
+    prompt, settings = candidate(suite, version_key, found, llm, request.timeout_s)
+    plan = evaluation.plan(
+        suite, prompt, settings.public_params(), request, run_id=run_id,
+        dagster_run_id=context.run.run_id, notes=settings.notes,
+    )  # fmt: skip
+    agent = found.agent(
+        suite, prompt, settings, run=plan.run, metadata={"dagster_run_id": context.run.run_id}
+    )
+    return plan, agent, settings
+
+
 def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple[str, str]:
     key = context.partition_key
     assert isinstance(key, MultiPartitionKey), "evaluation assets are suite × prompt_version"
@@ -213,14 +232,8 @@ def run_shard(
     """Run one shard's items (the memo answers what it can) with its share of the budget."""
     suite = suites.get(task.suite)
     found = services.get()
-    prompt, settings = candidate(suite, task.version_key, found, llm, task.request.timeout_s)
-    plan = evaluation.plan(
-        suite, prompt, settings.public_params(), task.request, run_id=task.run_id,
-        dagster_run_id=context.run.run_id, notes=settings.notes,
-    )  # fmt: skip
-    agent = found.agent(
-        suite, prompt, settings, run=plan.run, metadata={"dagster_run_id": context.run.run_id}
-    )
+    plan, agent, settings = planned_again(context, suite, task.version_key, found, llm,
+                                          task.request, task.run_id)  # fmt: skip
     label = f"{task.run_id} {task.shard.label}"
     before, started = PROVIDER_STATS.snapshot(), time.perf_counter()
     outputs = evaluation.produce(results_store.open(), plan, agent, shard=task.shard,
