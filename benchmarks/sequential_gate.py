@@ -26,15 +26,30 @@ BASE_RATE = 0.9
 BATCH = 5
 
 
-def fixed(rng: np.random.Generator, drop: float, n: int, margin: float) -> tuple[str, int]:
+def pairs(rng: np.random.Generator, drop: float, n: int, flip: float | None):
+    """(baseline, candidate) pass/fail outcomes of n items. ``flip`` None: independent
+    draws (the two runs share nothing); else paired: the candidate repeats the baseline's
+    outcome except on a share ``flip`` of items that newly pass and ``flip + drop`` that
+    newly fail (an equivalent agent whose answers differ a little)."""
     base = (rng.random(n) < BASE_RATE).astype(float)
-    cand = (rng.random(n) < BASE_RATE - drop).astype(float)
+    if flip is None:
+        return base, (rng.random(n) < BASE_RATE - drop).astype(float)
+    u = rng.random(n)
+    cand = np.where(base == 1, u >= (flip + drop) / BASE_RATE, u < flip / (1 - BASE_RATE))
+    return base, cand.astype(float)
+
+
+def fixed(rng: np.random.Generator, drop: float, n: int, margin: float,
+          flip: float | None = None) -> tuple[str, int]:  # fmt: skip
+    base, cand = pairs(rng, drop, n, flip)
     decision = compare_paired(base, cand, margin=margin, alpha=ALPHA).decision
     return {"fail": "WORSE", "pass": "NOT WORSE", "warn": "UNDECIDED"}[decision], n
 
 
-def sequential(rng: np.random.Generator, drop: float, cap: int, margin: float) -> tuple[str, int]:
-    x = (rng.random(cap) < BASE_RATE - drop).astype(float) - (rng.random(cap) < BASE_RATE)
+def sequential(rng: np.random.Generator, drop: float, cap: int, margin: float,
+               flip: float | None = None) -> tuple[str, int]:  # fmt: skip
+    base, cand = pairs(rng, drop, cap, flip)
+    x = cand - base
     lower, upper = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, grid=401)
     for n in range(BATCH, cap + 1, BATCH):
         if upper[n - 1] < 0 and x[:n].mean() <= -margin:
@@ -60,11 +75,15 @@ def main() -> None:
           f"fixed n = {n_fixed} (80% power at Δ = −{2 * m:g}), sequential cap {cap}\n")  # fmt: skip
     print("| Δ | gate | mean pairs | WORSE | NOT WORSE | UNDECIDED | pairs vs fixed |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for label, drop in (("0", 0.0), ("−m", m), ("−2m", 2 * m), ("large (−0.6)", 0.6)):
+    cases = (("0", 0.0, None), ("0, paired (5% flip each way)", 0.0, 0.05), ("−m", m, None),
+             ("−2m", 2 * m, None), ("large (−0.6)", 0.6, None))  # fmt: skip
+    for label, drop, flip in cases:
         rows = {}
         for name in ("fixed", "sequential"):
             results = [
-                fixed(rng, drop, n_fixed, m) if name == "fixed" else sequential(rng, drop, cap, m)
+                fixed(rng, drop, n_fixed, m, flip)
+                if name == "fixed"
+                else sequential(rng, drop, cap, m, flip)
                 for _ in range(args.runs)
             ]
             verdicts = [v for v, _ in results]
