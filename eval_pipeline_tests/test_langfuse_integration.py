@@ -572,6 +572,10 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         if version.major >= 4:  # events: the attributes are the link; nothing else is sent
             assert {s.get("datasetRunId") for s in means} == {experiment_id(run.run_id)}
             assert srv.requests[("POST", "/api/public/dataset-run-items")] == 0
+            # the experiment names the synced dataset (listed under it), whose items exist
+            dataset = srv.state.datasets["eval-pipeline/drive_thru"]
+            assert {o["_attributes"].get("langfuse.experiment.dataset.id")
+                    for o in linked} == {dataset["id"]}  # fmt: skip
         else:  # v3 (legacy writes): the dataset synced and a dataset run item per output
             (dataset_run,) = srv.state.dataset_runs.values()
             assert dataset_run["name"] == run.run_id

@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
@@ -61,15 +62,17 @@ def experiment_id(run_id: str) -> str:
     return hashlib.sha256(f"eval-pipeline-experiment:{run_id}".encode()).hexdigest()[:16]
 
 
-def propagated(run_id: str, item_id: str, root_span_id: str,
-               metadata: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def propagated(run_id: str, item_id: str, root_span_id: str, metadata: Mapping[str, Any],
+               dataset_id: str | None = None) -> dict[str, Any]:  # fmt: skip
     """The SDK's PropagatedExperimentAttributes for one item (the experiment named by our
-    run id; JSON values serialised as the SDK does)."""
+    run id; JSON values serialised as the SDK does). ``dataset_id``: the synced dataset's
+    server id, which lists the experiment under the dataset (the SDK sets it from the
+    items' ``dataset_id`` in ``run_experiment``)."""
     return {
         "experiment_id": experiment_id(run_id),
         "experiment_name": run_id,
         "experiment_metadata": json.dumps(dict(metadata), default=str),
-        "experiment_dataset_id": None,
+        "experiment_dataset_id": dataset_id,
         "experiment_item_id": item_id,
         "experiment_item_metadata": None,
         "experiment_item_root_observation_id": root_span_id,
@@ -94,6 +97,23 @@ def reads_experiments(settings: LangfuseSettings) -> bool:
         except Exception:  # unreachable or unreadable: the session stays the run's anchor
             return False
     return _MAJORS[settings] >= 4
+
+
+def experiment_dataset(
+    settings: LangfuseSettings, client: Any, suite: str, cases: Sequence[GoldenCase]
+) -> str | None:
+    """On a server that groups experiments from span attributes (v4): the suite's dataset,
+    synced, and its id, so the run's spans name the dataset and its items (Datasets → the
+    dataset → its runs). None on v3 (``link_run`` links the items after the run) and when
+    the dataset cannot be synced (the run goes on; its experiment is then listed without
+    a dataset). Never raises."""
+    if not reads_experiments(settings):
+        return None
+    try:
+        sync_dataset(client, suite, cases)
+        return str(client.api.datasets.get(quote(dataset_name(suite), safe="")).id)
+    except Exception:  # Langfuse trouble never fails an evaluation
+        return None
 
 
 @dataclass(frozen=True)

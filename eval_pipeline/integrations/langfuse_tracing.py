@@ -47,8 +47,10 @@ class TracedAgent:
         environment: str,
         suite: str,
         prompt: dict[str, Any] | None = None,
+        dataset_id: str | None = None,
     ):
         self.suite = suite
+        self.dataset_id = dataset_id  # the synced dataset's (v4), for the experiment spans
         self.agent = agent
         self.environment = environment
         self.prompt = prompt  # {"name", "version"}: linked to the generations below
@@ -77,7 +79,11 @@ class TracedAgent:
                 environment=self.environment,  # every span below, the callback's too
                 prompt=self.prompt,
                 experiment=experiments.propagated(  # type: ignore[arg-type]
-                    self.run_id, item_id(self.suite, case.id), root.id, self.metadata
+                    self.run_id,
+                    item_id(self.suite, case.id),
+                    root.id,
+                    self.metadata,
+                    self.dataset_id,
                 ),
             ),
         ):

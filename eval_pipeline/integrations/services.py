@@ -21,7 +21,11 @@ from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
-from eval_pipeline.integrations.langfuse_experiments import link_run, run_metadata
+from eval_pipeline.integrations.langfuse_experiments import (
+    experiment_dataset,
+    link_run,
+    run_metadata,
+)
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
@@ -97,15 +101,22 @@ class Services:
               run: RunRecord, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
         """The agent of one run (its factory runs here), each item traced when Langfuse is
         configured: the one place every entry point gets its agent from."""
-        return self.traced(suite.make_agent(prompt, settings), run_id=run.run_id,
-                           suite=suite.name, prompt=prompt,
-                           metadata={**run_metadata(run), **(metadata or {})})  # fmt: skip
+        made = suite.make_agent(prompt, settings)
+        if self.langfuse is None:
+            return made
+        dataset_id = experiment_dataset(self.langfuse, self.client(), suite.name,
+                                        suite.load_cases())  # fmt: skip
+        return self.traced(made, run_id=run.run_id, suite=suite.name, prompt=prompt,
+                           metadata={**run_metadata(run), **(metadata or {})},
+                           dataset_id=dataset_id)  # fmt: skip
 
     def traced(self, agent: Agent, *, run_id: str, suite: str, prompt: PromptVersion | None,
-               metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
+               metadata: Mapping[str, str] | None = None,
+               dataset_id: str | None = None) -> Agent:  # fmt: skip
         """One Langfuse trace per evaluated item, in the evaluation environment, the
         agent's generations linked to the prompt version under test (Langfuse's prompt
-        metrics); the agent itself without Langfuse."""
+        metrics) and, on v4, its experiment to the suite's dataset; the agent itself
+        without Langfuse."""
         if self.langfuse is None:
             return agent
         version = prompt.partition_key if prompt is not None else "v0"
@@ -117,6 +128,7 @@ class Services:
                       **(metadata or {})},
             environment=self.langfuse.environment, suite=suite,
             prompt=None if prompt is None else {"name": prompt.name, "version": prompt.version},
+            dataset_id=dataset_id,
         )  # fmt: skip
 
     def flush(self) -> None:
