@@ -675,7 +675,7 @@ def go_on_until_decided(
     store: ResultsStore, plan_: RunPlan, agent: Agent, result: EvalResult, *,
     prices: PriceTable | None = None, progress: Progress | None = None,
 ) -> EvalResult:  # fmt: skip
-    """The sequential gate: while a gated metric is undecided (and nothing failed), run
+    """The sequential gate: while a gated metric is undecided (``goes_on``), run
     the suite's further cases, in batches (as many as the tier has, at least MIN_BATCH),
     in ``draw_order``, and decide again; stop when decided or when the cases the baseline
     has run out. The result says after how many cases and model calls."""
@@ -688,7 +688,7 @@ def go_on_until_decided(
         rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
                 if c.id not in done and c.id in paired]  # fmt: skip
         size = max(MIN_BATCH, len(cases))
-        while result.undecided and not result.failed and not result.errors and rest:
+        while goes_on(result, plan_.request) and rest:
             batch, rest = rest[:size], rest[size:]
             more = dataclasses.replace(plan_, cases=batch)
             produce(store, more, agent, prices=prices, progress=progress, batch=True)
@@ -702,6 +702,17 @@ def go_on_until_decided(
         model_calls=model_calls(result.outputs, result.scores),
     )  # fmt: skip
     return result
+
+
+def goes_on(result: EvalResult, request: RunOptions) -> bool:
+    """Whether a sequential run draws more cases: its gate is undecided, nothing it could
+    not measure, and nothing failed (under ``sequential_until="decided"``, only the gate's
+    own failures count: a failed threshold does not decide the gate)."""
+    failed = result.failed
+    if request.sequential_until == "decided":
+        thresholds = {c.name for c in result.checks}
+        failed = [name for name in failed if name not in thresholds]
+    return bool(result.undecided) and not failed and not result.errors
 
 
 def model_calls(outputs: Sequence[ItemOutput], scores: Sequence[ItemScore]) -> int:

@@ -16,6 +16,7 @@ Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
 OnUndecided = Literal["fail", "warn"]
 GateMode = Literal["fixed", "sequential"]
+SequentialUntil = Literal["verdict", "decided"]
 
 
 class RunOptions(BaseModel):
@@ -65,6 +66,13 @@ class RunOptions(BaseModel):
         description="fixed: the tier's cases, one paired t-test per metric; sequential: the "
         "tier's cases first, then more of the suite's, in batches, until an anytime-valid "
         "confidence sequence decides (or the suite runs out).",
+    )
+    sequential_until: SequentialUntil = Field(
+        "verdict",
+        description="How far a sequential gate goes on: verdict: until the run's verdict is "
+        "known (a failed threshold fails the run, so it stops there); decided: until the "
+        "gate itself decides whether the agent got worse, whatever the thresholds say "
+        "(eval-pipeline bisect: each step is the gate's decision).",
     )
     on_undecided: OnUndecided = Field(
         "fail",
