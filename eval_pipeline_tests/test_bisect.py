@@ -1,0 +1,278 @@
+"""`eval-pipeline bisect`: a team's project in a directory of its own (outside this
+repository), an agent whose answers depend on its prompt's words, prompt versions 1–6
+where version 4 introduces a drop, and a git history where commit 3 breaks the agent.
+Each step is a sequential gate against the good end's full run: the search finds the
+version (the commit) that introduced the drop, stops UNDECIDED rather than guess, and
+refuses bad input naming the value."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from eval_pipeline.cli import main
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline_tests.helpers import clean_cli_env
+
+CASES = 40
+# The agent adds two numbers. "roughly" in its prompt makes it wrong on every even `a`
+# (half the cases: a clear drop); "slightly" on a = 2 only, a smoke case (one of 40: a
+# drop of 0.025, which 40 cases cannot tell from a margin of 0.03 either way).
+AGENT = """
+from langchain_core.messages import HumanMessage, SystemMessage
+
+
+def answer(input, ctx):
+    prompt = ctx.system_prompt()
+    ctx.model.invoke([SystemMessage(prompt), HumanMessage(input["message"])],
+                     config={"callbacks": list(ctx.callbacks)})  # one model call, counted
+    a, b = input["a"], input["b"]
+    wrong = ("roughly" in prompt and a % 2 == 0) or ("slightly" in prompt and a == 2)
+    return {"response": f"The sum is {a + b + (1 if wrong else 0)}."}
+"""
+VERSIONS = {
+    1: "Add the two numbers.",
+    2: "Add the two numbers exactly.",
+    3: "Add the two numbers exactly, and say so.",
+    4: "Add the two numbers roughly.",  # the drop
+    5: "Add the two numbers roughly, politely.",
+    6: "Add them roughly.",
+}
+
+
+def write_project(root: Path, versions: dict[int, str] = VERSIONS) -> Path:
+    """The team's project: its agent package, 40 cases (5 in the smoke tier), the prompt
+    versions and thresholds with a 0.1 margin (and a floor of 0.6 the drop falls below)."""
+    (root / "adder").mkdir(parents=True)
+    (root / "adder" / "__init__.py").write_text("")
+    (root / "adder" / "agent.py").write_text(AGENT)
+    cases = [
+        {"id": f"add-{i:02d}", "input": {"message": f"{i} + {3 * i + 1}?", "a": i, "b": 3 * i + 1},
+         "expected_output": {"expected_fields": [str(4 * i + 1)]},
+         "metadata": {"category": "sum", "difficulty": "easy",
+                      "tier": "smoke" if i < 5 else "full"}}
+        for i in range(CASES)
+    ]  # fmt: skip
+    (root / "evals" / "adder").mkdir(parents=True)
+    (root / "evals" / "adder" / "cases.yaml").write_text(yaml.safe_dump(cases))
+    thresholds = {"primary_metric": "completeness", "min_mean": {"completeness": 0.6},
+                  "regression": {"margin": 0.1, "pass_threshold": 1.0}}  # fmt: skip
+    (root / "evals" / "adder" / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
+    suite = {"agent": "adder.agent:answer", "dataset": "evals/adder",
+             "prompt": "adder/assistant", "evaluators": ["completeness"],
+             "thresholds": "evals/adder/thresholds.yaml"}  # fmt: skip
+    project = root / "eval-pipeline.yaml"
+    project.write_text(yaml.safe_dump({"prompts": "prompts", "suites": {"adder": suite}}))
+    prompts = root / "prompts" / "adder" / "assistant"
+    prompts.mkdir(parents=True)
+    for version, text in versions.items():
+        body = {"type": "text", "config": {"temperature": 0.0}, "prompt": text}
+        (prompts / f"v{version}.yaml").write_text(yaml.safe_dump(body))
+    (root / "prompts" / "labels.yaml").write_text("adder/assistant:\n  production: 1\n")
+    return project
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch) -> Path:
+    """The team's project directory, the working directory (the project is found there,
+    as a user's is), with a fresh results store."""
+    root = tmp_path / "team"
+    write_project(root)
+    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
+    monkeypatch.delenv("EVAL_PROJECT")
+    monkeypatch.chdir(root)
+    return root
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), terminal_width=200)
+
+
+def lines(output: str) -> list[str]:
+    return [line for line in output.strip().splitlines() if not line.startswith("Error")]
+
+
+def test_bisect_finds_the_version_that_introduced_the_drop(team):
+    out = team / "bisect.json"
+    done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6", "--json", str(out))
+    assert done.exit_code == 0, done.output
+    shown = lines(done.output)
+    # the baseline, the bad end checked first, then midpoints: 3 then 4
+    assert [line.split(":")[0] for line in shown[:-1]] == [
+        "version 1", "version 6", "version 3", "version 4"
+    ]  # fmt: skip
+    assert shown[0].startswith("version 1: BASELINE; 40 cases, full tier: completeness 1.000")
+    assert shown[1].startswith("version 6: WORSE — decided after ")
+    assert shown[2].startswith("version 3: NOT WORSE — decided after ")
+    assert shown[3].startswith("version 4: WORSE — decided after ")
+    assert "own thresholds failed: min_mean_scores" in shown[3]  # noted, not the decision
+    assert shown[-1].startswith("first bad: version 4 (last good: version 3) — worse than "
+                                "version 1: completeness Δ -0.")  # fmt: skip
+    body = json.loads(out.read_text())
+    steps = body["steps"]
+    assert body["first_bad"] == "version 4" and body["exit_code"] == 0
+    assert len(steps) <= math.ceil(math.log2(len(VERSIONS) - 1)) + 1  # the bad end, then log2
+    for step in steps:  # each a decision of the gate, stopped as soon as it decided
+        cases = int(step["sequential"].split(" after ")[1].split(" of ")[0])
+        assert step["sequential"].startswith("decided after ") and 5 <= cases < CASES
+    # every model call counted: one per case the agent ran (its LLM judge: none)
+    calls = [body["baseline"]["model_calls"], *(s["model_calls"] for s in steps)]
+    assert calls[0] == CASES and all(c > 0 for c in calls)
+    assert body["model_calls"] == sum(calls)
+    assert shown[-1].endswith(f"; {sum(calls)} model calls spent (3 steps and the baseline)")
+    with ResultsStore(f"sqlite:///{team.parent / 'home' / 'results.sqlite'}") as store:
+        for step in steps:  # each step gated against the good end's full run
+            run = store.get_run(step["run_id"])
+            assert run.baseline_run_id == body["baseline"]["run_id"]
+            assert run.options["gate"] == "sequential" and run.tier == "smoke"
+
+    again = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6")
+    assert again.exit_code == 0, again.output
+    assert lines(again.output)[-1].startswith("first bad: version 4")
+    assert lines(again.output)[-1].endswith("; 0 model calls spent (3 steps and the baseline)")
+
+
+def test_an_undecided_step_stops_the_search_and_says_what_is_open(team):
+    """Version 2's drop (one case of 40) cannot be told from a margin of 0.03 with the
+    suite's 40 cases: the search stops there (exit 3) instead of guessing a side."""
+    (team / "prompts" / "adder" / "assistant" / "v2.yaml").write_text(
+        yaml.safe_dump({"type": "text", "prompt": "Add the two numbers slightly."})
+    )
+    done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "4", "--margin", "0.03")
+    assert done.exit_code == 3, done.output
+    shown = lines(done.output)
+    assert [line.split(":")[0] for line in shown[:-1]] == ["version 1", "version 4", "version 2"]
+    assert shown[2].startswith("version 2: UNDECIDED — undecided after 40 of 40 cases")
+    assert shown[-1].startswith("UNDECIDED at version 2: the gate could not tell whether it "
+                                "is worse than version 1 (completeness Δ -0.025")  # fmt: skip
+    assert "the first bad is after version 1, at or before version 4" in shown[-1]
+
+
+def test_a_bad_end_that_is_not_worse_is_nothing_to_bisect(team):
+    done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "3")
+    assert done.exit_code == 2, done.output
+    assert lines(done.output)[-1].startswith(
+        "nothing to bisect: version 3 is not worse than version 1 (completeness Δ +0.000"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--suite", "addr", "--good", "1", "--bad", "6"], "no suite 'addr'"),
+        (["--suite", "adder", "--good", "4", "--bad", "2"],
+         "--good 4 must be an earlier prompt version than --bad 2"),
+        (["--suite", "adder", "--good", "1", "--bad", "9"], "has no version 7"),
+        (["--suite", "adder", "--good", "1"], "give --good and --bad"),
+        (["--suite", "adder", "--good", "1", "--bad", "6", "--commits", "A..B"],
+         "give --good and --bad"),
+        (["--suite", "adder", "--commits", "HEAD~1..HEAD"], "is not in a git repository"),
+        (["--suite", "adder", "--good", "1", "--bad", "6", "--tier", "medium"], "--tier"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_naming_the_value(team, args, said):
+    done = cli("bisect", *args)
+    assert done.exit_code == 2, done.output
+    assert said in " ".join(done.output.split()), done.output
+
+
+# --- commits --------------------------------------------------------------------------
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          cwd=root, check=True, capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path) -> Path:
+    """The team's repository: commits 1–4 of one prompt; commit 3 breaks the agent."""
+    root = tmp_path / "repo"
+    write_project(root, {1: "Add the two numbers."})
+    agent = root / "adder" / "agent.py"
+    agent.write_text(AGENT.replace('"roughly" in prompt', '"careless" in __name__'))
+    (root / ".gitignore").write_text(".eval_home/\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "one: the agent")
+    (root / "README.md").write_text("Our adder.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "two: a readme")
+    agent.write_text(AGENT.replace('"roughly" in prompt', "True"))  # wrong on every even a
+    git(root, "commit", "-qam", "three: breaks the agent")
+    (root / "README.md").write_text("Our adder, faster.\n")
+    git(root, "commit", "-qam", "four: docs")
+    return root
+
+
+def test_bisect_over_commits_finds_the_commit_that_broke_the_agent(history, tmp_path):
+    """Run as a user runs it, in the repository; each commit's agent in a worktree of its
+    own, on the checkout's cases (the cases are edited after the last commit: every step
+    evaluates these), the worktrees gone afterwards."""
+    cases = history / "evals" / "adder" / "cases.yaml"
+    cases.write_text(cases.read_text().replace("difficulty: easy", "difficulty: medium"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "GITHUB_"))}  # fmt: skip
+    env["EVAL_HOME"] = str(tmp_path / "home")
+    shas = git(history, "rev-list", "--reverse", "HEAD").split()
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_pipeline.cli", "bisect", "--suite", "adder",
+         "--commits", "HEAD~3..HEAD", "--json", str(tmp_path / "b.json")],
+        cwd=history, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = done.stdout.strip().splitlines()
+    assert shown[0].startswith(f"commit {shas[0][:10]} (one: the agent): BASELINE; 40 cases")
+    assert shown[1].startswith(f"commit {shas[3][:10]} (four: docs): WORSE — decided after")
+    assert shown[2].startswith(f"commit {shas[1][:10]} (two: a readme): NOT WORSE")
+    assert shown[3].startswith(f"commit {shas[2][:10]} (three: breaks the agent): WORSE")
+    assert shown[-1].startswith(f"first bad: commit {shas[2][:10]} (three: breaks the agent)")
+    body = json.loads((tmp_path / "b.json").read_text())
+    with ResultsStore(f"sqlite:///{tmp_path / 'home' / 'results.sqlite'}") as store:
+        runs = [store.get_run(s["run_id"]) for s in [body["baseline"], *body["steps"]]]
+    assert [r.code_commit for r in runs] == [shas[0], shas[3], shas[1], shas[2]]
+    assert len({r.dataset_version for r in runs}) == 1  # the checkout's cases, every step
+    assert git(history, "worktree", "list").count("\n") == 0  # only the checkout itself
+    assert git(history, "status", "--porcelain") == "M evals/adder/cases.yaml"
+
+
+def test_a_commit_range_is_checked_before_anything_runs(history, monkeypatch, tmp_path):
+    clean_cli_env(monkeypatch, tmp_path / "home", history / "eval-pipeline.yaml")
+    for commits, said in (
+        ("HEAD", "give a range A..B"),
+        ("nope..HEAD", "'nope' is not a commit"),
+        ("HEAD..HEAD~2", "HEAD is not an ancestor of HEAD~2"),
+        ("HEAD..HEAD", "no commits between HEAD and HEAD"),
+    ):
+        done = cli("bisect", "--suite", "adder", "--commits", commits)
+        assert done.exit_code == 2, done.output
+        assert said in " ".join(done.output.split()), (commits, done.output)
+
+
+def test_a_failed_threshold_stops_a_sequential_run_unless_it_goes_on_until_decided(team):
+    """Version 4 is below its own floor (0.6) after the smoke tier: a sequential run stops
+    there (its verdict is FAIL whatever the gate says); with --sequential-until decided it
+    goes on until the gate itself decides, as every bisect step does."""
+    base = team / "base.json"
+    ran = cli("run", "--suite", "adder", "--prompt-version", "1", "--json", str(base))
+    assert ran.exit_code == 0, ran.output
+    baseline = json.loads(base.read_text())["run"]["run_id"]
+    gate = ("run", "--suite", "adder", "--prompt-version", "4", "--tier", "smoke",
+            "--gate", "sequential", "--baseline-run", baseline)  # fmt: skip
+    stopped = cli(*gate)
+    assert stopped.exit_code == 1, stopped.output
+    assert "Sequential gate: undecided after 5 of 40 cases" in stopped.output
+    assert stopped.output.strip().splitlines()[-1] == "VERDICT: FAIL — min_mean_scores (exit 1)"
+    decided = cli(*gate, "--sequential-until", "decided")
+    assert decided.exit_code == 1, decided.output
+    assert "Sequential gate: decided after 15 of 40 cases" in decided.output
+    assert decided.output.strip().splitlines()[-1] == (
+        "VERDICT: FAIL — min_mean_scores, paired_gate (exit 1)"
+    )
