@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from eval_pipeline import api, settings
-from eval_pipeline.agents.project import ProjectError, load_project
+from eval_pipeline.agents.project import Project, ProjectError, load_project
 from eval_pipeline.core.bisect import Bisection, Step, baseline_of, bisect, failed_step, step_of
 from eval_pipeline.core.cases import DatasetError
 from eval_pipeline.core.evaluation import model_calls
@@ -66,9 +66,11 @@ def step_options(request: RunOptions, baseline_run_id: str) -> RunOptions:
     })  # fmt: skip
 
 
-def _suite(name: str) -> Suite:
+def _suite(name: str) -> tuple[Project, Suite]:
+    """The project found from here (or --project) and its suite ``name``."""
     try:
-        return load_project().suite(name)
+        project = load_project()
+        return project, project.suite(name)
     except (ProjectError, DatasetError) as exc:
         raise BisectError(str(exc)) from exc
 
@@ -79,12 +81,12 @@ def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
     """The first version after ``good`` up to ``bad`` the gate finds worse than ``good``."""
     if good >= bad:
         raise BisectError(f"--good {good} must be an earlier prompt version than --bad {bad}")
-    chosen = _suite(suite)
+    project, chosen = _suite(suite)
     if chosen.prompt_name is None:
         raise BisectError(f"suite {suite} declares no prompt: there are no prompt versions to "
                           "bisect (bisect its commits with --commits A..B)")  # fmt: skip
     try:
-        services = Services.from_env(load_project().prompts_dir)
+        services = Services.from_env(project.prompts_dir)
         for version in range(good, bad + 1):  # every candidate exists before anything runs
             services.prompt(services.suite(chosen), version=version)
     except (PromptError, RegistryUnavailable) as exc:
@@ -109,8 +111,11 @@ def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
 
 # --- commits ------------------------------------------------------------------------
 def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          timeout=GIT_TIMEOUT_S, check=False)  # fmt: skip
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BisectError(f"--commits needs git, and running it failed: {exc}") from exc
     if done.returncode != 0:
         raise BisectError(f"git {' '.join(args)} in {root} failed: "
                           f"{done.stderr.strip() or done.stdout.strip()}")  # fmt: skip
@@ -149,8 +154,7 @@ def bisect_commits(suite: str, commits: str, request: RunOptions, *, label: str 
                    on_step: OnStep | None = None) -> Bisection:  # fmt: skip
     """The first commit after A up to B whose agent (and its prompt labelled ``label``)
     the gate finds worse than A's, on this checkout's cases."""
-    project = load_project()
-    chosen = _suite(suite)
+    project, chosen = _suite(suite)
     try:
         root = Path(_git(project.dir, "rev-parse", "--show-toplevel")).resolve()
     except BisectError:

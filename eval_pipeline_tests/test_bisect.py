@@ -134,10 +134,14 @@ def test_bisect_finds_the_version_that_introduced_the_drop(team):
             assert run.baseline_run_id == body["baseline"]["run_id"]
             assert run.options["gate"] == "sequential" and run.tier == "smoke"
 
-    again = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6")
+    again = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6", "--json", str(out))
     assert again.exit_code == 0, again.output
     assert lines(again.output)[-1].startswith("first bad: version 4")
     assert lines(again.output)[-1].endswith("; 0 model calls spent (3 steps and the baseline)")
+    with ResultsStore(f"sqlite:///{team.parent / 'home' / 'results.sqlite'}") as store:
+        for step in json.loads(out.read_text())["steps"]:  # the memo answered every item
+            notes = store.get_run(step["run_id"]).notes  # (and no agent ran to read a prompt)
+            assert not [n for n in notes if "never read the prompt" in n], notes
 
 
 def test_an_undecided_step_stops_the_search_and_says_what_is_open(team):
@@ -276,3 +280,13 @@ def test_a_failed_threshold_stops_a_sequential_run_unless_it_goes_on_until_decid
     assert decided.output.strip().splitlines()[-1] == (
         "VERDICT: FAIL — min_mean_scores, paired_gate (exit 1)"
     )
+
+
+def test_without_a_project_file_bisect_says_so(tmp_path, monkeypatch):
+    clean_cli_env(monkeypatch, tmp_path / "home")
+    monkeypatch.delenv("EVAL_PROJECT")
+    monkeypatch.chdir(tmp_path)
+    for args in (["--good", "1", "--bad", "2"], ["--commits", "HEAD~1..HEAD"]):
+        done = cli("bisect", "--suite", "adder", *args)
+        assert done.exit_code == 2, done.output
+        assert "eval-pipeline.yaml" in done.output and "Traceback" not in done.output

@@ -470,7 +470,8 @@ def produce(
             store.write_outputs(run.run_id, outputs)
         else:
             store.write_outputs(run.run_id, outputs, items=list(keys))
-        if plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
+        ran = len(known) < len(jobs)  # (outputs all from the memo: the agent never ran)
+        if ran and plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
             store.add_notes(run.run_id, [
                 f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "
                 "prompt versions and labels make no difference to it (read ctx.prompt)"
