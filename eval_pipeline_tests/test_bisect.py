@@ -14,11 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
+from eval_pipeline.core.bisect import Step, bisect
+from eval_pipeline.core.scoring.sequential import confidence_sequence
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import clean_cli_env
 
@@ -290,3 +293,70 @@ def test_without_a_project_file_bisect_says_so(tmp_path, monkeypatch):
         done = cli("bisect", "--suite", "adder", *args)
         assert done.exit_code == 2, done.output
         assert "eval-pipeline.yaml" in done.output and "Traceback" not in done.output
+
+
+# --- the search's error rate, by simulation -------------------------------------------
+ALPHA, MARGIN, SUITE = 0.05, 0.1, 100
+
+
+def gate_judgement(x: np.ndarray) -> str:
+    """The sequential gate's rule on paired differences in draw order, batches of 5
+    (core/scoring/gate.py through decide(); the coarser grid of test_sequential.py)."""
+    lower, upper = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, population=SUITE, grid=201)
+    for n in range(5, SUITE + 1, 5):
+        if upper[n - 1] < 0 and x[:n].mean() <= -MARGIN:
+            return "WORSE"
+        if lower[n - 1] > -MARGIN:
+            return "NOT WORSE"
+    return "UNDECIDED"
+
+
+def differences(rng: np.random.Generator, down: int, up: int) -> np.ndarray:
+    """A version's paired differences with the good end on a suite of 100 cases: ``down``
+    cases it fails that the good end passed, ``up`` the other way round."""
+    d = np.zeros(SUITE)
+    order = rng.permutation(SUITE)
+    d[order[:down]], d[order[down : down + up]] = -1.0, 1.0
+    return d
+
+
+def one_bisection(rng: np.random.Generator, before: tuple[int, int], after: tuple[int, int]):
+    """Versions 0–6, the first bad at 3: the search with each step a sequential gate on
+    the version's differences in a draw order of its own; (its result, each step's
+    judgement with the version's true Δ)."""
+    suite = [np.zeros(SUITE)] + [differences(rng, *before) for _ in range(2)]
+    suite += [differences(rng, *after) for _ in range(4)]
+    claims: list[tuple[str, float]] = []
+
+    def evaluate(i: int) -> Step:
+        judged = gate_judgement(suite[i][rng.permutation(SUITE)])
+        claims.append((judged, float(suite[i].mean())))
+        return Step(f"v{i}", judged, "", "", "", 0)  # type: ignore[arg-type]
+
+    names = [f"v{i}" for i in range(7)]
+    return bisect(names, Step("v0", "BASELINE", "", "", "", 0), evaluate), claims
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "right_at_least"),
+    [((8, 8), (35, 5), 0.95), ((10, 5), (20, 5), None)],
+    ids=["unchanged, then a drop of 0.3", "a drop of 0.05 (within the margin), then 0.15"],
+)
+def test_every_claim_of_a_bisection_holds_but_at_most_alpha_per_step(before, after, right_at_least):
+    """A step's claim is WORSE (the suite's Δ < 0) or NOT WORSE (Δ > −margin); runs with
+    any false claim are at most (steps)·α of the runs — the search adds no error of its
+    own — and where the drop is clear the first bad is found nearly every time. A drop
+    smaller than the margin may be called either way: the margin is the gate's
+    indifference zone."""
+    rng = np.random.default_rng(2025)
+    runs, false_claims, right = 400, 0, 0
+    for _ in range(runs):
+        found, claims = one_bisection(rng, before, after)
+        assert len(claims) <= 4  # the bad end and at most ⌈log2 6⌉ midpoints
+        false_claims += any((j == "WORSE" and d >= 0) or (j == "NOT WORSE" and d <= -MARGIN)
+                            for j, d in claims)  # fmt: skip
+        right += found.outcome == "found" and found.bad == 3
+    slack = 3 * np.sqrt(4 * ALPHA / runs)
+    assert false_claims / runs <= 4 * ALPHA + slack, false_claims / runs
+    if right_at_least is not None:
+        assert right / runs >= right_at_least, right / runs
