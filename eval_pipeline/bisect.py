@@ -165,6 +165,10 @@ def bisect_commits(suite: str, commits: str, request: RunOptions, *, label: str 
     names = [f"commit {sha[:10]} ({subject})" for sha, subject in candidates]
     where = project.path.resolve().relative_to(root)
     dataset = None if chosen.dataset_ref is not None else chosen.dataset_dir.resolve()
+    if dataset is not None and not dataset.is_relative_to(root):
+        raise BisectError(f"the dataset of {suite}, {dataset}, is outside the repository "
+                          f"{root}: --commits copies it into each commit's worktree, so it "
+                          "must be in the repository")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="eval-bisect-") as scratch:
         at = CommitRuns(root, where, dataset, suite, label, Path(scratch))
         baseline = at.run(candidates[0][0], names[0], baseline_options(request), baseline_of)

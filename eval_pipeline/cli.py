@@ -165,7 +165,7 @@ def run(
             help="The cases each step starts with, before the sequential gate draws more "
                  "(the good end always runs the full suite).")  # fmt: skip
 @run_option("--repeat", "repeats")
-@run_option("--concurrency", "concurrency")
+@run_option("--concurrency", "concurrency", help="Items in flight.")
 @run_option("--timeout", "timeout_s")
 @run_option("--margin", "margin")
 @run_option("--cache", "cache")

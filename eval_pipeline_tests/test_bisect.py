@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -261,6 +262,13 @@ def test_a_commit_range_is_checked_before_anything_runs(history, monkeypatch, tm
         done = cli("bisect", "--suite", "adder", "--commits", commits)
         assert done.exit_code == 2, done.output
         assert said in " ".join(done.output.split()), (commits, done.output)
+    outside = tmp_path / "elsewhere" / "adder"  # cases no worktree of the repository has
+    shutil.copytree(history / "evals" / "adder", outside)
+    project = history / "eval-pipeline.yaml"
+    project.write_text(project.read_text().replace("dataset: evals/adder", f"dataset: {outside}"))
+    done = cli("bisect", "--suite", "adder", "--commits", "HEAD~1..HEAD")
+    assert done.exit_code == 2, done.output
+    assert "is outside the repository" in " ".join(done.output.split()), done.output
 
 
 def test_a_failed_threshold_stops_a_sequential_run_unless_it_goes_on_until_decided(team):
