@@ -25,6 +25,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -44,8 +45,16 @@ from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline.integrations.services import Services
 
 GIT_TIMEOUT_S = 60
-OnStep = Callable[[Step], None]
 MakeStep = Callable[[str, ResultFile, int], Step]  # core/bisect.py's baseline_of or step_of
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the caller is told as a bisection goes: a candidate's run starting (it may
+    take minutes), then decided."""
+
+    started: Callable[[str], None] = lambda name: None
+    decided: Callable[[Step], None] = lambda step: None
 
 
 class BisectError(ValueError):
@@ -77,7 +86,7 @@ def _suite(name: str) -> tuple[Project, Suite]:
 
 # --- prompt versions ------------------------------------------------------------------
 def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
-                    on_step: OnStep | None = None) -> Bisection:  # fmt: skip
+                    watch: Watch = Watch()) -> Bisection:  # fmt: skip
     """The first version after ``good`` up to ``bad`` the gate finds worse than ``good``."""
     if good >= bad:
         raise BisectError(f"--good {good} must be an earlier prompt version than --bad {bad}")
@@ -95,6 +104,7 @@ def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
     names = [f"version {v}" for v in range(good, bad + 1)]
 
     def evaluated(index: int, options: RunOptions, make: MakeStep) -> Step:
+        watch.started(names[index])
         try:
             result = api.evaluate(suite, prompt_version=good + index, **options.model_dump())
         except (api.SetupError, api.RunFailed) as exc:
@@ -103,10 +113,9 @@ def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
         return make(names[index], ResultFile.of(result), calls)
 
     baseline = evaluated(0, baseline_options(request), baseline_of)
-    if on_step is not None:
-        on_step(baseline)
+    watch.decided(baseline)
     options = step_options(request, baseline.run_id)
-    return bisect(names, baseline, lambda i: evaluated(i, options, step_of), on_step)
+    return bisect(names, baseline, lambda i: evaluated(i, options, step_of), watch.decided)
 
 
 # --- commits ------------------------------------------------------------------------
@@ -151,7 +160,7 @@ def commit_range(root: Path, commits: str) -> list[tuple[str, str]]:
 
 
 def bisect_commits(suite: str, commits: str, request: RunOptions, *, label: str = "production",
-                   on_step: OnStep | None = None) -> Bisection:  # fmt: skip
+                   watch: Watch = Watch()) -> Bisection:  # fmt: skip
     """The first commit after A up to B whose agent (and its prompt labelled ``label``)
     the gate finds worse than A's, on this checkout's cases."""
     project, chosen = _suite(suite)
@@ -170,26 +179,26 @@ def bisect_commits(suite: str, commits: str, request: RunOptions, *, label: str 
                           f"{root}: --commits copies it into each commit's worktree, so it "
                           "must be in the repository")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="eval-bisect-") as scratch:
-        at = CommitRuns(root, where, dataset, suite, label, Path(scratch))
+        at = CommitRuns(root, where, dataset, suite, label, Path(scratch), watch)
         baseline = at.run(candidates[0][0], names[0], baseline_options(request), baseline_of)
-        if on_step is not None:
-            on_step(baseline)
+        watch.decided(baseline)
         options = step_options(request, baseline.run_id)
         return bisect(names, baseline,
                       lambda i: at.run(candidates[i][0], names[i], options, step_of),
-                      on_step)  # fmt: skip
+                      watch.decided)  # fmt: skip
 
 
 class CommitRuns:
     """Runs of one suite at given commits, each in a worktree of its own (removed after)."""
 
     def __init__(self, root: Path, project: Path, dataset: Path | None, suite: str,
-                 label: str, scratch: Path):  # fmt: skip
+                 label: str, scratch: Path, watch: Watch):  # fmt: skip
         self.root, self.project, self.dataset = root, project, dataset
-        self.suite, self.label, self.scratch = suite, label, scratch
+        self.suite, self.label, self.scratch, self.watch = suite, label, scratch, watch
         self.store_url = settings.results_url()  # this checkout's, not the worktree's
 
     def run(self, sha: str, name: str, options: RunOptions, make: MakeStep) -> Step:
+        self.watch.started(name)
         output = self.scratch / f"{sha}.json"
         with self.worktree(sha) as tree:
             if not (tree / self.project).is_file():

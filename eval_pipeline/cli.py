@@ -189,15 +189,14 @@ def bisect(suite_name: str, good: int | None, bad: int | None, commits: str | No
                           "(two commits), not both")  # fmt: skip
     request = RunOptions(**options)
 
-    def show(step) -> None:
-        click.echo(step.line())
-
+    watch = bisecting.Watch(started=lambda name: click.echo(f"evaluating {name} …", err=True),
+                            decided=lambda step: click.echo(step.line()))  # fmt: skip
     try:
         if commits is not None:
             found = bisecting.bisect_commits(suite_name, commits, request, label=label,
-                                             on_step=show)  # fmt: skip
+                                             watch=watch)  # fmt: skip
         else:
-            found = bisecting.bisect_versions(suite_name, good, bad, request, on_step=show)
+            found = bisecting.bisect_versions(suite_name, good, bad, request, watch=watch)
     except bisecting.BisectError as exc:
         raise ConfigError(str(exc)) from exc
     if json_path:

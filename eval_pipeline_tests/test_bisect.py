@@ -100,15 +100,17 @@ def cli(*args: str):
     return CliRunner().invoke(main, list(args), terminal_width=200)
 
 
-def lines(output: str) -> list[str]:
-    return [line for line in output.strip().splitlines() if not line.startswith("Error")]
+def lines(done) -> list[str]:
+    """What bisect printed on stdout (stderr has the progress: "evaluating … …")."""
+    return done.stdout.strip().splitlines()
 
 
 def test_bisect_finds_the_version_that_introduced_the_drop(team):
     out = team / "bisect.json"
     done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6", "--json", str(out))
     assert done.exit_code == 0, done.output
-    shown = lines(done.output)
+    shown = lines(done)
+    assert done.stderr.splitlines() == [f"evaluating version {v} …" for v in (1, 6, 3, 4)]
     # the baseline, the bad end checked first, then midpoints: 3 then 4
     assert [line.split(":")[0] for line in shown[:-1]] == [
         "version 1", "version 6", "version 3", "version 4"
@@ -140,8 +142,8 @@ def test_bisect_finds_the_version_that_introduced_the_drop(team):
 
     again = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6", "--json", str(out))
     assert again.exit_code == 0, again.output
-    assert lines(again.output)[-1].startswith("first bad: version 4")
-    assert lines(again.output)[-1].endswith("; 0 model calls spent (3 steps and the baseline)")
+    assert lines(again)[-1].startswith("first bad: version 4")
+    assert lines(again)[-1].endswith("; 0 model calls spent (3 steps and the baseline)")
     with ResultsStore(f"sqlite:///{team.parent / 'home' / 'results.sqlite'}") as store:
         for step in json.loads(out.read_text())["steps"]:  # the memo answered every item
             notes = store.get_run(step["run_id"]).notes  # (and no agent ran to read a prompt)
@@ -156,7 +158,7 @@ def test_an_undecided_step_stops_the_search_and_says_what_is_open(team):
     )
     done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "4", "--margin", "0.03")
     assert done.exit_code == 3, done.output
-    shown = lines(done.output)
+    shown = lines(done)
     assert [line.split(":")[0] for line in shown[:-1]] == ["version 1", "version 4", "version 2"]
     assert shown[2].startswith("version 2: UNDECIDED — undecided after 40 of 40 cases")
     assert shown[-1].startswith("UNDECIDED at version 2: the gate could not tell whether it "
@@ -167,7 +169,7 @@ def test_an_undecided_step_stops_the_search_and_says_what_is_open(team):
 def test_a_bad_end_that_is_not_worse_is_nothing_to_bisect(team):
     done = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "3")
     assert done.exit_code == 2, done.output
-    assert lines(done.output)[-1].startswith(
+    assert lines(done)[-1].startswith(
         "nothing to bisect: version 3 is not worse than version 1 (completeness Δ +0.000"
     )
 
