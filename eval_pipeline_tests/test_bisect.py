@@ -370,3 +370,37 @@ def test_every_claim_of_a_bisection_holds_but_at_most_alpha_per_step(before, aft
     assert false_claims / runs <= 4 * ALPHA + slack, false_claims / runs
     if right_at_least is not None:
         assert right / runs >= right_at_least, right / runs
+
+
+@pytest.mark.parametrize(
+    ("baseline", "script", "outcome", "evaluated", "said"),
+    [
+        ("BASELINE", {4: "UNDECIDED"}, "undecided", [4],
+         "UNDECIDED at v4: the gate could not tell whether it is worse than v0 (why); "
+         "nothing was bisected (v4 not found worse)"),
+        ("BASELINE", {4: "WORSE", 2: "ERROR"}, "error", [4, 2],
+         "ERROR at v2: why; the first bad is after v0, at or before v4"),
+        ("BASELINE", {4: "WORSE", 2: "NOT WORSE", 3: "UNDECIDED"}, "undecided", [4, 2, 3],
+         "the first bad is after v2, at or before v4"),
+        ("ERROR", {}, "error", [], "ERROR at v0: why; nothing was bisected"),
+        ("BASELINE", {4: "WORSE", 2: "WORSE", 1: "WORSE"}, "found", [4, 2, 1],
+         "first bad: v1 (last good: v0)"),
+    ],
+)  # fmt: skip
+def test_the_search_stops_at_the_first_step_it_cannot_follow(
+    baseline, script, outcome, evaluated, said
+):
+    """The pure search (core/bisect.py) on scripted judgements: it never goes past an
+    undecided or failed step, and says what is left."""
+    asked = []
+
+    def evaluate(i: int) -> Step:
+        asked.append(i)
+        return Step(f"v{i}", script[i], f"r{i}", "", "why", 1)
+
+    found = bisect([f"v{i}" for i in range(5)], Step("v0", baseline, "r0", "", "why", 1),
+                   evaluate)  # fmt: skip
+    assert (found.outcome, asked) == (outcome, evaluated)
+    assert said in found.final_line()
+    assert found.exit_code == {"found": 0, "error": 2, "undecided": 3}[outcome]
+    assert found.model_calls == 1 + len(evaluated)

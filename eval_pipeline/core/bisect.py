@@ -130,7 +130,8 @@ class Bisection:
     def model_calls(self) -> int:
         return self.baseline.model_calls + sum(s.model_calls for s in self.steps)
 
-    def step_of(self, index: int) -> Step | None:
+    def step_at(self, index: int) -> Step | None:
+        """The step that evaluated ``candidates[index]`` (None: not evaluated)."""
         name = self.candidates[index]
         return next((s for s in self.steps if s.name == name), None)
 
@@ -140,7 +141,7 @@ class Bisection:
         first, last = self.candidates[0], self.candidates[-1]
         good = self.candidates[self.good]
         if self.outcome == "found":
-            step = self.step_of(self.bad)
+            step = self.step_at(self.bad)
             evidence = step.evidence if step else ""
             return (f"first bad: {self.candidates[self.bad]} (last good: {good}) — worse than "
                     f"{first}: {evidence}; {calls}")  # fmt: skip
@@ -148,7 +149,10 @@ class Bisection:
         if self.outcome == "not worse":  # (the bad end, checked first)
             return (f"nothing to bisect: {last} is not worse than {first} "
                     f"({stopped.evidence}); {calls}")  # fmt: skip
-        still = f"the first bad is after {good}, at or before {self.candidates[self.bad]}"
+        bad_end = self.step_at(len(self.candidates) - 1)
+        still = (f"the first bad is after {good}, at or before {self.candidates[self.bad]}"
+                 if bad_end and bad_end.judgement == "WORSE"
+                 else f"nothing was bisected ({last} not found worse)")  # fmt: skip
         if self.outcome == "undecided":
             return (f"UNDECIDED at {stopped.name}: the gate could not tell whether it is worse "
                     f"than {first} ({stopped.evidence}); {still}; a wider --margin or more "
