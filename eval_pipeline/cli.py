@@ -42,13 +42,16 @@ def main(project: Path | None) -> None:
 
 
 def run_option(
-    flag: str, name: str, help: str | None = None, metavar: str | None = None
-) -> Callable[[F], F]:
-    """A ``run`` option for the RunOptions field ``name`` (core/options.py): its default,
-    its bounds or choices and its help come from the model, declared there once."""
+    flag: str, name: str, help: str | None = None, metavar: str | None = None,
+    default: Any = None,
+) -> Callable[[F], F]:  # fmt: skip
+    """A ``run`` option for the RunOptions field ``name`` (core/options.py): its default
+    (unless ``default`` is given), its bounds or choices and its help come from the model,
+    declared there once."""
     field = RunOptions.model_fields[name]
-    return click.option(flag, name, type=_click_type(field), default=field.default,
-                        show_default=field.default is not None, metavar=metavar,
+    default = field.default if default is None else default
+    return click.option(flag, name, type=_click_type(field), default=default,
+                        show_default=default is not None, metavar=metavar,
                         help=help or field.description)  # fmt: skip
 
 
@@ -86,6 +89,7 @@ def _click_type(field: Any) -> Any:
 @run_option("--threshold", "min_primary")
 @run_option("--cache", "cache")
 @run_option("--gate", "gate")
+@run_option("--sequential-until", "sequential_until")
 @run_option("--on-undecided", "on_undecided")
 @run_option("--max-calls", "max_calls", metavar="N")
 @run_option("--max-tokens", "max_tokens", metavar="N")
@@ -147,6 +151,65 @@ def run(
     console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
     sys.exit(result.exit_code)
+
+
+@main.command()
+@click.option("--suite", "suite_name", required=True, help="Suite to bisect.")
+@click.option("--good", type=int, default=None, metavar="VERSION",
+              help="The last prompt version known good (the baseline of every step).")  # fmt: skip
+@click.option("--bad", type=int, default=None, metavar="VERSION",
+              help="A later prompt version known worse.")  # fmt: skip
+@click.option("--commits", default=None, metavar="A..B",
+              help="Bisect commits instead: A the last good, B a bad one; each commit's "
+                   "agent and prompts run in a worktree on this checkout's cases.")  # fmt: skip
+@click.option("--label", default="production", show_default=True,
+              help="With --commits: the prompt label each commit evaluates.")  # fmt: skip
+@run_option("--tier", "tier", default="smoke",
+            help="The cases each step starts with, before the sequential gate draws more "
+                 "(the good end always runs the full suite).")  # fmt: skip
+@run_option("--repeat", "repeats")
+@run_option("--concurrency", "concurrency", help="Items in flight.")
+@run_option("--timeout", "timeout_s")
+@run_option("--margin", "margin")
+@run_option("--cache", "cache")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the steps and the outcome as JSON.")  # fmt: skip
+def bisect(suite_name: str, good: int | None, bad: int | None, commits: str | None, label: str,
+           json_path: Path | None, **options: Any) -> None:  # fmt: skip
+    """Find the first prompt version (--good V1 --bad V2) or commit (--commits A..B) that
+    made the agent worse: the good end runs the full suite once, then each step is a
+    sequential gate against it (the bad end first, then midpoints). Prints each step and
+    the first bad with the gate's evidence and the model calls spent; exit 0 found, 2 bad
+    input, an error or nothing to bisect, 3 a step the gate could not decide."""
+    import dataclasses
+    import json
+
+    from eval_pipeline import bisect as bisecting
+
+    versions = good is not None or bad is not None
+    if versions == (commits is not None) or (versions and (good is None or bad is None)):
+        raise ConfigError("give --good and --bad (two prompt versions) or --commits A..B "
+                          "(two commits), not both")  # fmt: skip
+    request = RunOptions(**options)
+
+    watch = bisecting.Watch(started=lambda name: click.echo(f"evaluating {name} …", err=True),
+                            decided=lambda step: click.echo(step.line()))  # fmt: skip
+    try:
+        if commits is not None:
+            found = bisecting.bisect_commits(suite_name, commits, request, label=label,
+                                             watch=watch)  # fmt: skip
+        else:
+            found = bisecting.bisect_versions(suite_name, good, bad, request, watch=watch)
+    except bisecting.BisectError as exc:
+        raise ConfigError(str(exc)) from exc
+    if json_path:
+        body = dataclasses.asdict(found) | {"first_bad": found.first_bad,
+                                            "model_calls": found.model_calls,
+                                            "exit_code": found.exit_code}  # fmt: skip
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    click.echo(found.final_line())
+    sys.exit(found.exit_code)
 
 
 def _write_files(store, result, json_path, junit_path, report_path) -> None:

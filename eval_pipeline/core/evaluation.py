@@ -482,7 +482,8 @@ def produce(
             store.write_outputs(run.run_id, outputs)
         else:
             store.write_outputs(run.run_id, outputs, items=list(keys))
-        if plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
+        ran = len(known) < len(jobs)  # (outputs all from the memo: the agent never ran)
+        if ran and plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
             store.add_notes(run.run_id, [
                 f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "
                 "prompt versions and labels make no difference to it (read ctx.prompt)"
@@ -705,7 +706,7 @@ def go_on_until_decided(
     store: ResultsStore, plan_: RunPlan, agent: Agent, result: EvalResult, *,
     prices: PriceTable | None = None, progress: Progress | None = None,
 ) -> EvalResult:  # fmt: skip
-    """The sequential gate: while a gated metric is undecided (and nothing failed), run
+    """The sequential gate: while a gated metric is undecided (``goes_on``), run
     the suite's further cases, in batches (as many as the tier has, at least MIN_BATCH),
     in ``draw_order``, and decide again; stop when decided or when the cases the baseline
     has run out. The result says after how many cases and model calls."""
@@ -720,7 +721,7 @@ def go_on_until_decided(
             if c.id not in done and c.id in paired]  # fmt: skip
     size = max(MIN_BATCH, len(cases))
     budget = budget_of(plan_.request)
-    while result.undecided and not result.failed and not result.errors and rest:
+    while goes_on(result, plan_.request) and rest:
         if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
             store.stop_run(run_id, f"{reached}: {len(rest)} further case(s) not started")
             result.run = store.get_run(run_id) or result.run
@@ -739,6 +740,17 @@ def go_on_until_decided(
         model_calls=Spending.of_run(result.outputs, result.scores).calls,
     )  # fmt: skip
     return result
+
+
+def goes_on(result: EvalResult, request: RunOptions) -> bool:
+    """Whether a sequential run draws more cases: its gate is undecided, nothing it could
+    not measure, and nothing failed (under ``sequential_until="decided"``, only the gate's
+    own failures count: a failed threshold does not decide the gate)."""
+    failed = result.failed
+    if request.sequential_until == "decided":
+        thresholds = {c.name for c in result.checks}
+        failed = [name for name in failed if name not in thresholds]
+    return bool(result.undecided) and not failed and not result.errors
 
 
 def cases_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) -> list[GoldenCase]:

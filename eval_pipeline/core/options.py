@@ -18,6 +18,7 @@ Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
 OnUndecided = Literal["fail", "warn"]
 GateMode = Literal["fixed", "sequential"]
+SequentialUntil = Literal["verdict", "decided"]
 
 
 class RunOptions(BaseModel):
@@ -68,6 +69,13 @@ class RunOptions(BaseModel):
         "batches, until an anytime-valid confidence sequence decides (or the suite or the "
         "budget runs out); fixed: the tier's cases only, one paired test per metric (the "
         "verdicts of older releases).",
+    )
+    sequential_until: SequentialUntil = Field(
+        "verdict",
+        description="How far a sequential gate goes on: verdict: until the run's verdict is "
+        "known (a failed threshold fails the run, so it stops there); decided: until the "
+        "gate itself decides whether the agent got worse, whatever the thresholds say "
+        "(eval-pipeline bisect: each step is the gate's decision).",
     )
     on_undecided: OnUndecided = Field(
         "fail",
