@@ -153,3 +153,33 @@ def test_a_boolean_gated_metric_is_compared_by_mcnemar():
                          CATEGORIES)  # fmt: skip
     numeric = next(r for r in checks(plain)["paired_gate"].rows if r.metric == "quality")
     assert "McNemar" not in numeric.note and numeric.p_value != row.p_value
+
+
+def test_the_sequential_gate_holds_its_error_rate_for_an_agent_that_samples():
+    """A sampling agent: each case has its own pass probability, each run answers once, and
+    the candidate passes every case 0.1 less often (Δ = −margin, so NOT WORSE is wrong).
+    The gate treats each pair as a random draw; when it treated the pairs as the suite's
+    fixed values (draws without replacement), 100 cases made the wrong NOT WORSE about
+    37% likely at α = 5%. Monte-Carlo: 400 runs, each judged on all 100 pairs (its lower
+    bound never falls, so a NOT WORSE at any look shows at the end)."""
+    import numpy as np
+
+    from eval_pipeline.core.scoring.gate import Sequential
+
+    gated = Thresholds.model_validate({"primary_metric": "quality"})
+    items = [f"c{n:03d}" for n in range(100)]
+    rng = np.random.default_rng(7)
+    chance = rng.choice([0.5, 0.8, 0.95], size=len(items))  # each case's own pass rate
+    runs, wrong = 400, 0
+    for _ in range(runs):
+        base = dict(zip(items, (rng.random(len(items)) < chance).astype(float), strict=True))
+        cand = dict(zip(items, (rng.random(len(items)) < chance - 0.1).astype(float),
+                        strict=True))  # fmt: skip
+        report = compare_runs(record("b"), record("c", agent_version="2"),
+                              data(base, items=items), data(cand, items=items), gated,
+                              dict.fromkeys(items, "a"), margin=0.1,
+                              sequential=Sequential(items))  # fmt: skip
+        row = checks(report)["paired_gate"].rows[0]
+        wrong += row.outcome == "pass"
+    se = (0.05 * 0.95 / runs) ** 0.5
+    assert wrong / runs <= 0.05 + 3 * se, f"wrong NOT WORSE in {wrong} of {runs} runs"

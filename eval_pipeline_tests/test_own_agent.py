@@ -193,6 +193,8 @@ def test_an_agent_deployed_as_a_service(tmp_path):
         staging = cli(root, None, "run", "--suite", "weather", "--label", "staging",
                       "--baseline", "production", "--json", "staging.json")  # fmt: skip
         assert staging.returncode == 1, staging.stdout + staging.stderr
-        assert summary_of(root / "staging.json")["gate"]["outcome"] == "fail"
+        # the staging floor fails it; the suite's few cases leave the paired gate at most
+        # undecided (never a pass)
+        assert summary_of(root / "staging.json")["gate"]["outcome"] in ("fail", "warn")
     finally:
         service.stop()

@@ -596,13 +596,11 @@ def summarise(
 # --- verdict ----------------------------------------------------------------------------
 def verdict(
     store: ResultsStore, run: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
-    summary: Summary, *, suite_cases: int | None = None,
+    summary: Summary,
 ) -> EvalResult:  # fmt: skip
     """The thresholds, then the paired gate against the baseline chosen when the run was
     planned (``with_baseline``), with the run's own options (margin, min_primary): read
-    from the results store, so every entry point reaches the same verdict on a stored run.
-    ``suite_cases``: how many cases the suite has (the sequential gate draws from them;
-    loaded when not given)."""
+    from the results store, so every entry point reaches the same verdict on a stored run."""
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
     options = RunOptions(**run.options)
     thresholds = suite.thresholds
@@ -623,8 +621,7 @@ def verdict(
         )
         sequential = None
         if options.gate == "sequential":
-            population = suite_cases or len(suite.load_cases())
-            sequential = gating.Sequential([c.id for c in cases], population)
+            sequential = gating.Sequential([c.id for c in cases])
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored, sequential=sequential)  # fmt: skip
@@ -684,8 +681,7 @@ def evaluate(
     cases = cases_run(store, run_id, plan_.cases)
     score(store, run_id, suite, cases, prices=prices)
     summary = summarise(store, run_id, suite, cases)
-    result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
-                     suite_cases=len(plan_.all_cases))  # fmt: skip
+    result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
     if plan_.request.gate == "sequential":
         result = go_on_until_decided(store, plan_, agent, result, prices=prices,
                                      progress=progress)  # fmt: skip
@@ -733,8 +729,7 @@ def go_on_until_decided(
         score(store, run_id, suite, batch, prices=prices, batch=True)
         cases += batch
         summary = summarise(store, run_id, suite, cases)
-        result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
-                         suite_cases=len(plan_.all_cases))  # fmt: skip
+        result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=Spending.of_run(result.outputs, result.scores).calls,

@@ -177,12 +177,16 @@ def _row(metric: str, comparison: PairedComparison, **extra: Any) -> PairedRow:
 
 @dataclass(frozen=True)
 class Sequential:
-    """The sequential paired gate's inputs: the items in the order they were drawn (the
-    tier's first, then the suite's others in a seeded random order) and the suite's size
-    (draws without replacement)."""
+    """The sequential paired gate's input: the items in the order they were drawn (the
+    tier's first, then the suite's others in a seeded random order). Each pair counts as
+    an independent draw (the confidence sequence's with-replacement form), not as one of
+    the suite's N fixed values: an agent's answers are random (it samples, its model
+    drifts), so the Δ to decide on is the expected difference of a case answered afresh,
+    which the suite's own realised mean only estimates. Treating the pairs as the suite's
+    fixed values made a sampling agent's wrong NOT WORSE at Δ = −margin 37% likely at
+    α = 5% (100 cases, one answer each, simulated); independent draws: 2%."""
 
     order: Sequence[str]
-    population: int
 
 
 # How the model was reached, not what answered: a recorded or replayed run of the same
@@ -284,7 +288,7 @@ def compare_runs(
         share = config.alpha / max(1, len(gated) + len(binary))
         order = [i for i in sequential.order if i in set(items)]
         rows = _sequential_rows(values, base_scores, cand_scores, order, gated, margin,
-                                share * len(gated), sequential.population, same)  # fmt: skip
+                                share * len(gated), same)  # fmt: skip
         outcome = _worst([r.outcome or "warn" for r in rows]) if rows else "pass"
         text = "UNCHANGED: " if same else ""
         text += f"margin {margin}, sequential: " + "; ".join(f"{r.metric}: {r.note}" for r in rows)
@@ -397,8 +401,7 @@ def _binary_check(
 
 def _sequential_rows(
     values: Any, base_scores: Sequence[ItemScore], cand_scores: Sequence[ItemScore],
-    order: Sequence[str], gated: Sequence[str], margin: float, alpha: float,
-    population: int, same: bool,
+    order: Sequence[str], gated: Sequence[str], margin: float, alpha: float, same: bool,
 ) -> list[PairedRow]:  # fmt: skip
     """The sequential paired gate's rows: per gated metric, the confidence sequence over
     the paired differences in the order drawn, and its decision (UNCHANGED: a pass)."""
@@ -406,7 +409,7 @@ def _sequential_rows(
     for metric in gated:
         b, c = _paired_values(values(base_scores, metric), values(cand_scores, metric), order)
         differences[metric] = [y - x for x, y in zip(b, c, strict=True)]
-    decided = decide(differences, margin=margin, alpha=alpha, population=population)
+    decided = decide(differences, margin=margin, alpha=alpha)
     rows = []
     for metric, d in decided.items():
         outcome: Outcome = (

@@ -21,10 +21,14 @@ JRSS-B 86(1):1–27 (arXiv:2010.09686):
   (Ville's inequality: each happens at the true mean with probability ≤ α, at any time);
   the lower bound is the smallest m not ruled out as too low, the upper the largest not
   ruled out as too high, each a running intersection (once out, always out);
-- cases are drawn **without replacement** from a suite of N cases: the mean under test
-  is then the suite's, and the gamblers bet against the mean of what is left,
-  mᵗ = (N·m − Σ_{i<t} xᵢ)/(N − t + 1) (§6, "sampling without replacement", eq. 35); a
-  candidate m for which that leaves [0, 1] is impossible and excluded.
+- with ``population`` N, cases are drawn **without replacement** from a suite of N fixed
+  values: the mean under test is then the suite's, and the gamblers bet against the mean
+  of what is left, mᵗ = (N·m − Σ_{i<t} xᵢ)/(N − t + 1) (§6, "sampling without
+  replacement", eq. 35); a candidate m for which that leaves [0, 1] is impossible and
+  excluded. The gate does not use it (core/scoring/gate.py ``Sequential``): an agent's
+  answers are random, so the suite's realised differences are not fixed values, and
+  this form, narrowing to their mean, was wrong far more often than α for an agent that
+  samples.
 
 The reference implementation is the ``confseq`` package (github.com/gostevehoward/confseq,
 ``confseq/betting.py``: ``betting_cs`` with ``lambdas_fns`` = predictable plug-in,
