@@ -163,7 +163,9 @@ def each_style_runs_gates_records_and_replays(team: Team, style: str) -> None:
 
     before, _ = team.model.requests, team.api_seen(clear=True)
     recorded = evaluate(style, recording="record")
-    assert recorded.verdict == "PASS", (recorded.errors, recorded.failed)
+    # (gated against the latest full run of its version: the worse agent's, for a style
+    # without prompts; a few cases leave an improvement undecided, never a FAIL)
+    assert not recorded.errors and recorded.verdict in ("PASS", "UNDECIDED"), recorded.failed
     entries = team.recorded(style)
     # Every request the agent made: each model call (all differ), each distinct web API call.
     model_calls = [e for e in entries if e["url"].endswith("/chat/completions")]
@@ -174,7 +176,7 @@ def each_style_runs_gates_records_and_replays(team: Team, style: str) -> None:
 
     served = team.requests()
     replayed = evaluate(style, recording="replay")
-    assert replayed.verdict == "PASS", (replayed.errors, replayed.failed)
+    assert not replayed.errors and replayed.verdict in ("PASS", "UNDECIDED"), replayed.failed
     assert team.requests() == served  # nothing reached the model server or the web API
     assert replayed.summary.metrics == recorded.summary.metrics
 
