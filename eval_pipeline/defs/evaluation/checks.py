@@ -53,10 +53,13 @@ DESCRIPTIONS = {
     "example: no hallucinated menu item).",
     "category_floors": "Warns. Each category's mean is at least its floor (`category_floors`).",
     "paired_gate": "Blocks. Per gated metric, item by item against the baseline run (the "
-    "latest full run of the baseline label's version): fails when Δ ≤ −margin, the 90% CI "
-    "is below 0 and the Holm-adjusted p < α; when it cannot tell, the verdict is UNDECIDED: "
-    "the check fails (on_undecided: fail, the default) or warns (warn), with the number of "
-    "cases that would decide it.",
+    "latest full run of the baseline label's version). Sequential gate (the default): an "
+    "anytime-valid confidence sequence for Δ, with more of the suite's cases drawn while it "
+    "cannot tell; fails when it lies below 0 and Δ ≤ −margin, passes when it lies above "
+    "−margin (the description ends with how many cases and model calls that took). Fixed "
+    "gate: the 90% CI and the Holm-adjusted p < α on the tier's cases. When it cannot tell, "
+    "the verdict is UNDECIDED: the check fails (on_undecided: fail, the default) or warns "
+    "(warn), with about how many cases would decide it.",
     "binary_gate": "Blocks. Exact McNemar test on pass/fail metrics: fails when "
     "significantly more items newly fail than newly pass (Holm-adjusted).",
     "category_deltas": "Warns. Paired Δ of the primary metric per category against the "
