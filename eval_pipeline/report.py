@@ -12,6 +12,7 @@ from rich.table import Table
 from eval_pipeline.core.calibration import Calibration
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports.exports import model_line
+from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import SliceRow
 
@@ -158,6 +159,8 @@ def print_report(console: Console, result: EvalResult) -> None:
         console.print(
             f"Passed: {passed.count}/{passed.of} ({passed.metric} >= {passed.threshold:.2f})"
         )
+    for metric, counts in summary.categories.items():  # categorical metrics, as counted
+        console.print(f"Categories of {escape(distribution_line(metric, counts))}")
     console.print(_slice_table("category", summary.by_category))
     lat, tok = summary.latency_ms, summary.tokens
     console.print(

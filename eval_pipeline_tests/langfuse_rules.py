@@ -125,6 +125,71 @@ def stored_score(body: dict[str, Any], score_id: str) -> dict[str, Any]:
             "source": kept.get("source") or "API"}  # fmt: skip
 
 
+# --- score configs -------------------------------------------------------------------------
+# PostScoreConfigBody (packages/shared/src/features/scores/scoreConfigTypes.ts): NUMERIC with
+# optional minValue < maxValue; CATEGORICAL with categories, an array of {label (non-empty),
+# value (number)} with unique labels and unique values; BOOLEAN without categories (the route
+# fills in True = 1, False = 0: web/src/pages/api/public/score-configs/index.ts).
+def score_config_issues(body: Any) -> list[dict[str, Any]]:
+    """Why POST /api/public/score-configs would answer 400 (empty: it creates it)."""
+    if not isinstance(body, dict):
+        return [issue([], f"Invalid input: expected object, received {_kind(body)}")]
+    found: list[dict[str, Any]] = []
+    if not isinstance(body.get("name"), str):
+        found.append(issue(["name"], "Invalid input: expected string"))
+    kind, categories = body.get("dataType"), body.get("categories")
+    if kind not in ("NUMERIC", "CATEGORICAL", "BOOLEAN"):
+        return [*found, issue(["dataType"], "No matching discriminator", "invalid_union")]
+    if kind == "CATEGORICAL":
+        pairs = categories if isinstance(categories, list) else None
+        if pairs is None or not all(
+            isinstance(c, dict) and isinstance(c.get("label"), str) and c["label"]
+            and _kind(c.get("value")) == "number" for c in pairs
+        ):  # fmt: skip
+            found.append(issue(["categories"], "Category must be an array of objects with "
+                               "label value pairs, where labels and values are unique.",
+                               "custom"))  # fmt: skip
+        elif len({c["label"] for c in pairs}) != len(pairs):
+            found.append(issue(["categories"], "Duplicate category label", "custom"))
+        elif len({c["value"] for c in pairs}) != len(pairs):
+            found.append(issue(["categories"], "Duplicate category value", "custom"))
+    elif categories is not None:
+        found.append(issue(["categories"], "Invalid input: expected undefined"))
+    low, high = body.get("minValue"), body.get("maxValue")
+    if kind == "NUMERIC" and low is not None and high is not None and high <= low:
+        found.append(issue([], "Maximum value must be greater than Minimum value", "custom"))
+    return found
+
+
+def config_problem(score: dict[str, Any], config: dict[str, Any] | None) -> str | None:
+    """Why the worker drops a score with a configId (validateAndInflateScore and
+    validateConfigAgainstBody, packages/shared/src/server/ingestion/
+    validateAndInflateScore.ts; ScorePropsAgainstConfig, .../scores/interfaces/ingestion/
+    validation.ts). The name is taken from the config; None: the score is kept."""
+    if config is None:
+        return "The configId you provided does not match a valid config in this project"
+    kind, value = score.get("dataType"), score.get("value")
+    if kind and kind != config["dataType"]:
+        return f"Data type mismatch based on config: expected {config['dataType']}, got {kind}"
+    if config["isArchived"]:
+        return "Config is archived and cannot be used to create new scores."
+    if config["dataType"] == "CATEGORICAL":
+        if not isinstance(value, str) or value not in {c["label"] for c in config["categories"]}:
+            return f"Value {value} does not map to a valid category. Pass a valid category value."
+    elif config["dataType"] == "BOOLEAN":
+        if value not in (0, 1):
+            return "Value must be either 0 or 1"
+    elif _kind(value) != "number":
+        return "Ingested score body not valid against provided config data type."
+    else:
+        low, high = config.get("minValue"), config.get("maxValue")
+        if high is not None and value > high:
+            return f"Value exceeds maximum value of {high} defined in config"
+        if low is not None and value < low:
+            return f"Value is below minimum value of {low} defined in config"
+    return None
+
+
 # --- ingestion events ----------------------------------------------------------------------
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 

@@ -57,12 +57,14 @@ from eval_pipeline_tests.langfuse_rules import (
     V2_OBSERVATIONS_404,
     V4,
     LangfuseVersion,
+    config_problem,
     event_error,
     filter_issues,
     filter_matches,
     finite_json,
     normalised_item_field,
     requested_groups,
+    score_config_issues,
     score_issues,
     stored_score,
     v1_row,
@@ -97,6 +99,8 @@ class LangfuseState:
     dataset_runs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     dataset_run_items: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
+    dropped_scores: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # and why
+    score_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     observations: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -436,11 +440,20 @@ class LangfuseTestServer:
 
     # --- scores ---------------------------------------------------------------------------
     def _store_scores(self, scores: list[dict[str, Any]]) -> None:
-        """Langfuse upserts scores by id (in the queue's worker, later)."""
+        """Langfuse upserts scores by id (in the queue's worker, later). A score with a
+        configId is checked against its config there: one that violates it is dropped,
+        after the API answered (langfuse_rules.config_problem), and its name becomes the
+        config's."""
 
         def write() -> None:
             known = {s["id"]: i for i, s in enumerate(self.state.scores)}
             for score in scores:
+                if score.get("configId"):
+                    config = self.state.score_configs.get(score["configId"])
+                    if problem := config_problem(score, config):
+                        self.state.dropped_scores.append((score, problem))
+                        continue
+                    score = {**score, "name": config["name"], "dataType": config["dataType"]}
                 if score["id"] in known:
                     self.state.scores[known[score["id"]]] = score
                 else:
@@ -456,6 +469,30 @@ class LangfuseTestServer:
         score = stored_score(body, body.get("id") or str(uuid.uuid4()))
         self._store_scores([score])
         return JSONResponse({"id": score["id"]})
+
+    async def _create_score_config(self, request: Request) -> Response:
+        body = request.state.body
+        if problems := score_config_issues(body):
+            return _invalid(problems)
+        categories = body.get("categories")
+        if body["dataType"] == "BOOLEAN":
+            categories = [{"label": "True", "value": 1}, {"label": "False", "value": 0}]
+        now = now_iso()
+        config = {"id": str(uuid.uuid4()), "name": body["name"], "dataType": body["dataType"],
+                  "categories": categories, "minValue": body.get("minValue"),
+                  "maxValue": body.get("maxValue"), "description": body.get("description"),
+                  "isArchived": False, "projectId": PROJECT_ID, "createdAt": now,
+                  "updatedAt": now}  # fmt: skip
+        with self.state.lock:
+            self.state.score_configs[config["id"]] = config
+        return JSONResponse(config)
+
+    async def _list_score_configs(self, request: Request) -> Response:
+        page, limit = _paging(request)
+        with self.state.lock:
+            rows = sorted(self.state.score_configs.values(), key=lambda c: c["createdAt"],
+                          reverse=True)  # fmt: skip
+        return _page(rows, page, limit)
 
     async def _ingestion(self, request: Request) -> Response:
         body = request.state.body
@@ -632,6 +669,8 @@ class LangfuseTestServer:
                 f"{base}/datasets/{{name}}/runs", self._list_runs, ["GET"], RouteRules(legacy=True)
             ),
             route(f"{base}/scores", self._scores, ["POST"]),
+            route(f"{base}/score-configs", self._create_score_config, ["POST"]),
+            route(f"{base}/score-configs", self._list_score_configs, ["GET"]),
             route(f"{base}/ingestion", self._ingestion, ["POST"], large),
             route(f"{base}/otel/v1/traces", self._otel_traces, ["POST"], own_body),
             route(f"{base}/v2/observations", self._observations_v2, ["GET"]),

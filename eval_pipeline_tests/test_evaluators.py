@@ -147,15 +147,18 @@ def test_a_score_that_is_not_finite_is_an_evaluator_error_where_it_is_made(bad):
 
 def test_a_value_that_is_not_a_number_is_an_error_naming_it():
     """A team's Langfuse evaluator returning a category was stored as None with no error,
-    and the gate read that as 0. Until categories are supported it is an error of the
-    evaluator, naming the value."""
+    and the gate read that as 0. A category is now kept as a category (valued by the
+    suite's scale: test_categories.py); a value that is neither a number nor a category is
+    an error of the evaluator, naming the value."""
     from langfuse import Evaluation
 
     from eval_pipeline.core.scoring.evaluations import UNSUPPORTED, item_scores
 
-    (score,) = item_scores("c1", 0, [Evaluation(name="tone", value="friendly",
-                                                data_type="CATEGORICAL")])  # fmt: skip
+    (tone,) = item_scores("c1", 0, [Evaluation(name="tone", value="friendly",
+                                               data_type="CATEGORICAL")])  # fmt: skip
+    assert (tone.category, tone.data_type, tone.value) == ("friendly", "CATEGORICAL", None)
+    (score,) = item_scores("c1", 0, [Evaluation(name="tone", value=["a", "b"])])
     assert score.value is None and score.error_kind == UNSUPPORTED
-    assert "tone returned 'friendly' (CATEGORICAL)" in score.comment
+    assert "tone returned ['a', 'b']" in score.comment
     (flag,) = item_scores("c1", 0, [Evaluation(name="ok", value=True, data_type="BOOLEAN")])
     assert (flag.value, flag.data_type) == (1.0, "BOOLEAN")

@@ -568,6 +568,7 @@ def score(
             wanted = {c.id for c in cases}
             outputs = [o for o in outputs if o.item_id in wanted]
         scores = score_items(cases, outputs, suite.evaluators,
+                             categories=suite.thresholds.categories,
                              judges=judge_settings(options), prices=prices)  # fmt: skip
         store.write_scores(run_id, scores, add=batch)
     return scores
@@ -648,7 +649,9 @@ def baseline_data(
         return outputs, store.read_scores(baseline.run_id)
     wanted = {c.id for c in cases}
     outputs = [o for o in outputs if o.item_id in wanted]
-    return outputs, score_items(cases, outputs, suite.evaluators, judges=judges)
+    return outputs, score_items(
+        cases, outputs, suite.evaluators, judges=judges, categories=suite.thresholds.categories
+    )
 
 
 def _primary_floor(summary: Summary, metric: str, minimum: float) -> ThresholdCheck:

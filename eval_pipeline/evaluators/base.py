@@ -28,7 +28,7 @@ from langfuse import Evaluation
 Evaluator = Callable[..., Evaluation | list[Evaluation]]
 RunEvaluator = Callable[..., Evaluation | list[Evaluation]]
 # Langfuse's score data types we produce: NUMERIC (0–1) or BOOLEAN (0 or 1, a pass/fail).
-DataType = Literal["NUMERIC", "BOOLEAN"]
+DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]
 
 
 @dataclass(frozen=True)

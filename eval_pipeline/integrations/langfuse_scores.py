@@ -99,7 +99,8 @@ def score_id(*parts: object) -> str:
 def item_score_payloads(
     run_id: str, scores: Iterable[ItemScore], outputs: Iterable[ItemOutput] = ()
 ) -> dict[str, dict[str, Any]]:
-    """One NUMERIC score per evaluator on each item's trace (evaluator errors are skipped).
+    """One score per evaluator on each item's trace, of its declared type (evaluator errors
+    are skipped).
 
     An output reused from the memo was traced by the run that produced it: its score goes
     on that trace (this run made none), with ``reused_from`` in the score's metadata.
@@ -123,12 +124,21 @@ def item_score_payloads(
             "id": key,
             "traceId": item_trace_id(traced_by, s.item_id, s.repeat),
             "name": s.evaluator,
-            "value": float(s.value),
+            "value": sent_value(s),
             "comment": _comment(s.comment),
             "dataType": s.data_type,  # BOOLEAN: 0 or 1, as Langfuse's ScoreBody takes it
             "metadata": metadata,
         }
     return payloads
+
+
+def sent_value(score: ItemScore) -> float | str:
+    """What Langfuse's ScoreBody takes as the value: a CATEGORICAL score's category (its
+    number is the suite's scale, ours alone), else the number (BOOLEAN: 0 or 1)."""
+    if score.data_type == "CATEGORICAL" and score.category is not None:
+        return score.category
+    assert score.value is not None, "scores without a value are not sent"
+    return float(score.value)
 
 
 def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any]]:
@@ -142,7 +152,7 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
             "id": key,
             "traceId": s.item_id,
             "name": f"eval_{s.evaluator}",
-            "value": float(s.value),
+            "value": sent_value(s),
             "comment": _comment(s.comment),
             "dataType": s.data_type,
             **({"metadata": s.metadata} if s.metadata else {}),
@@ -220,7 +230,10 @@ def write_back(
 def unsendable(payload: dict[str, Any]) -> str | None:
     """Why this score can never be delivered (None: it can)."""
     value = payload.get("value")
-    if not isinstance(value, int | float) or not math.isfinite(value):
+    if payload.get("dataType") == "CATEGORICAL":
+        if not isinstance(value, str) or not value:
+            return f"category {value!r} is not a non-empty string"
+    elif not isinstance(value, int | float) or not math.isfinite(value):
         return f"value {value!r} is not a finite number (JSON has no NaN or infinity)"
     if _size(_event(payload)) > BATCH_BYTES:
         return f"larger than {BATCH_BYTES:,} bytes"

@@ -16,6 +16,7 @@ from typing import Any
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.scoring.categories import CategoryScale
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
@@ -27,6 +28,7 @@ from eval_pipeline.integrations.langfuse_experiments import (
     run_metadata,
 )
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
+from eval_pipeline.integrations.langfuse_score_configs import with_configs
 from eval_pipeline.integrations.langfuse_tracing import TracedAgent
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry, PromptRegistry
 from eval_pipeline.integrations.trace_sources import (
@@ -139,14 +141,18 @@ class Services:
         self, store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase],
         scores: Sequence[ItemScore], outputs: Sequence[ItemOutput],
         metrics: dict[str, float | None],
+        categories: Mapping[str, CategoryScale] | None = None,
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
-        """A run's item scores onto their traces, the run linked as an experiment
-        (langfuse_experiments.py) and its means onto it (or onto its session, when it
-        could not be linked: the report says why); never raises."""
+        """A run's item scores onto their traces, each naming its score config
+        (langfuse_score_configs.py; ``categories``: the suite's scales), the run linked
+        as an experiment (langfuse_experiments.py) and its means onto it (or onto its
+        session, when it could not be linked: the report says why); never raises."""
         if self.langfuse is None:
             return None
         linked = link_run(self.langfuse, self.client(), cases, run, outputs)
-        payloads = langfuse_scores.item_score_payloads(run.run_id, scores, outputs)
+        payloads = with_configs(self.langfuse,
+                                langfuse_scores.item_score_payloads(run.run_id, scores, outputs),
+                                categories or {})  # fmt: skip
         payloads |= langfuse_scores.run_score_payloads(
             run.run_id, metrics, dataset_run_id=linked.dataset_run_id
         )

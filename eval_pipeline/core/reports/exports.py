@@ -13,6 +13,7 @@ from typing import Any
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports.result_file import ResultFile
+from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.scoring.summary import ErrorKind, Summary, markdown_table, md_escape
@@ -121,6 +122,9 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
     for metric, value in summary.metrics.items():
         se = summary.metric_se.get(metric)
         lines.append(f"| {md_escape(metric)} | {_f(value)} | {_f(se)} | {summary.n_cases} |")
+    if summary.categories:  # categorical metrics: each category's count
+        shown = [f"- {md_escape(distribution_line(m, c))}" for m, c in summary.categories.items()]
+        lines += ["", "## Categorical metrics", "", *shown]
     lines += ["", "## By category", "", markdown_table(summary.by_category, "category"), ""]
     lines += errors_section(summary)
     lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
+from eval_pipeline.core.scoring.categories import CategoryScale, valued
 from eval_pipeline.core.scoring.evaluations import as_float, item_scores, not_finite
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
 from eval_pipeline.core.scoring.summary import RunEvaluation
@@ -38,11 +39,14 @@ def score_items(
     error_value: float = 0.0,
     judges: RunnerConfig | None = None,
     prices: PriceTable | None = None,
+    categories: Mapping[str, CategoryScale] | None = None,
 ) -> list[ItemScore]:
     """One score per (output, evaluator). An agent error scores ``error_value``;
     an evaluator that raises records value None and the exception, so nothing is lost.
     Evaluators that call a model (judges) run through the runner (``judges``: its
-    concurrency, timeout and retries; see judging.py), their tokens in the score."""
+    concurrency, timeout and retries; see judging.py), their tokens in the score. A
+    category is valued by its metric's scale in ``categories`` (the suite's), or is an
+    error of its evaluator (categories.py)."""
     by_id = {c.id: c for c in cases}
     scores: list[ItemScore] = []
     jobs: list[JudgeJob] = []
@@ -68,7 +72,7 @@ def score_items(
                         metadata=case.metadata.model_dump(),
                     )
                 )  # fmt: skip
-    return scores + run_judges(jobs, judges, prices)
+    return valued(scores + run_judges(jobs, judges, prices), categories or {})
 
 
 def values_by_evaluator(scores: Iterable[ItemScore]) -> dict[str, list[float]]:

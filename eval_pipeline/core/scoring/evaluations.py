@@ -1,10 +1,12 @@
 """What an evaluator returned, as stored scores: one place for both plain evaluators and
 model-backed ones (judges).
 
-A value is kept when it is a finite number (a boolean counts as 0/1); a NaN or an infinity
-is refused where it is made (it could be neither averaged nor sent to Langfuse: JSON has
-no NaN) and recorded as an error of the evaluator, never as a 0. None is "nothing to
-score here" (e.g. a correction check on a case without a correction).
+A value is kept when it is a finite number (a boolean counts as 0/1) or a category (a
+string: kept as the score's ``category``, valued by the suite's scale in
+core/scoring/categories.py); a NaN or an infinity is refused where it is made (it could
+be neither averaged nor sent to Langfuse: JSON has no NaN) and recorded as an error of the
+evaluator, never as a 0. None is "nothing to score here" (e.g. a correction check on a
+case without a correction).
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ def item_scores(
     for index, ev in enumerate(evaluations):
         paid = extra if extra and index == 0 else {}
         metadata = {**(ev.metadata or {}), **paid}
+        if isinstance(ev.value, str) and ev.data_type in (None, "CATEGORICAL"):
+            scores.append(ItemScore(item_id, repeat, ev.name, None, ev.comment, plain(metadata),
+                                    data_type="CATEGORICAL", category=ev.value))  # fmt: skip
+            continue
         value = as_float(ev.value)
-        if ev.value is not None and value is None:  # a category, a text: not a number
+        if ev.value is not None and value is None:  # a text, a list: neither
             scores.append(ItemScore(item_id, repeat, ev.name, None, unsupported(ev),
                                     plain(metadata), error_kind=UNSUPPORTED))  # fmt: skip
             continue
@@ -51,8 +57,8 @@ def unsupported(ev: Evaluation) -> str:
     would have counted as 0)."""
     kind = ev.data_type or "a " + type(ev.value).__name__
     return (
-        f"evaluator error: {ev.name} returned {ev.value!r} ({kind}); eval-pipeline "
-        "scores numbers and booleans (0 or 1): categorical scores are not supported yet"
+        f"evaluator error: {ev.name} returned {ev.value!r} ({kind}); return a number, a "
+        "boolean (0 or 1) or a category (a string, declared CATEGORICAL or undeclared)"
     )
 
 

@@ -316,9 +316,13 @@ def compare_runs(
 
 
 def declared_boolean(scores: Sequence[ItemScore], metric: str) -> bool:
-    """The metric's evaluator declared its scores BOOLEAN (pass/fail, 0 or 1)."""
+    """The metric's scores are pass/fail by declaration: BOOLEAN (0 or 1), or CATEGORICAL
+    valued by a pass set or an order of two (core/scoring/categories.py: 0 or 1 too)."""
     given = [s for s in scores if s.evaluator == metric and s.value is not None]
-    return bool(given) and all(s.data_type == "BOOLEAN" for s in given)
+    return bool(given) and all(
+        s.data_type == "BOOLEAN" or (s.data_type == "CATEGORICAL" and s.value in (0.0, 1.0))
+        for s in given
+    )
 
 
 def _fixed_paired(

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.scoring.categories import distributions
 from eval_pipeline.core.scoring.reducers import flaky_items
 from eval_pipeline.core.scoring.stats import mean_se
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
@@ -103,6 +104,8 @@ class Summary:
     judge_calls: int = 0
     judge_tokens: Tokens = field(default_factory=Tokens)
     judge_cost_usd: float = 0.0
+    # Categorical metrics: how many scores fell in each category (categories.py)
+    categories: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def cost_note(self) -> str:
@@ -228,6 +231,7 @@ def summarize(
         n_score_errors=sum(1 for s in scores if s.error_kind),
         score_errors_by_kind=score_errors_by_kind(scores),
         **judge_spending(scores),
+        categories=distributions(scores),
     )
 
 

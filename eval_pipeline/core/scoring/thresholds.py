@@ -8,6 +8,8 @@ category_floors:                             # WARN
   order_correctness: {simple: 0.9}
 traces:                                      # production traces, per day (WARN by default)
   floors: {tool_protocol: 0.75}
+categories:                                  # what a categorical metric's categories are worth
+  tone: {order: [rude, neutral, friendly]}   # worst first (core/scoring/categories.py)
 ```
 """
 
@@ -21,6 +23,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core.scoring.categories import CategoryScale
 from eval_pipeline.core.scoring.rows import CheckRow, FloorRow, ItemBelowRow, MeanRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.store.records import ItemScore
@@ -78,6 +81,7 @@ class Thresholds(BaseModel):
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     traces: TraceThresholds = Field(default_factory=TraceThresholds)
     judges: JudgeThresholds = Field(default_factory=JudgeThresholds)
+    categories: dict[str, CategoryScale] = Field(default_factory=dict)  # categorical metrics
 
     @property
     def gated_metrics(self) -> list[str]:

@@ -88,4 +88,5 @@ class ItemScore:
     # Set when the evaluator could not score (it raised, its judge call failed): the value
     # is None, the comment says why, and the run counts it as an error, never as a 0.
     error_kind: str | None = None
-    data_type: DataType = "NUMERIC"  # as the evaluator declared it: NUMERIC or BOOLEAN
+    data_type: DataType = "NUMERIC"  # as the evaluator declared it: NUMERIC, BOOLEAN, CATEGORICAL
+    category: str | None = None  # a CATEGORICAL score's category (its value: the suite's scale)

@@ -98,6 +98,7 @@ item_scores = Table(
     Column("metadata", JSON),
     Column("error_kind", String(100)),
     Column("data_type", String(20)),  # NULL in stores written before it: NUMERIC
+    Column("category", String(200)),  # a CATEGORICAL score's (core/scoring/categories.py)
 )  # fmt: skip
 summaries = Table(
     "summaries", metadata,
