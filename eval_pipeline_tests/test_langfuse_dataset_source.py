@@ -214,3 +214,48 @@ def test_a_malformed_pin_in_the_project_file_names_the_suite_and_field(langfuse_
     assert result.exit_code == 2, result.output
     assert "suite 'drive_thru': field 'dataset'" in result.output
     assert "ISO 8601 UTC timestamp" in result.output
+
+
+def test_dagster_evaluates_a_langfuse_suite_end_to_end(langfuse_project, tmp_path):
+    """The Dagster evaluation (plan, shards, scores, summary: what the sensor and the
+    nightly schedule start) reads a langfuse: suite's items through the services resource,
+    as golden_dataset does. Before, every step after golden_dataset loaded the suite
+    without Langfuse and failed ("Langfuse is not configured"); langfuse_dataset does not
+    copy a team's own dataset into eval-pipeline/<suite>."""
+    from dagster import MultiPartitionKey, instance_for_test, materialize
+
+    from eval_pipeline.core.store.results_store import ResultsStore
+    from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+    from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline.defs.resources import LangfuseResource
+    from eval_pipeline_tests.helpers import SUITE_NAMES, eval_resources
+
+    server, _ = langfuse_project
+    langfuse = LangfuseResource(public_key=server.public_key, secret_key=server.secret_key,
+                                base_url=server.base_url)  # fmt: skip
+    resources = eval_resources(tmp_path, project=tmp_path / "project" / "eval-pipeline.yaml",
+                               langfuse=langfuse)  # fmt: skip
+    assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        synced = materialize([assets.golden_dataset, assets.langfuse_dataset],
+                             partition_key="drive_thru", instance=instance,
+                             resources=resources)  # fmt: skip
+        mirrored = next(
+            e
+            for e in synced.get_asset_materialization_events()
+            if e.asset_key.path == ["langfuse_dataset"]
+        ).materialization.metadata
+        assert mirrored["synced"].value is False
+        assert mirrored["dataset_source"].value == f"langfuse:{NAME}"
+        ran = materialize(
+            [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            instance=instance, resources=resources, raise_on_error=False,
+            run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
+        )  # fmt: skip
+        assert ran.success
+    (run,) = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}").list_runs(suite="drive_thru")
+    assert run.status == "complete"
+    assert run.dataset_version == dataset_version(project_suite("drive_thru").load_cases())

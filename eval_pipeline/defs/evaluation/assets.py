@@ -150,12 +150,18 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         context: AssetExecutionContext, suites: SuitesResource, services: ServicesResource
     ) -> MaterializeResult:
         """The golden cases mirrored into the Langfuse dataset eval-pipeline/<suite> (upsert
-        by deterministic item id, removed cases archived). A no-op, said so, without Langfuse."""
+        by deterministic item id, removed cases archived). A no-op, said so, without Langfuse
+        and for a suite whose cases come from a Langfuse dataset."""
         found = services.get()
         client = found.client()
         if client is None:
             return MaterializeResult(metadata={"langfuse": found.description, "synced": False})
         suite = suites.get(context.partition_key)
+        if suite.dataset_ref is not None:  # the team's own dataset is the source
+            return MaterializeResult(metadata={
+                "langfuse": found.description, "synced": False,
+                "dataset_source": suite.dataset_origin,
+            })  # fmt: skip
         report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
         metadata = {"langfuse": found.description, "synced": True, "dataset": report.dataset,
                     "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
@@ -169,14 +175,14 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
     def item_scores(
         context: AssetExecutionContext,
         agent_run_outputs: dict[str, Any],
-        suites: SuitesResource,
+        services: ServicesResource,
         results_store: ResultsStoreResource,
         llm: LLMResource,
     ) -> Output[dict[str, Any]]:
         """Score every recorded output with the suite's item evaluators; LLM judges run
         through the runner under the run's concurrency, rate and timeout (as in the CLI),
         their cost counted apart."""
-        suite = suites.get(agent_run_outputs["suite"])
+        suite = services.suite(agent_run_outputs["suite"])
         store, run_id = results_store.open(), agent_run_outputs["run_id"]
         cases = evaluation.cases_of_run(store, run_id, suite)
         scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices())
@@ -202,12 +208,11 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
     def eval_summary(
         context: AssetExecutionContext,
         item_scores: dict[str, Any],
-        suites: SuitesResource,
         results_store: ResultsStoreResource,
         services: ServicesResource,
         llm: LLMResource,
     ):
-        suite = suites.get(item_scores["suite"])
+        suite = services.suite(item_scores["suite"])
         store, run_id = results_store.open(), item_scores["run_id"]
         found = services.get()
         cases = evaluation.cases_of_run(store, run_id, suite)

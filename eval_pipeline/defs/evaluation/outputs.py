@@ -53,7 +53,6 @@ from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
     ServicesResource,
-    SuitesResource,
 )
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.endpoint import model_source, require_model
@@ -178,14 +177,13 @@ def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple
 def plan_shards(
     context: OpExecutionContext,
     config: EvalRunConfig,
-    suites: SuitesResource,
     services: ServicesResource,
     llm: LLMResource,
     results_store: ResultsStoreResource,
 ):
     """Record the run (its cases, prompt, model) and split its items into shards."""
     suite_name, version_key = partition_keys(context)
-    suite = suites.get(suite_name)
+    suite = services.suite(suite_name)  # (a langfuse: suite reads its items from Langfuse)
     prompt, settings = candidate(suite, version_key, services.get(), llm, config.timeout_s)
     store = results_store.open()
     for stale in abandoned_runs(context, store, suite_name, version_key):
@@ -224,13 +222,12 @@ def plan_shards(
 def run_shard(
     context: OpExecutionContext,
     task: ShardTask,
-    suites: SuitesResource,
     services: ServicesResource,
     llm: LLMResource,
     results_store: ResultsStoreResource,
 ) -> Output[ShardReport]:
     """Run one shard's items (the memo answers what it can) with its share of the budget."""
-    suite = suites.get(task.suite)
+    suite = services.suite(task.suite)
     found = services.get()
     plan, agent, settings = planned_again(context, suite, task.version_key, found, llm,
                                           task.request, task.run_id)  # fmt: skip
@@ -258,7 +255,6 @@ def run_shard(
 def collect_outputs(
     context: OpExecutionContext,
     reports: list[ShardReport],
-    suites: SuitesResource,
     results_store: ResultsStoreResource,
     services: ServicesResource,
 ) -> Output[dict[str, Any]]:
@@ -267,7 +263,7 @@ def collect_outputs(
     store = results_store.open()
     run = store.get_run(task.run_id)
     assert run is not None, f"run {task.run_id} was recorded by plan_shards"
-    cases = evaluation.cases_of_run(store, run.run_id, suites.get(task.suite))
+    cases = evaluation.cases_of_run(store, run.run_id, services.suite(task.suite))
     outputs = evaluation.check_complete(store, run, cases)
     found = services.get()
     metadata = outputs_metadata(run, outputs)

@@ -28,7 +28,6 @@ from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
     ServicesResource,
-    SuitesResource,
 )
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline.integrations import langfuse_scores
@@ -57,14 +56,13 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
     )
     def failure_rerun(
         context: AssetExecutionContext,
-        suites: SuitesResource,
         services: ServicesResource,
         llm: LLMResource,
         results_store: ResultsStoreResource,
     ) -> Iterator[Any]:
         keys = context.partition_key.keys_by_dimension
         suite_name, version_key = keys["suite"], keys["prompt_version"]
-        suite = suites.get(suite_name)
+        suite = services.suite(suite_name)
         path, cases = latest_failures(settings.failures_dir(suite_name))
         if not cases:
             yield MaterializeResult(asset_key=ASSET, metadata={
