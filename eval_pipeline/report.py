@@ -159,6 +159,13 @@ def print_report(console: Console, result: EvalResult) -> None:
         console.print(
             f"Passed: {passed.count}/{passed.of} ({passed.metric} >= {passed.threshold:.2f})"
         )
+    if flaky := summary.flaky_items:  # cases whose outcome changed from repeat to repeat
+        shown = ", ".join(
+            f"{f['item_id']} ({f['metric']}: {' '.join(f'{v:.2f}' for v in f['values'])})"
+            for f in flaky[:5]
+        )
+        more = f" and {len(flaky) - 5} more" if len(flaky) > 5 else ""
+        console.print(f"[yellow]Flaky across repeats:[/] {escape(shown)}{more}")
     for metric, counts in summary.categories.items():  # categorical metrics, as counted
         console.print(f"Categories of {escape(distribution_line(metric, counts))}")
     console.print(_slice_table("category", summary.by_category))

@@ -101,7 +101,8 @@ def test_repeats_with_temperature_report_flaky_items_deterministically(home, mon
         out = home / f"r{len(summaries)}.json"
         md = home / f"r{len(summaries)}.md"
         result = run("--tier", "smoke", "--repeat", "3", "--json", str(out), "--report", str(md))
-        assert result.exit_code in (0, 1), result.output
+        assert result.exit_code in (0, 1, 3), result.output
+        assert "Flaky across repeats: " in result.output  # the CLI names them too
         summaries.append(json.loads(out.read_text())["summary"])
     first, second = summaries
     assert first["repeats"] == 3 and first["flaky_items"]
