@@ -393,7 +393,13 @@ def test_cli_datasets_sync_twice_creates_nothing_new(server, cli_env):
     assert PLANTED_SECRET not in first.output + second.output + down.output
 
 
-def test_reused_items_are_scored_on_the_trace_that_produced_them(env, server):
+def test_reused_items_are_items_of_the_runs_experiment_too(env, server):
+    """On v4 a run whose items the memo answered still lists every item in its experiment:
+    each reused item gets a root observation of this run (its output, no model call,
+    ``reused_from`` the run that produced it), and its scores go there. Before, the
+    experiment of a rerun served by the memo was empty."""
+    from eval_pipeline.integrations.langfuse_experiments import experiment_id
+
     instance, resources, _ = env
     instance.add_dynamic_partitions("prompt_version", ["v1"])
     job = eval_job(resources)
@@ -405,23 +411,24 @@ def test_reused_items_are_scored_on_the_trace_that_produced_them(env, server):
         assert result.success
         return result.asset_materializations_for_node("agent_run_outputs")[0].metadata
 
-    def roots():
+    def roots(run_id: str) -> list[dict]:
         server.settle()
-        return {
-            o["traceId"] for o in server.state.observations if o.get("name") == "eval-drive_thru"
-        }
+        return [o for o in server.state.observations if o.get("name") == "eval-drive_thru"
+                and o["experimentId"] == experiment_id(run_id)]  # fmt: skip
 
     first = run("reuse")
-    traced = roots()
-    assert first["reused_from_memo"].value == 0 and len(traced) == 11
+    assert first["reused_from_memo"].value == 0 and len(roots(first["run_id"].value)) == 11
+    calls = len([o for o in server.state.observations if o["type"] == "GENERATION"])
     second = run("reuse")
-    assert second["reused_from_memo"].value == 11 and roots() == traced  # no new traces
+    mine = roots(second["run_id"].value)
+    assert second["reused_from_memo"].value == 11 and len(mine) == 11
+    assert {o["metadata"]["reused_from"] for o in mine} == {first["run_id"].value}
+    assert all(o["output"] for o in mine)  # what the memo answered, shown on the item
+    assert len([o for o in server.state.observations if o["type"] == "GENERATION"]) == calls
     sent = [s for s in server.state.scores if "traceId" in s
             and s.get("metadata", {}).get("run_id") == second["run_id"].value]  # fmt: skip
-    assert sent and {s["traceId"] for s in sent} <= traced
+    assert sent and {s["traceId"] for s in sent} <= {o["traceId"] for o in mine}
     assert {s["metadata"]["reused_from"] for s in sent} == {first["run_id"].value}
-    third = run("refresh")
-    assert third["reused_from_memo"].value == 0 and len(roots()) == 22
 
 
 def test_failures_run_again_are_scored_on_their_production_traces(env, server, monkeypatch):

@@ -97,13 +97,15 @@ def score_id(*parts: object) -> str:
 
 
 def item_score_payloads(
-    run_id: str, scores: Iterable[ItemScore], outputs: Iterable[ItemOutput] = ()
-) -> dict[str, dict[str, Any]]:
+    run_id: str, scores: Iterable[ItemScore], outputs: Iterable[ItemOutput] = (),
+    *, own_traces: bool = False,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
     """One score per evaluator on each item's trace, of its declared type (evaluator errors
     are skipped).
 
     An output reused from the memo was traced by the run that produced it: its score goes
-    on that trace (this run made none), with ``reused_from`` in the score's metadata.
+    on that trace, with ``reused_from`` in the score's metadata; with ``own_traces`` (v4:
+    this run traced it too, langfuse_tracing.TracedAgent.reused) on this run's.
     """
     producer = {(o.item_id, o.repeat): o.source_run_id for o in outputs if o.source_run_id}
     payloads = {}
@@ -111,15 +113,16 @@ def item_score_payloads(
         if s.value is None:
             continue
         key = score_id(run_id, s.item_id, s.repeat, s.evaluator)
-        traced_by = producer.get((s.item_id, s.repeat), run_id)
+        produced_by = producer.get((s.item_id, s.repeat), run_id)
+        traced_by = run_id if own_traces else produced_by
         metadata = {
             **(s.metadata or {}),
             "run_id": run_id,
             "item_id": s.item_id,
             "repeat": s.repeat,
         }  # (the judge's model and prompt hash, when one scored)
-        if traced_by != run_id:
-            metadata["reused_from"] = traced_by
+        if produced_by != run_id:
+            metadata["reused_from"] = produced_by
         payloads[key] = {
             "id": key,
             "traceId": item_trace_id(traced_by, s.item_id, s.repeat),

@@ -14,6 +14,8 @@ appears once, on the trace.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langfuse import Langfuse
@@ -22,6 +24,7 @@ from langfuse.langchain import CallbackHandler
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent, AgentResult
+from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.integrations import langfuse_experiments as experiments
 from eval_pipeline.integrations.langfuse_datasets import item_id
 
@@ -48,8 +51,10 @@ class TracedAgent:
         suite: str,
         prompt: dict[str, Any] | None = None,
         dataset_id: str | None = None,
+        trace_reused: bool = False,
     ):
         self.suite = suite
+        self.trace_reused = trace_reused  # v4: memo-served items get a span of this run
         self.dataset_id = dataset_id  # the synced dataset's (v4), for the experiment spans
         self.agent = agent
         self.environment = environment
@@ -61,7 +66,10 @@ class TracedAgent:
         self.tags = tags
         self.metadata = metadata
 
-    async def run(self, case: GoldenCase, *, repeat: int, callbacks: Any = ()) -> AgentResult:
+    @contextmanager
+    def _item(self, case: GoldenCase, repeat: int, **extra: str) -> Iterator[Any]:
+        """The item's root observation in this run's trace, with the experiment attributes
+        on it and on everything below it."""
         trace_id = item_trace_id(self.run_id, case.id, repeat)
         with (
             self.client.start_as_current_observation(
@@ -69,7 +77,7 @@ class TracedAgent:
                 name=self.trace_name,
                 as_type="agent",
                 input=case.input,
-                metadata={"case_id": case.id, "repeat": str(repeat)},
+                metadata={"case_id": case.id, "repeat": str(repeat), **extra},
             ) as root,
             _propagate_attributes(
                 trace_name=self.trace_name,
@@ -92,6 +100,23 @@ class TracedAgent:
                     f"eval-pipeline run {self.run_id} of {self.suite}", case.expected_output
                 )
             )
+            yield root
+
+    async def reused(self, case: GoldenCase, repeat: int, output: ItemOutput) -> None:
+        """An item the memo answered (core/running/runner.py calls this): on a server that
+        groups experiments from spans (v4), its own root observation in this run's trace,
+        with the output and the run that produced it, so this run's experiment lists it
+        (its scores go on this trace: langfuse_scores.item_score_payloads). Never raises."""
+        if not self.trace_reused:
+            return
+        try:
+            with self._item(case, repeat, reused_from=output.source_run_id or "") as root:
+                root.update(output=output.output)
+        except Exception:  # tracing never fails an item
+            return
+
+    async def run(self, case: GoldenCase, *, repeat: int, callbacks: Any = ()) -> AgentResult:
+        with self._item(case, repeat) as root:
             try:
                 result = await self.agent.run(
                     case, repeat=repeat, callbacks=[*callbacks, self.handler]

@@ -25,6 +25,7 @@ from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import (
     experiment_dataset,
     link_run,
+    reads_experiments,
     run_metadata,
 )
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
@@ -130,7 +131,7 @@ class Services:
                       **(metadata or {})},
             environment=self.langfuse.environment, suite=suite,
             prompt=None if prompt is None else {"name": prompt.name, "version": prompt.version},
-            dataset_id=dataset_id,
+            dataset_id=dataset_id, trace_reused=reads_experiments(self.langfuse),
         )  # fmt: skip
 
     def flush(self) -> None:
@@ -150,9 +151,11 @@ class Services:
         if self.langfuse is None:
             return None
         linked = link_run(self.langfuse, self.client(), cases, run, outputs)
-        payloads = with_configs(self.langfuse,
-                                langfuse_scores.item_score_payloads(run.run_id, scores, outputs),
-                                categories or {})  # fmt: skip
+        # (v4: memo-served items have a span in this run's trace: their scores go there)
+        items = langfuse_scores.item_score_payloads(
+            run.run_id, scores, outputs, own_traces=reads_experiments(self.langfuse)
+        )
+        payloads = with_configs(self.langfuse, items, categories or {})
         payloads |= langfuse_scores.run_score_payloads(
             run.run_id, metrics, dataset_run_id=linked.dataset_run_id
         )

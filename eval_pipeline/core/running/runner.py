@@ -111,10 +111,13 @@ async def run_agent(
     limiter = RateLimiter(config.requests_per_second)
     jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
     done = sum(1 for case, repeat in jobs if (case.id, repeat) in known)
+    reused = getattr(agent, "reused", None)  # a traced agent records memo-served items
 
     async def one(case: GoldenCase, repeat: int) -> ItemOutput | None:
         nonlocal done
         if (case.id, repeat) in known:
+            if reused is not None:
+                await reused(case, repeat, known[case.id, repeat])
             return known[case.id, repeat]
         async with semaphore:
             if guard is not None and not guard.may_start():
