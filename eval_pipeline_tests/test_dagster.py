@@ -380,3 +380,21 @@ def test_the_sequential_gate_goes_on_past_the_tier_in_dagster_too(env):
     assert len(cases) == meta["cases_run"].value
     again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
     assert again.verdict == summary["verdict"].value != "PASS"
+
+
+def test_a_budget_in_the_run_config_stops_the_dagster_run_and_is_never_a_pass(env):
+    """max_calls in the run config (the same RunOptions field as --max-calls): the shard
+    starts no item once the run has spent it, collect_outputs accepts the items it left
+    unstarted, and the run — its thresholds checked on a few cases, no gate — is UNDECIDED:
+    the Dagster run fails (on_undecided: fail) and eval_summary says why."""
+    instance, resources, tmp_path = env
+    stopped = evaluate(instance, resources, "v1", tier="full", suite="order_management",
+                       max_calls=3, concurrency=1)  # fmt: skip
+    assert not stopped.success
+    summary = next(e for e in stopped.get_asset_materialization_events()
+                   if e.asset_key.path == ["eval_summary"]).materialization.metadata  # fmt: skip
+    assert summary["verdict"].value == "UNDECIDED"
+    assert summary["budget"].value.startswith("--max-calls 3 reached (")
+    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
+    (run,) = store.list_runs(suite="order_management")
+    assert run.stopped and 1 <= len(store.read_outputs(run.run_id)) < 21
