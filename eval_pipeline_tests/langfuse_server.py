@@ -96,6 +96,7 @@ class LangfuseState:
     prompts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
     dataset_items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dataset_item_events: list[dict[str, Any]] = field(default_factory=list)  # every write
     dataset_runs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     dataset_run_items: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
@@ -383,18 +384,35 @@ class LangfuseTestServer:
                 "mediaReferences": [],
             }  # fmt: skip
             self.state.dataset_items[item_id] = item
+            self.state.dataset_item_events.append({**item, "createdAt": item["updatedAt"]})
             return JSONResponse(item)
 
     async def _list_items(self, request: Request) -> Response:
         page, limit = _paging(request)
         name = request.query_params.get("datasetName")
+        version = request.query_params.get("version")
         with self.state.lock:
             if name and name not in self.state.datasets:
                 return _error(404, "Dataset not found", "LangfuseNotFoundError")
-            rows = [i for i in self.state.dataset_items.values()
-                    if (not name or i["datasetName"] == name)
+            items = list(self.state.dataset_items.values())
+            if version and self.version.major >= 4:
+                items = self._items_at(version)
+            rows = [i for i in items if (not name or i["datasetName"] == name)
                     and i["status"] == "ACTIVE"]  # archived items are never listed  # fmt: skip
         return _page(rows, page, limit)
+
+    def _items_at(self, version: str) -> list[dict[str, Any]]:
+        """The items as they were at ``version`` (v4's dataset versions: for each item its
+        latest write at or before that time, its createdAt that write's; items first
+        written later are absent: getDatasetItemsByVersion over dataset_item_events,
+        langfuse/langfuse packages/shared/src/server). A v3 server ignores ``version``."""
+        at = datetime.fromisoformat(version.replace("Z", "+00:00"))
+        latest: dict[str, dict[str, Any]] = {}
+        for event in self.state.dataset_item_events:
+            written = datetime.fromisoformat(event["createdAt"].replace("Z", "+00:00"))
+            if written <= at:
+                latest[event["id"]] = event
+        return list(latest.values())
 
     # --- dataset runs -------------------------------------------------------------------
     # web/src/pages/api/public/dataset-run-items.ts, its body PostDatasetRunItemsV1Body

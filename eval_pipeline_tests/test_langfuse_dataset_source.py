@@ -109,13 +109,36 @@ def test_without_langfuse_a_langfuse_suite_says_what_to_set():
     assert "suite 'drive_thru'" in str(err.value) and "'langfuse:x'" in str(err.value)
 
 
-def test_a_pinned_version_a_server_ignores_is_refused_not_run_on_the_latest(synced):
-    """The test server, like a Langfuse without dataset versions, ignores ``version``: the
-    items it answers were created after the pinned time, which gives it away."""
-    server, local = synced
-    suite = on_langfuse(server, local, f"langfuse:{NAME}@2001-01-01T00:00:00Z")
-    with pytest.raises(DatasetError, match="does not serve dataset versions"):
-        suite.load_cases()
+def test_a_pinned_version_a_server_ignores_is_refused_not_run_on_the_latest():
+    """A v3 server, without dataset versions, ignores ``version``: the items it answers
+    were created after the pinned time, which gives it away."""
+    with LangfuseTestServer(version=V3) as server:
+        local = project_suite("drive_thru")
+        sync_dataset(server.client(), "drive_thru", local.load_cases())
+        suite = on_langfuse(server, local, f"langfuse:{NAME}@2001-01-01T00:00:00Z")
+        with pytest.raises(DatasetError, match="does not serve dataset versions"):
+            suite.load_cases()
+
+
+def test_a_pinned_version_runs_on_the_items_as_they_were_then():
+    """v4 serves dataset versions: a suite pinned to a time runs on the items as they were
+    then, whatever a curator archived or edited since; unpinned, on the latest."""
+    import time
+    from datetime import UTC, datetime
+
+    with LangfuseTestServer(version=V4) as server:
+        local = project_suite("drive_thru")
+        cases = local.load_cases()
+        sync_dataset(server.client(), "drive_thru", cases)
+        time.sleep(0.01)
+        pin = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        time.sleep(0.01)
+        edited = cases[1].model_copy(update={"input": {"customer_utterance": "just water"}})
+        sync_dataset(server.client(), "drive_thru", [edited, *cases[2:]])  # one archived
+        pinned = on_langfuse(server, local, f"langfuse:{NAME}@{pin}").load_cases()
+        latest = on_langfuse(server, local).load_cases()
+    assert dataset_version(pinned) == dataset_version(cases)
+    assert dataset_version(latest) == dataset_version([edited, *cases[2:]])
 
 
 @pytest.fixture
