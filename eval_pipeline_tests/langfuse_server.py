@@ -615,6 +615,32 @@ class LangfuseTestServer:
         data = [v2_row(o, groups, full_metadata=full_metadata) for o in page]
         return JSONResponse({"data": data, "meta": meta})
 
+    async def _traces_v1(self, request: Request) -> Response:
+        """GET /api/public/traces (v3; GetTracesV1Query in web/src/features/public-api/
+        types/traces.ts): filters on the trace's name, its environment(s) and its
+        timestamp (from inclusive, to exclusive), newest first, numbered pages. A trace's
+        name, environment and timestamp are its root's (the SDK sets the name on the
+        root, ``langfuse.trace.name``)."""
+        page, limit = _paging(request)
+        q = request.query_params
+        with self.state.lock:
+            roots = [o for o in self.state.observations if is_root(o)]
+        traces: dict[str, dict[str, Any]] = {}
+        for root in sorted(roots, key=lambda o: o["startTime"]):
+            traces.setdefault(root["traceId"], {
+                "id": root["traceId"], "name": root.get("traceName") or root.get("name"),
+                "timestamp": root["startTime"], "environment": root.get("environment"),
+                "projectId": PROJECT_ID,
+            })  # fmt: skip
+        environments = q.getlist("environment")
+        start, end = q.get("fromTimestamp"), q.get("toTimestamp")
+        rows = [t for t in traces.values()
+                if (not q.get("name") or t["name"] == q["name"])
+                and (not environments or t["environment"] in environments)
+                and (not start or _ts(t["timestamp"]) >= _ts(start))
+                and (not end or _ts(t["timestamp"]) < _ts(end))]  # fmt: skip
+        return _page(sorted(rows, key=lambda t: t["timestamp"], reverse=True), page, limit)
+
     async def _observations_v1(self, request: Request) -> Response:
         page, limit = _paging(request)
         rows = self._matching(request.query_params, roots_filter=False)
@@ -693,6 +719,7 @@ class LangfuseTestServer:
             route(f"{base}/otel/v1/traces", self._otel_traces, ["POST"], own_body),
             route(f"{base}/v2/observations", self._observations_v2, ["GET"]),
             route(f"{base}/observations", self._observations_v1, ["GET"], legacy),
+            route(f"{base}/traces", self._traces_v1, ["GET"], legacy),
         ]
 
         async def refused(request: Request, exc: HTTPException) -> Response:

@@ -277,10 +277,11 @@ def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_pa
     assert len(remote) == 1321 and "child" not in ids and "remote" in ids
     if server.version is V4:  # the totals (2 pages of 1,000), then the roots (2 pages)
         assert server.requests[("GET", "/api/public/v2/observations")] == 4
-    else:  # the version says v1: the day's observations for the totals (14 pages of 100),
-        # then the named ones twice (some have a parent)
+    else:  # the version says v1: the day's traces of the name (14 pages of 100), then one
+        # pass over the day's observations for the totals and the roots (14 pages)
         assert server.requests[("GET", "/api/public/v2/observations")] == 0
-        assert server.requests[("GET", "/api/public/observations")] == 42
+        assert server.requests[("GET", "/api/public/traces")] == 14
+        assert server.requests[("GET", "/api/public/observations")] == 14
     expected = list(LocalTraceSource().traces(suite, day))
     by_id = {r.trace_id: r for r in remote}
     assert all(by_id[r.trace_id].output == r.output for r in expected)
@@ -328,6 +329,30 @@ def test_a_production_trace_costs_what_its_generations_cost(any_server):
         assert (record.input_tokens, record.output_tokens) == (300, 60)
         assert record.cost_usd == pytest.approx(0.0045)
         assert record.latency_ms == pytest.approx(3000)
+
+
+def test_production_traces_are_chosen_by_the_traces_name_not_the_roots(any_server):
+    """The suite names its traces by the trace's name (what Langfuse's trace list shows),
+    which may differ from its root observation's (a LangGraph root is "LangGraph" under a
+    trace the team named). On v3 the v1 observations API cannot filter on it, so the
+    root's name stood for it: such a trace was missed, and a trace of another name whose
+    root happened to bear the suite's name was taken."""
+    from datetime import date
+
+    from eval_pipeline.integrations.trace_sources import LangfuseTraceSource
+
+    server, day, suite = any_server, date(2026, 11, 20), project_suite("drive_thru")
+
+    def root(n: int, name: str, trace_name: str) -> dict:
+        return {"id": f"{n:015x}r", "traceId": f"{n:032x}", "name": name,
+                "traceName": trace_name, "type": "SPAN", "environment": "production",
+                "startTime": f"2026-11-20T10:0{n}:00Z", "endTime": f"2026-11-20T10:0{n}:01Z",
+                "input": {"q": n}, "output": {"a": n}}  # fmt: skip
+
+    server.add_observations([root(1, "LangGraph", suite.trace_name),
+                             root(2, suite.trace_name, "another-agent")])  # fmt: skip
+    found = list(LangfuseTraceSource(server.settings()).traces(suite, day))
+    assert [r.trace_id for r in found] == [f"{1:032x}"]
 
 
 def test_the_test_server_refuses_a_filter_the_api_refuses(any_server):

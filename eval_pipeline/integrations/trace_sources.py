@@ -1,22 +1,23 @@
 """Where production traces come from: Langfuse or local JSONL files.
 
 Both yield the root observations of one suite's agent for one UTC day, parsed into
-``TraceRecord``s one at a time (streaming: memory holds a few numbers per trace, never the
-day's observations). A trace's tokens and cost are the sums over all of its observations:
-Langfuse records usage and cost on the generations, which sit under the root span.
+``TraceRecord``s (memory holds a few numbers per trace, never the day's observations; on
+v3, the day's roots of the suite's traces too). A trace's tokens and cost are the sums
+over all of its observations: Langfuse records usage and cost on the generations, which
+sit under the root span.
 
 Langfuse v4 serves the v2 observations API (cursor pages of 1,000) with a ``filter`` on the
 trace's name and environment; self-hosted v3 answers it 404 unless a preview flag is set,
 and serves the v1 API instead (numbered pages of at most 100, no root filter, no trace
-name, no trace tags). The server's version (``/api/public/health``) picks the API; when it
-cannot be read we ask v2 and fall back to v1 on its 404. Either way, traces in the
-evaluation environment (``sdk-experiment``, or ``EVAL_LANGFUSE_ENVIRONMENT``) are left out:
-they are our own runs, not production.
+name, no trace tags), whose traces API names the suite's traces. The server's version
+(``/api/public/health``) picks the API; when it cannot be read we ask v2 and fall back to
+v1 on its 404. Either way, traces in the evaluation environment (``sdk-experiment``, or
+``EVAL_LANGFUSE_ENVIRONMENT``) are left out: they are our own runs, not production.
 
 A root is an observation without a parent, or one the SDK started under a remote parent
 (``trace_context``: distributed tracing), which keeps that parent's id. v4 tells them
-apart (``isRootObservation``); from v1 we take, besides those without a parent, those
-whose parent is not an observation of the same name (a second pass, only when needed).
+apart (``isRootObservation``); from v1 we take those without a parent, and in a trace
+that has none, its earliest observation.
 """
 
 from __future__ import annotations
@@ -175,40 +176,61 @@ class LangfuseTraceSource(LangfuseService):
                 return
 
     def _v1(self, trace_name: str, day: date) -> Iterator[TraceRecord]:
-        """GET /api/public/observations (v3 servers): every observation with the name.
-        Those without a parent are roots; if some have one, a second pass takes those whose
-        parent is not among the named ones (a remote parent). Numbered pages may shift when
-        rows arrive meanwhile: ids are de-duplicated. The v1 API filters neither on the
-        trace's name nor on environments to leave out: the root's name stands for the
-        trace's, and the environments are left out here. The totals come first, from one
-        pass over the day's observations of every name (v1 cannot select a trace's)."""
+        """v3 servers. The v1 observations API filters on neither the trace's name nor
+        its environment, so GET /api/public/traces names the day's traces first (by trace
+        name, its environment kept out when it is ours); then one pass over the day's
+        observations sums each trace's totals and finds its roots: the observations
+        without a parent or, in a trace that has none (its root started under a remote
+        parent: distributed tracing), its earliest one. Numbered pages may shift when rows
+        arrive meanwhile: ids are de-duplicated."""
+        named = self._v1_traces(trace_name, day)
         totals: dict[str, TraceTotals] = {}
-        for raw, _ in self._v1_rows({}, trace_name, day, grace=CHILD_GRACE):
-            if raw.get("traceId"):
-                totals[raw["traceId"]] = totals.get(raw["traceId"], TraceTotals()).add(raw)
-
-        def root(raw: dict[str, Any], where: str) -> TraceRecord:
-            return with_totals(_parse(raw, where), totals.get(raw["traceId"]))
-
-        named: set[str] = set()
-        parented = False
-        for raw, where in self._v1_rows({"name": trace_name}, trace_name, day):
-            if raw.get("id") in named:
+        roots: dict[str, dict[str, tuple[dict[str, Any], str]]] = {}
+        earliest: dict[str, tuple[dict[str, Any], str]] = {}
+        for raw, where in self._v1_rows({}, trace_name, day, grace=CHILD_GRACE):
+            trace_id = raw.get("traceId")
+            if not trace_id:
                 continue
-            named.add(raw.get("id"))
-            if raw.get("parentObservationId"):
-                parented = True
-            elif raw.get("environment") not in self._excluded:
-                yield root(raw, where)
-        if not parented:
-            return
-        taken: set[str] = set()
-        for raw, where in self._v1_rows({"name": trace_name}, trace_name, day):
-            parent = raw.get("parentObservationId")
-            if (parent and parent not in named and raw.get("id") not in taken
-                    and raw.get("environment") not in self._excluded):  # fmt: skip
-                taken.add(raw.get("id"))
-                yield root(raw, where)
+            totals[trace_id] = totals.get(trace_id, TraceTotals()).add(raw)
+            if trace_id not in named:
+                continue
+            if not raw.get("parentObservationId"):
+                roots.setdefault(trace_id, {})[raw.get("id")] = (raw, where)
+            elif (best := earliest.get(trace_id)) is None or str(raw.get("startTime")) < str(
+                best[0].get("startTime")
+            ):
+                earliest[trace_id] = (raw, where)
+        for trace_id in named:
+            found = list(roots.get(trace_id, {}).values())
+            if not found and trace_id in earliest:
+                found = [earliest[trace_id]]
+            for raw, where in found:
+                yield with_totals(_parse(raw, where), totals.get(trace_id))
+
+    def _v1_traces(self, trace_name: str, day: date) -> list[str]:
+        """The ids of the day's traces named ``trace_name`` outside the evaluation
+        environments (GET /api/public/traces, GetTracesV1Query in langfuse/langfuse
+        web/src/features/public-api/types/traces.ts: name, environment, from/toTimestamp,
+        numbered pages of at most 100), oldest first."""
+        start, end = day_window(day)
+        params = {"name": trace_name, "fromTimestamp": start.isoformat(), "fields": "core",
+                  "toTimestamp": end.isoformat(), "limit": V1_PAGE_SIZE}  # fmt: skip
+        found: dict[str, str] = {}
+        page, pages = 0, 1
+        with self.settings.http(self.timeout_s) as http:
+            while page < pages:
+                page += 1
+                try:
+                    response = http.get("/api/public/traces", params={**params, "page": page})
+                    response.raise_for_status()
+                    body = response.json()
+                except (httpx.HTTPError, ValueError) as exc:
+                    raise self._failed(trace_name, day, exc, f"v1 traces, page {page}") from exc
+                pages = int((body.get("meta") or {}).get("totalPages") or 0)
+                for trace in body.get("data") or []:
+                    if trace.get("environment") not in self._excluded:
+                        found[trace["id"]] = str(trace.get("timestamp"))
+        return sorted(found, key=lambda t: (found[t], t))
 
     def _v1_rows(
         self, query: dict[str, str], trace_name: str, day: date, *, grace: timedelta = NO_GRACE
