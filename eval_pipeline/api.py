@@ -229,7 +229,7 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     # (result.cases: a sequential run may have gone on past the plan's cases)
     report = prepared.services.write_run(store, result.run, list(result.cases), result.scores,
                                          result.outputs, result.summary.metrics,
-                                         plan.suite.thresholds.categories)  # fmt: skip
+                                         plan.suite)  # fmt: skip
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     if report is not None and report.experiment and report.experiment.problem:

@@ -282,3 +282,61 @@ def test_dagster_evaluates_a_langfuse_suite_end_to_end(langfuse_project, tmp_pat
     (run,) = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}").list_runs(suite="drive_thru")
     assert run.status == "complete"
     assert run.dataset_version == dataset_version(project_suite("drive_thru").load_cases())
+
+
+@pytest.mark.parametrize("version", [V3, V4], ids=lambda v: f"langfuse-{v.version}")
+def test_a_run_on_a_teams_dataset_is_an_experiment_of_that_dataset(version, monkeypatch,
+                                                                   tmp_path):  # fmt: skip
+    """A team curates "support-golden" (its own item ids, our case ids in metadata): a run
+    on it is linked to that dataset and its items, on v4 by the experiment span attributes,
+    on v3 by dataset run items; no copy named eval-pipeline/<suite> is made in the team's
+    project. Before, the run synced a copy and linked to it."""
+    import yaml
+    from click.testing import CliRunner
+    from langfuse._client.resource_manager import LangfuseResourceManager
+
+    from eval_pipeline.cli import main
+    from eval_pipeline_tests.helpers import EXAMPLES, PROJECT
+
+    config = yaml.safe_load(PROJECT.read_text())
+    config["suites"] = {"drive_thru": {
+        **config["suites"]["drive_thru"], "dataset": "langfuse:support-golden",
+        "thresholds": "datasets/drive_thru/thresholds.yaml",
+    }}  # fmt: skip
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("eval_examples", "prompts", "datasets"):
+        (project / name).symlink_to(EXAMPLES / name)
+    (project / "eval-pipeline.yaml").write_text(yaml.safe_dump(config))
+    with LangfuseTestServer(version=version) as srv:
+        prompt = yaml.safe_load((EXAMPLES / "prompts/drive-thru/orchestrator/v1.yaml").read_text())
+        srv.seed_prompt("drive-thru/orchestrator", prompt["prompt"], type=prompt["type"],
+                        config=prompt.get("config"), labels=["production"])  # fmt: skip
+        client = srv.client()
+        client.create_dataset(name="support-golden")
+        cases = project_suite("drive_thru").load_cases()
+        for n, case in enumerate(cases):
+            client.create_dataset_item(
+                dataset_name="support-golden", id=f"team-item-{n}", input=case.input,
+                expected_output=case.expected_output,
+                metadata={"case_id": case.id, **case.metadata.model_dump()},
+            )  # fmt: skip
+        for name, value in srv.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("EVAL_PROJECT", str(project / "eval-pipeline.yaml"))
+        LangfuseResourceManager.reset()
+        ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
+        assert ran.exit_code == 0, ran.output
+        srv.settle()
+        team = {f"team-item-{n}" for n in range(len(cases))}
+        assert set(srv.state.datasets) == {"support-golden"}  # no copy
+        if version is V4:
+            items = [o for o in srv.state.observations if o["experimentItemId"]]
+            assert items and {o["experimentItemId"] for o in items} <= team
+            dataset_id = srv.state.datasets["support-golden"]["id"]
+            assert {o["_attributes"].get("langfuse.experiment.dataset.id")
+                    for o in items} == {dataset_id}  # fmt: skip
+        else:
+            linked = srv.state.dataset_run_items
+            assert linked and {i["datasetItemId"] for i in linked} <= team

@@ -168,6 +168,33 @@ def _items(client: Langfuse, name: str, *, version: datetime | None = None) -> I
 # ``difficulty``, ``tier`` (as in a case file's ``metadata:``; extra keys are kept).
 
 
+@dataclass(frozen=True)
+class LinkedDataset:
+    """The Langfuse dataset a run's items are linked to, and each case's item id in it."""
+
+    name: str
+    items: dict[str, str]  # case id → dataset item id
+
+
+def linked_items(
+    client: Langfuse, suite: str, cases: Sequence[GoldenCase],
+    ref: LangfuseDatasetRef | None = None,
+) -> LinkedDataset:  # fmt: skip
+    """Where a run's items are linked: a ``langfuse:`` suite's own dataset and its items
+    (each case's item found by the rule ``fetch_raw_cases`` reads: metadata ``case_id``,
+    else the item id), nothing written; any other suite's cases synced into
+    ``eval-pipeline/<suite>`` first (``sync_dataset``)."""
+    if ref is None:
+        sync_dataset(client, suite, cases)
+        return LinkedDataset(dataset_name(suite), {c.id: item_id(suite, c.id) for c in cases})
+    version = datetime.fromisoformat(ref.version.replace("Z", "+00:00")) if ref.version else None
+    found = {}
+    for item in _items(client, ref.name, version=version):
+        meta = item.metadata if isinstance(item.metadata, dict) else {}
+        found[str(meta.get("case_id", item.id))] = item.id
+    return LinkedDataset(ref.name, found)
+
+
 def fetch_raw_cases(client: Langfuse, ref: LangfuseDatasetRef) -> list[tuple[str, Any]]:
     """The ACTIVE items of ``ref`` as (location, raw case) pairs for ``validate_cases``.
     Archived items are not listed by the server (GET /api/public/dataset-items lists only
@@ -205,7 +232,7 @@ def fetch_raw_cases(client: Langfuse, ref: LangfuseDatasetRef) -> list[tuple[str
                             "in Langfuse or archive it")  # fmt: skip
             continue
         meta = dict(item.metadata) if isinstance(item.metadata, dict) else {}
-        case_id = meta.pop("case_id", item.id)
+        case_id = meta.pop("case_id", item.id)  # (the rule of linked_items too)
         raws.append(
             (
                 where,

@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.cases import GoldenCase, LangfuseDatasetRef
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_status,
     major_version,
 )
-from eval_pipeline.integrations.langfuse_datasets import dataset_name, item_id, sync_dataset
+from eval_pipeline.integrations.langfuse_datasets import dataset_name, linked_items
 
 # langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
 DESCRIPTION = "langfuse.experiment.description"
@@ -99,19 +99,29 @@ def reads_experiments(settings: LangfuseSettings) -> bool:
     return _MAJORS[settings] >= 4
 
 
+@dataclass(frozen=True)
+class ExperimentDataset:
+    """The dataset a v4 run's spans name, and each case's item in it."""
+
+    id: str
+    items: dict[str, str]  # case id → dataset item id
+
+
 def experiment_dataset(
-    settings: LangfuseSettings, client: Any, suite: str, cases: Sequence[GoldenCase]
-) -> str | None:
-    """On a server that groups experiments from span attributes (v4): the suite's dataset,
-    synced, and its id, so the run's spans name the dataset and its items (Datasets → the
-    dataset → its runs). None on v3 (``link_run`` links the items after the run) and when
-    the dataset cannot be synced (the run goes on; its experiment is then listed without
-    a dataset). Never raises."""
+    settings: LangfuseSettings, client: Any, suite: str, cases: Sequence[GoldenCase],
+    ref: LangfuseDatasetRef | None = None,
+) -> ExperimentDataset | None:  # fmt: skip
+    """On a server that groups experiments from span attributes (v4): the dataset the
+    run's items belong to (a ``langfuse:`` suite's own; else the suite's, synced) with its
+    id, so the run's spans name it and its items (Datasets → the dataset → its runs).
+    None on v3 (``link_run`` links the items after the run) and when Langfuse cannot say
+    (the run goes on; its experiment is then listed without a dataset). Never raises."""
     if not reads_experiments(settings):
         return None
     try:
-        sync_dataset(client, suite, cases)
-        return str(client.api.datasets.get(quote(dataset_name(suite), safe="")).id)
+        linked = linked_items(client, suite, cases, ref)
+        dataset = client.api.datasets.get(quote(linked.name, safe=""))
+        return ExperimentDataset(str(dataset.id), linked.items)
     except Exception:  # Langfuse trouble never fails an evaluation
         return None
 
@@ -130,29 +140,34 @@ class Linked:
 
 
 def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
-             run: RunRecord, outputs: Sequence[ItemOutput]) -> Linked:  # fmt: skip
-    """The run's experiment: on v4 the span attributes already made it; on v3 the suite's
-    dataset is synced and every output linked as a dataset run item. Never raises."""
+             run: RunRecord, outputs: Sequence[ItemOutput],
+             ref: LangfuseDatasetRef | None = None) -> Linked:  # fmt: skip
+    """The run's experiment: on v4 the span attributes already made it; on v3 every output
+    is linked as a dataset run item of its dataset (a ``langfuse:`` suite's own, ``ref``;
+    else the suite's, synced first). Never raises."""
     suite, run_id = run.suite, run.run_id
     if reads_experiments(settings):
         return Linked(experiment_id(run_id))
     from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
+    where = f"dataset run of {ref.name if ref else dataset_name(suite)}"
     try:
-        sync_dataset(client, suite, cases)
+        linked = linked_items(client, suite, cases, ref)
         dataset_run_id = None
         with settings.http() as http:
             for out in outputs:
+                if out.item_id not in linked.items:
+                    return Linked(None, f"{where}: no item for case {out.item_id!r}")
                 response = http.post("/api/public/dataset-run-items", json={
                     "runName": run_id, "runDescription": f"eval-pipeline run of {suite}",
                     "metadata": run_metadata(run),
-                    "datasetItemId": item_id(suite, out.item_id),
+                    "datasetItemId": linked.items[out.item_id],
                     "traceId": item_trace_id(out.source_run_id or run_id, out.item_id,
                                              out.repeat)})  # fmt: skip
                 if response.status_code != 200:
                     why = describe_status(response.status_code, response.text[:200])
-                    return Linked(None, f"dataset run of {dataset_name(suite)}: {why}")
+                    return Linked(None, f"{where}: {why}")
                 dataset_run_id = response.json().get("datasetRunId")
         return Linked(dataset_run_id)
     except Exception as exc:  # Langfuse trouble never fails an evaluation
-        return Linked(None, f"dataset run of {dataset_name(suite)}: {type(exc).__name__}: {exc}")
+        return Linked(None, f"{where}: {type(exc).__name__}: {exc}")

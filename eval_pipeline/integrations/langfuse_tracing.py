@@ -50,12 +50,12 @@ class TracedAgent:
         environment: str,
         suite: str,
         prompt: dict[str, Any] | None = None,
-        dataset_id: str | None = None,
+        dataset: experiments.ExperimentDataset | None = None,
         trace_reused: bool = False,
     ):
         self.suite = suite
         self.trace_reused = trace_reused  # v4: memo-served items get a span of this run
-        self.dataset_id = dataset_id  # the synced dataset's (v4), for the experiment spans
+        self.dataset = dataset  # v4: the dataset (and items) the experiment spans name
         self.agent = agent
         self.environment = environment
         self.prompt = prompt  # {"name", "version"}: linked to the generations below
@@ -88,10 +88,10 @@ class TracedAgent:
                 prompt=self.prompt,
                 experiment=experiments.propagated(  # type: ignore[arg-type]
                     self.run_id,
-                    item_id(self.suite, case.id),
+                    self._item_id(case.id),
                     root.id,
                     self.metadata,
-                    self.dataset_id,
+                    self.dataset.id if self.dataset else None,
                 ),
             ),
         ):
@@ -101,6 +101,12 @@ class TracedAgent:
                 )
             )
             yield root
+
+    def _item_id(self, case_id: str) -> str:
+        """The case's dataset item: in the linked dataset, else in the suite's own."""
+        if self.dataset is not None and case_id in self.dataset.items:
+            return self.dataset.items[case_id]
+        return item_id(self.suite, case_id)
 
     async def reused(self, case: GoldenCase, repeat: int, output: ItemOutput) -> None:
         """An item the memo answered (core/running/runner.py calls this): on a server that

@@ -16,13 +16,13 @@ from typing import Any
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
-from eval_pipeline.core.scoring.categories import CategoryScale
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import (
+    ExperimentDataset,
     experiment_dataset,
     link_run,
     reads_experiments,
@@ -107,15 +107,15 @@ class Services:
         made = suite.make_agent(prompt, settings)
         if self.langfuse is None:
             return made
-        dataset_id = experiment_dataset(self.langfuse, self.client(), suite.name,
-                                        suite.load_cases())  # fmt: skip
+        dataset = experiment_dataset(self.langfuse, self.client(), suite.name,
+                                     suite.load_cases(), suite.dataset_ref)  # fmt: skip
         return self.traced(made, run_id=run.run_id, suite=suite.name, prompt=prompt,
                            metadata={**run_metadata(run), **(metadata or {})},
-                           dataset_id=dataset_id)  # fmt: skip
+                           dataset=dataset)  # fmt: skip
 
     def traced(self, agent: Agent, *, run_id: str, suite: str, prompt: PromptVersion | None,
                metadata: Mapping[str, str] | None = None,
-               dataset_id: str | None = None) -> Agent:  # fmt: skip
+               dataset: ExperimentDataset | None = None) -> Agent:  # fmt: skip
         """One Langfuse trace per evaluated item, in the evaluation environment, the
         agent's generations linked to the prompt version under test (Langfuse's prompt
         metrics) and, on v4, its experiment to the suite's dataset; the agent itself
@@ -131,7 +131,7 @@ class Services:
                       **(metadata or {})},
             environment=self.langfuse.environment, suite=suite,
             prompt=None if prompt is None else {"name": prompt.name, "version": prompt.version},
-            dataset_id=dataset_id, trace_reused=reads_experiments(self.langfuse),
+            dataset=dataset, trace_reused=reads_experiments(self.langfuse),
         )  # fmt: skip
 
     def flush(self) -> None:
@@ -142,20 +142,23 @@ class Services:
         self, store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase],
         scores: Sequence[ItemScore], outputs: Sequence[ItemOutput],
         metrics: dict[str, float | None],
-        categories: Mapping[str, CategoryScale] | None = None,
+        suite: Suite | None = None,
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
         """A run's item scores onto their traces, each naming its score config
-        (langfuse_score_configs.py; ``categories``: the suite's scales), the run linked
-        as an experiment (langfuse_experiments.py) and its means onto it (or onto its
-        session, when it could not be linked: the report says why); never raises."""
+        (langfuse_score_configs.py, with ``suite``'s category scales), the run linked as
+        an experiment of its dataset (langfuse_experiments.py; a ``langfuse:`` suite's
+        own) and its means onto it (or onto its session, when it could not be linked: the
+        report says why); never raises."""
         if self.langfuse is None:
             return None
-        linked = link_run(self.langfuse, self.client(), cases, run, outputs)
+        ref = suite.dataset_ref if suite is not None else None
+        linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref)
         # (v4: memo-served items have a span in this run's trace: their scores go there)
         items = langfuse_scores.item_score_payloads(
             run.run_id, scores, outputs, own_traces=reads_experiments(self.langfuse)
         )
-        payloads = with_configs(self.langfuse, items, categories or {})
+        scales = suite.thresholds.categories if suite is not None else {}
+        payloads = with_configs(self.langfuse, items, scales)
         payloads |= langfuse_scores.run_score_payloads(
             run.run_id, metrics, dataset_run_id=linked.dataset_run_id
         )

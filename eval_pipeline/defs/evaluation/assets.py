@@ -233,7 +233,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         writeback: dict[str, Any] = {"langfuse": found.description}
         report = found.write_run(store, run, cases, store.read_scores(run_id),
                                  store.read_outputs(run_id), summary.metrics,
-                                 suite.thresholds.categories)  # fmt: skip
+                                 suite)  # fmt: skip
         if report is not None:  # (never fails the evaluation)
             writeback |= report.metadata()
             if report.queued or report.set_aside:
