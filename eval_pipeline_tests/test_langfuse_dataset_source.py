@@ -4,6 +4,7 @@ dataset's items, validated as case files are (issue 24 item 5)."""
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
 
 import pytest
 
@@ -141,10 +142,11 @@ def test_a_pinned_version_runs_on_the_items_as_they_were_then():
     assert dataset_version(latest) == dataset_version([edited, *cases[2:]])
 
 
-@pytest.fixture
-def langfuse_project(monkeypatch, tmp_path):
-    """The examples' project with drive_thru reading its cases from a Langfuse dataset
-    (synced from its folder), the CLI pointed at it and at a test server."""
+@contextmanager
+def suite_on_langfuse(monkeypatch, tmp_path, dataset: str, version=V4):
+    """The examples' project with drive_thru reading its cases from the Langfuse dataset
+    ``dataset``, a test server of ``version`` serving its prompt, and the CLI pointed at
+    both; the dataset is the caller's to fill."""
     import yaml
     from langfuse._client.resource_manager import LangfuseResourceManager
 
@@ -152,7 +154,7 @@ def langfuse_project(monkeypatch, tmp_path):
 
     config = yaml.safe_load(PROJECT.read_text())
     config["suites"] = {"drive_thru": {
-        **config["suites"]["drive_thru"], "dataset": f"langfuse:{NAME}",
+        **config["suites"]["drive_thru"], "dataset": f"langfuse:{dataset}",
         "thresholds": "datasets/drive_thru/thresholds.yaml",
     }}  # fmt: skip
     project = tmp_path / "project"
@@ -160,17 +162,24 @@ def langfuse_project(monkeypatch, tmp_path):
     for name in ("eval_examples", "prompts", "datasets"):
         (project / name).symlink_to(EXAMPLES / name)
     (project / "eval-pipeline.yaml").write_text(yaml.safe_dump(config))
-    with LangfuseTestServer(version=V4) as srv:
+    with LangfuseTestServer(version=version) as srv:
         prompt = yaml.safe_load((EXAMPLES / "prompts/drive-thru/orchestrator/v1.yaml").read_text())
         srv.seed_prompt("drive-thru/orchestrator", prompt["prompt"], type=prompt["type"],
                         config=prompt.get("config"), labels=["production"])  # fmt: skip
-        sync_dataset(srv.client(), "drive_thru", project_suite("drive_thru").load_cases())
         for name, value in srv.env().items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
         monkeypatch.setenv("EVAL_PROJECT", str(project / "eval-pipeline.yaml"))
         monkeypatch.delenv("EVAL_RESULTS_URL", raising=False)
         LangfuseResourceManager.reset()
+        yield srv
+
+
+@pytest.fixture
+def langfuse_project(monkeypatch, tmp_path):
+    """drive_thru on the Langfuse dataset synced from its folder (``suite_on_langfuse``)."""
+    with suite_on_langfuse(monkeypatch, tmp_path, NAME) as srv:
+        sync_dataset(srv.client(), "drive_thru", project_suite("drive_thru").load_cases())
         yield srv, tmp_path / "home"
 
 
@@ -291,27 +300,11 @@ def test_a_run_on_a_teams_dataset_is_an_experiment_of_that_dataset(version, monk
     on it is linked to that dataset and its items, on v4 by the experiment span attributes,
     on v3 by dataset run items; no copy named eval-pipeline/<suite> is made in the team's
     project. Before, the run synced a copy and linked to it."""
-    import yaml
     from click.testing import CliRunner
-    from langfuse._client.resource_manager import LangfuseResourceManager
 
     from eval_pipeline.cli import main
-    from eval_pipeline_tests.helpers import EXAMPLES, PROJECT
 
-    config = yaml.safe_load(PROJECT.read_text())
-    config["suites"] = {"drive_thru": {
-        **config["suites"]["drive_thru"], "dataset": "langfuse:support-golden",
-        "thresholds": "datasets/drive_thru/thresholds.yaml",
-    }}  # fmt: skip
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("eval_examples", "prompts", "datasets"):
-        (project / name).symlink_to(EXAMPLES / name)
-    (project / "eval-pipeline.yaml").write_text(yaml.safe_dump(config))
-    with LangfuseTestServer(version=version) as srv:
-        prompt = yaml.safe_load((EXAMPLES / "prompts/drive-thru/orchestrator/v1.yaml").read_text())
-        srv.seed_prompt("drive-thru/orchestrator", prompt["prompt"], type=prompt["type"],
-                        config=prompt.get("config"), labels=["production"])  # fmt: skip
+    with suite_on_langfuse(monkeypatch, tmp_path, "support-golden", version) as srv:
         client = srv.client()
         client.create_dataset(name="support-golden")
         cases = project_suite("drive_thru").load_cases()
@@ -321,11 +314,6 @@ def test_a_run_on_a_teams_dataset_is_an_experiment_of_that_dataset(version, monk
                 expected_output=case.expected_output,
                 metadata={"case_id": case.id, **case.metadata.model_dump()},
             )  # fmt: skip
-        for name, value in srv.env().items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("EVAL_PROJECT", str(project / "eval-pipeline.yaml"))
-        LangfuseResourceManager.reset()
         ran = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "smoke"])
         assert ran.exit_code == 0, ran.output
         srv.settle()

@@ -214,22 +214,11 @@ class LangfuseTraceSource(LangfuseService):
         numbered pages of at most 100), oldest first."""
         start, end = day_window(day)
         params = {"name": trace_name, "fromTimestamp": start.isoformat(), "fields": "core",
-                  "toTimestamp": end.isoformat(), "limit": V1_PAGE_SIZE}  # fmt: skip
+                  "toTimestamp": end.isoformat()}  # fmt: skip
         found: dict[str, str] = {}
-        page, pages = 0, 1
-        with self.settings.http(self.timeout_s) as http:
-            while page < pages:
-                page += 1
-                try:
-                    response = http.get("/api/public/traces", params={**params, "page": page})
-                    response.raise_for_status()
-                    body = response.json()
-                except (httpx.HTTPError, ValueError) as exc:
-                    raise self._failed(trace_name, day, exc, f"v1 traces, page {page}") from exc
-                pages = int((body.get("meta") or {}).get("totalPages") or 0)
-                for trace in body.get("data") or []:
-                    if trace.get("environment") not in self._excluded:
-                        found[trace["id"]] = str(trace.get("timestamp"))
+        for trace, _ in self._v1_pages("traces", params, trace_name, day):
+            if trace.get("environment") not in self._excluded:
+                found[trace["id"]] = str(trace.get("timestamp"))
         return sorted(found, key=lambda t: (found[t], t))
 
     def _v1_rows(
@@ -237,25 +226,33 @@ class LangfuseTraceSource(LangfuseService):
     ) -> Iterator[tuple[dict[str, Any], str]]:
         start, end = day_window(day)
         params = {**query, "fromStartTime": start.isoformat(),
-                  "toStartTime": (end + grace).isoformat(), "limit": V1_PAGE_SIZE}  # fmt: skip
+                  "toStartTime": (end + grace).isoformat()}  # fmt: skip
+        yield from self._v1_pages("observations", params, trace_name, day)
+
+    def _v1_pages(
+        self, what: str, params: dict[str, str], trace_name: str, day: date
+    ) -> Iterator[tuple[dict[str, Any], str]]:
+        """Every row of GET /api/public/<what> (numbered pages of V1_PAGE_SIZE), with where
+        it came from; a failure is the read's failure, naming the page."""
         page, pages = 0, 1
         with self.settings.http(self.timeout_s) as http:
             while page < pages:
                 page += 1
+                query = {**params, "limit": V1_PAGE_SIZE, "page": page}
                 try:
-                    response = http.get("/api/public/observations", params={**params, "page": page})
+                    response = http.get(f"/api/public/{what}", params=query)
                     response.raise_for_status()
                     body = response.json()
                 except (httpx.HTTPError, ValueError) as exc:
-                    where = f"v1 observations, page {page}"
+                    where = f"v1 {what}, page {page}"
                     if getattr(getattr(exc, "response", None), "status_code", None) == 404:
-                        where += ("; the server serves neither observations API: on v3 set "
-                                  "LANGFUSE_MIGRATION_V4_ALLOW_PREVIEW_OPT_IN=true, or see "
-                                  "docs/langfuse.md")  # fmt: skip
+                        where += ("; the server serves no v1 API: on v3 set "
+                                  "LANGFUSE_MIGRATION_V4_ALLOW_PREVIEW_OPT_IN=true for v2, "
+                                  "or see docs/langfuse.md")  # fmt: skip
                     raise self._failed(trace_name, day, exc, where) from exc
                 pages = int((body.get("meta") or {}).get("totalPages") or 0)
                 for i, raw in enumerate(body.get("data") or []):
-                    yield raw, f"{self.description} v1 page {page} item {i}"
+                    yield raw, f"{self.description} v1 {what} page {page} item {i}"
 
 
 class _V2Missing(Exception):
