@@ -91,6 +91,7 @@ def _click_type(field: Any) -> Any:
 @run_option("--gate", "gate")
 @run_option("--sequential-until", "sequential_until")
 @run_option("--on-undecided", "on_undecided")
+@run_option("--max-repeats", "max_repeats", metavar="R")
 @run_option("--max-calls", "max_calls", metavar="N")
 @run_option("--max-tokens", "max_tokens", metavar="N")
 @run_option("--max-cost", "max_cost", metavar="DOLLARS")

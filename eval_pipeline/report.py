@@ -34,6 +34,8 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
     print_gate(console, result.gate, result.gate_note)
     if result.sequential:
         console.print(f"Sequential gate: {result.sequential.line()}")
+        if repeats := result.sequential.repeats_line():
+            console.print(f"  {escape(repeats)}")
     if result.run.stopped:
         console.print(f"[yellow]Budget:[/] {escape(result.run.stopped)}")
     for warning in [*result.warnings, *result.notes]:

@@ -120,3 +120,10 @@ def test_sequential_gate_benchmark():
     out = bench("sequential_gate.py", "--runs", "20")
     assert len(table_rows(out, "large (−0.6)")) == 2  # the fixed gate and the sequential one
     assert "fixed n = " in out
+
+
+def test_repeats_benchmark():
+    out = bench("repeats.py", "--runs", "5", "--cases", "30")
+    assert [row[1] for row in table_rows(out, "−m")] == [
+        "none", "baseline flaky", "candidate failed", "all flaky, from the start"
+    ]  # fmt: skip

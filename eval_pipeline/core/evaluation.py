@@ -19,7 +19,7 @@ import multiprocessing
 import queue
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
-from eval_pipeline.core.options import OnUndecided, RunOptions, budget_of
+from eval_pipeline.core.options import OnUndecided, OptionsError, RunOptions, budget_of
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
@@ -37,6 +37,7 @@ from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter, check_policy
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import (
+    Job,
     Progress,
     RunnerConfig,
     jobs_of,
@@ -46,6 +47,7 @@ from eval_pipeline.core.running.runner import (
 from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
+from eval_pipeline.core.scoring.reducers import repeat_values
 from eval_pipeline.core.scoring.rows import PairedRow, PrimaryFloorRow
 from eval_pipeline.core.scoring.summary import Summary, judge_spending, summarize
 from eval_pipeline.core.scoring.thresholds import (
@@ -86,10 +88,17 @@ class RunPlan:
     cache: CachePolicy
     request: RunOptions
     shards: list[Shard]
+    repeats_of: Mapping[str, int] = field(default_factory=dict)  # cases run more often
 
     @property
     def n_items(self) -> int:
-        return len(self.cases) * self.runner.repeats
+        return len(self.jobs)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The plan's items, case by case: each case's repeats (``runner.repeats``, or as
+        many as ``repeats_of`` gives it: a sequential run's flaky cases)."""
+        return jobs_of(self.cases, self.runner.repeats, self.repeats_of)
 
 
 @dataclass(frozen=True)
@@ -100,11 +109,27 @@ class SequentialReport:
     suite_cases: int
     decided: bool
     model_calls: int
+    repeated: tuple[str, ...] = ()  # the flaky cases run ``repeats`` times (``Repeats``)
+    repeats: int = 1
+    repeats_note: str = ""  # why no case was repeated, when none could be
 
     def line(self) -> str:
         said = "decided" if self.decided else "undecided"
-        return (f"{said} after {self.cases} of {self.suite_cases} cases "
+        flaky = ""
+        if self.repeated:
+            flaky = f", {len(self.repeated)} flaky ones {self.repeats} times each"
+        return (f"{said} after {self.cases} of {self.suite_cases} cases{flaky} "
                 f"({self.model_calls} model calls)")  # fmt: skip
+
+    def repeats_line(self, shown: int = 10) -> str | None:
+        """The flaky cases it repeated, named; or, when it stayed undecided, why none."""
+        if self.repeated:
+            more = f" and {len(self.repeated) - shown} more" if len(self.repeated) > shown else ""
+            return (f"flaky in the baseline, run {self.repeats} times each: "
+                    f"{', '.join(self.repeated[:shown])}{more}")  # fmt: skip
+        if not self.decided and self.repeats_note:
+            return f"no case repeated: {self.repeats_note}"
+        return None
 
 
 @dataclass
@@ -142,12 +167,9 @@ class EvalResult:
     def undecided(self) -> list[str]:
         """The gated metrics the gate could not decide, each with what would decide it
         (empty when every gated metric was decided, or there is no gate)."""
-        checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
         metrics = [
             f"{row.metric}: {row.note or f'Δ {row.delta:+.3f} is within reach of the margin'}"
-            for check in checks
-            for row in check.rows
-            if isinstance(row, PairedRow) and row.outcome == "warn"
+            for row in self.undecided_rows
         ]
         if not self.run.stopped:
             return metrics
@@ -155,6 +177,13 @@ class EvalResult:
             # only the sequential gate's decisions hold on the cases a budget let run
             return [*metrics, f"the budget stopped the run: {self.run.stopped}"]
         return []
+
+    @property
+    def undecided_rows(self) -> list[PairedRow]:
+        """The paired gate's rows of the gated metrics it could not decide."""
+        checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
+        return [row for check in checks for row in check.rows
+                if isinstance(row, PairedRow) and row.outcome == "warn"]  # fmt: skip
 
     @property
     def verdict(self) -> str:
@@ -281,6 +310,7 @@ def plan(
     all_cases = list(cases) if cases is not None else suite.load_cases(noticed)
     selected = all_cases if cases is not None else select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
+    _check_max_repeats(suite, request, repeats)
     key = prompt_key(prompt)
     run = RunRecord(
         run_id=run_id or new_run_id(suite.name, key),
@@ -317,6 +347,27 @@ def plan(
             "is reused from the memo (give the suite a `version:`)"
         )
     return RunPlan(suite, prompt, run, all_cases, selected, runner, policy, request, shard_list)
+
+
+def _check_max_repeats(suite: Suite, request: RunOptions, repeats: int) -> None:
+    """``max_repeats`` (``Repeats``) needs the sequential gate, at least the run's own
+    repeats, and per-case means: over more repeats, pass_at_k, pass_all_k, max and median
+    measure something else, so a repeated case would not be measured like the others."""
+    most = request.max_repeats
+    if most is None:
+        return
+    reducer = suite.thresholds.regression.reducer
+    problems = []
+    if request.gate != "sequential":
+        problems.append("flaky cases are repeated by the sequential gate: drop --gate fixed")
+    if most < repeats:
+        problems.append(f"it must be at least the run's repeats per case ({repeats})")
+    if reducer != "mean" and most > repeats:
+        problems.append(f"suite {suite.name} reduces repeats by {reducer!r}, which measures "
+                        "a case with more repeats differently: use reducer: mean in its "
+                        "thresholds, or leave --max-repeats out")  # fmt: skip
+    if problems:
+        raise OptionsError(f"max_repeats={most}: " + "; ".join(problems))
 
 
 def _source_note(suite: Suite, on_dataset: bool) -> list[str]:
@@ -439,7 +490,7 @@ def produce(
     own items in the store, so shards may run in any order, in any process. With
     ``batch`` (a sequential run's further cases), likewise: they are added to the run's."""
     run, cases, runner, policy = plan_.run, plan_.cases, plan_.runner, plan_.cache
-    jobs = jobs_of(cases, runner.repeats)
+    jobs = plan_.jobs
     if shard is not None:
         jobs = shard.select(jobs)
         runner = dataclasses.replace(runner, concurrency=shard.concurrency,
@@ -707,37 +758,90 @@ def go_on_until_decided(
 ) -> EvalResult:  # fmt: skip
     """The sequential gate: while a gated metric is undecided (``goes_on``), run
     the suite's further cases, in batches (as many as the tier has, at least MIN_BATCH),
-    in ``draw_order``, and decide again; stop when decided or when the cases the baseline
-    has run out. The result says after how many cases and model calls."""
+    in ``draw_order``, and decide again; stop when decided, or when the budget or the
+    cases the baseline has run out. Once the cases left look too few to decide
+    (``runs_short``), each further case the baseline found flaky is run ``max_repeats``
+    times (``Repeats``). The result says after how many cases and model calls."""
     run_id, suite = plan_.run.run_id, plan_.suite
     baseline, _ = decided_baseline(store, result.run)  # as stored (a step may plan again)
     cases = list(result.cases)  # the tier's, less any a budget left unstarted
     if baseline is None:  # no gate: nothing to decide
         return result
     paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
-    done = {c.id for c in plan_.cases}
+    done = {c.id for c in [*plan_.cases, *cases]}
     rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
             if c.id not in done and c.id in paired]  # fmt: skip
     size = max(MIN_BATCH, len(cases))
+    repeats = Repeats.planned(store, baseline, plan_)
+    repeated: list[str] = []
     budget = budget_of(plan_.request)
     while goes_on(result, plan_.request) and rest:
         if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
             store.stop_run(run_id, f"{reached}: {len(rest)} further case(s) not started")
             result.run = store.get_run(run_id) or result.run
             break
+        more = repeats.of(rest[:size]) if runs_short(result, len(rest)) else {}
         batch, rest = rest[:size], rest[size:]
-        more = dataclasses.replace(plan_, cases=batch)
-        produce(store, more, agent, prices=prices, progress=progress, batch=True)
+        produce(store, dataclasses.replace(plan_, cases=batch, repeats_of=more), agent,
+                prices=prices, progress=progress, batch=True)  # fmt: skip
         batch = cases_run(store, run_id, batch)
         score(store, run_id, suite, batch, prices=prices, batch=True)
         cases += batch
+        repeated += list(more)
         summary = summarise(store, run_id, suite, cases)
         result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=Spending.of_run(result.outputs, result.scores).calls,
+        repeated=tuple(repeated), repeats=repeats.most, repeats_note=repeats.note,
     )  # fmt: skip
     return result
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """Variance-aware repeats of a sequential run: the cases its baseline found flaky (their
+    repeats disagree on a gated metric) are run ``most`` times instead of the run's
+    repeats, once the run ``runs_short``. Where the paired difference is noisy, more
+    answers narrow it; elsewhere they would only cost. The choice is made from the
+    baseline, and before the case runs: choosing by the candidate's own answers (another
+    repeat where it failed, or disagreed with itself) would bias its per-case means, and
+    the gate with them. ``flaky`` empty: no repeats, and ``note`` says why."""
+
+    flaky: frozenset[str]
+    most: int
+    note: str = ""
+
+    @classmethod
+    def planned(cls, store: ResultsStore, baseline: RunRecord, plan_: RunPlan) -> Repeats:
+        """``max_repeats`` (default: as many as the baseline ran each case) for the cases
+        the baseline's repeats disagree on."""
+        asked, repeats = plan_.request.max_repeats, plan_.runner.repeats
+        most = asked or baseline.repeats
+        if most <= repeats:
+            why = "" if asked else (f"the baseline ran each case {baseline.repeats} time(s): "
+                                    "nothing says which cases are flaky")  # fmt: skip
+            return cls(frozenset(), repeats, why)
+        if plan_.suite.thresholds.regression.reducer != "mean":
+            return cls(frozenset(), repeats, "the reducer is not mean: a case with more "
+                       "repeats would be measured differently")  # fmt: skip
+        scores = store.read_scores(baseline.run_id)
+        metrics = plan_.suite.thresholds.gated_metrics
+        values = {m: repeat_values(scores, m) for m in metrics}
+        flaky = frozenset(item for m in metrics for item, v in values[m].items() if len(set(v)) > 1)
+        why = "" if flaky else "the baseline's repeats agree on every case"
+        return cls(flaky, most, why)
+
+    def of(self, cases: Sequence[GoldenCase]) -> dict[str, int]:
+        """How often each of ``cases`` runs when it is not the run's repeats."""
+        return {c.id: self.most for c in cases if c.id in self.flaky}
+
+
+def runs_short(result: EvalResult, left: int) -> bool:
+    """Whether the cases ``left`` look too few to decide: for an undecided gated metric,
+    the gate's guess of the pairs that would decide it exceeds them, or it cannot guess."""
+    return any(row.cases_needed is None or row.cases_needed - row.n > left
+               for row in result.undecided_rows)  # fmt: skip
 
 
 def goes_on(result: EvalResult, request: RunOptions) -> bool:

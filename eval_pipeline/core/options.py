@@ -77,6 +77,15 @@ class RunOptions(BaseModel):
         "gate itself decides whether the agent got worse, whatever the thresholds say "
         "(eval-pipeline bisect: each step is the gate's decision).",
     )
+    max_repeats: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="Sequential gate: once the suite's cases left look too few to decide, "
+        "run each further case the baseline found flaky (its repeats disagree) this many "
+        "times, so its mean is less noisy (default: as many times as the baseline ran "
+        "it; 1: never). Needs the mean reducer.",
+    )
     on_undecided: OnUndecided = Field(
         "fail",
         description="When the gate cannot tell whether the agent got worse (verdict "

@@ -110,6 +110,7 @@ class ResultFile(_Model):
     errors: list[str]  # why there is no verdict (ERROR)
     undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)
     sequential: str | None  # a sequential run: "decided after N of M cases (K model calls)"
+    repeated_cases: list[str]  # the flaky cases the sequential gate ran more often
     notes: list[str]  # what does not change the verdict
     run: RunRecord
     summary: Summary
@@ -137,6 +138,7 @@ class ResultFile(_Model):
             verdict=result.verdict, exit_code=result.exit_code, errors=result.errors,
             undecided=result.undecided,
             sequential=result.sequential.line() if result.sequential else None,
+            repeated_cases=list(result.sequential.repeated) if result.sequential else [],
             notes=result.notes, run=result.run, summary=result.summary, checks=checks,
             gate=GateResult.of(result.gate) if result.gate else None,
             gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,

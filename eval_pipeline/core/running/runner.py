@@ -43,10 +43,13 @@ Job = tuple[GoldenCase, int]  # one item of a run: a case and which repeat of it
 MAX_ERROR_CHARS = 2000
 
 
-def jobs_of(cases: Sequence[GoldenCase], repeats: int) -> list[Job]:
+def jobs_of(
+    cases: Sequence[GoldenCase], repeats: int, more: Mapping[str, int] | None = None
+) -> list[Job]:
     """A run's items in the one order every part of a run uses: case by case, repeats
-    together."""
-    return [(case, repeat) for case in cases for repeat in range(repeats)]
+    together; ``more``: the cases that get another number of repeats (case id → count)."""
+    more = more or {}
+    return [(case, repeat) for case in cases for repeat in range(more.get(case.id, repeats))]
 
 
 @dataclass(frozen=True)

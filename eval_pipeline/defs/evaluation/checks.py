@@ -109,6 +109,8 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
                 "suite_cases": said.suite_cases,
                 "model_calls": said.model_calls,
             }
+            if repeats := said.repeats_line():
+                numbers["repeats"] = repeats
             description = f"{description} ({said.line()})"
         if result.run.stopped:
             numbers["budget"] = result.run.stopped
