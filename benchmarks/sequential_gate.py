@@ -7,6 +7,16 @@ sequential gate draws batches of 5 and stops when its confidence sequence decide
 ``--cap`` × that n. Both at α = 0.05. Printed: the mean pairs used, and how often each
 verdict came out.
 
+Then, for the rows with no drop, the comparison at equal power: the fixed n whose gate
+says NOT WORSE as often as the sequential gate did, and the fewest pairs *any* level-α
+test (sequential or not, knowing the alternative or not) can use on average for that
+power: d(power ‖ α) / KL_inf, with d the binary divergence (Wald's lower bound on the
+expected sample number, Wald 1945, "Sequential tests of statistical hypotheses", Ann.
+Math. Stat. 16(2), in its change-of-measure form), and KL_inf the divergence from the
+pairs' distribution to the closest distribution on [−1, 1] with mean −margin, computed in
+its dual form max over λ of E log(1 + λ(X − μ₀)) (Honda & Takemura 2010, "An
+asymptotically optimal bandit algorithm for bounded support models", COLT).
+
     .venv/bin/python benchmarks/sequential_gate.py [--runs 400] [--margin 0.1] [--cap 3]
 """
 
@@ -17,6 +27,7 @@ import math
 import time
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from eval_pipeline.core.scoring.sequential import confidence_sequence
 from eval_pipeline.core.scoring.stats import cases_needed, compare_paired
@@ -59,6 +70,41 @@ def sequential(rng: np.random.Generator, drop: float, cap: int, margin: float,
     return "UNDECIDED", cap
 
 
+def differences(drop: float, flip: float | None) -> dict[float, float]:
+    """The distribution of a pair's difference (candidate − baseline) that ``pairs`` draws."""
+    if flip is None:
+        worse, better = BASE_RATE * (1 - BASE_RATE + drop), (1 - BASE_RATE) * (BASE_RATE - drop)
+    else:
+        worse, better = flip + drop, flip
+    return {-1.0: worse, 0.0: 1 - worse - better, 1.0: better}
+
+
+def least_pairs(diffs: dict[float, float], margin: float, power: float) -> float:
+    """The fewest pairs on average any level-α test can use to say NOT WORSE with
+    probability ``power`` when the pairs come from ``diffs`` (module docstring)."""
+    xs = {(d + 1) / 2: p for d, p in diffs.items() if p > 0}  # on [0, 1]
+    null = (1 - margin) / 2
+
+    def loss(lam: float) -> float:
+        return -sum(p * math.log1p(lam * (x - null)) for x, p in xs.items())
+
+    kl_inf = -minimize_scalar(loss, bounds=(0, 1 / null - 1e-9), method="bounded").fun
+    d = power * math.log(power / ALPHA) + (1 - power) * math.log((1 - power) / (1 - ALPHA))
+    return d / kl_inf
+
+
+def fixed_at_power(rng: np.random.Generator, power: float, margin: float, start: int,
+                   flip: float | None, runs: int) -> int:  # fmt: skip
+    """The fixed gate's n (in steps of 5) that says NOT WORSE at no drop at least as often."""
+    n = start
+    while n < 20 * start:
+        said = [fixed(rng, 0.0, n, margin, flip)[0] for _ in range(runs)]
+        if said.count("NOT WORSE") / runs >= power:
+            return n
+        n += 5
+    return n
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400)
@@ -77,6 +123,7 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|")
     cases = (("0", 0.0, None), ("0, paired (5% flip each way)", 0.0, 0.05), ("−m", m, None),
              ("−2m", 2 * m, None), ("large (−0.6)", 0.6, None))  # fmt: skip
+    equal: list[tuple[str, float | None, float, float]] = []
     for label, drop, flip in cases:
         rows = {}
         for name in ("fixed", "sequential"):
@@ -89,11 +136,21 @@ def main() -> None:
             verdicts = [v for v, _ in results]
             mean = float(np.mean([n for _, n in results]))
             rows[name] = mean
+            if name == "sequential" and drop == 0:
+                equal.append((label, flip, verdicts.count("NOT WORSE") / len(verdicts), mean))
             shares = [verdicts.count(v) / len(verdicts) for v in ("WORSE", "NOT WORSE",
                                                                   "UNDECIDED")]  # fmt: skip
             ratio = f"{mean / rows['fixed']:.2f}" if name == "sequential" else "1"
             print(f"| {label} | {name} | {mean:.1f} | {shares[0]:.1%} | {shares[1]:.1%} | "
                   f"{shares[2]:.1%} | {ratio} |")  # fmt: skip
+    print("\nAt equal power, no drop:\n")
+    print("| Δ | NOT WORSE | sequential pairs | fixed n, same power | 40% fewer than that "
+          "| fewest pairs any test needs |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, flip, power, mean in equal:
+        n = fixed_at_power(rng, power, m, n_fixed, flip, args.runs)
+        least = least_pairs(differences(0.0, flip), m, power)
+        print(f"| {label} | {power:.1%} | {mean:.1f} | {n} | {0.6 * n:.1f} | {least:.1f} |")
     print(f"\n({time.perf_counter() - started:.1f} s)")
 
 

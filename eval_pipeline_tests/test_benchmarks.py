@@ -120,6 +120,8 @@ def test_sequential_gate_benchmark():
     out = bench("sequential_gate.py", "--runs", "20")
     assert len(table_rows(out, "large (−0.6)")) == 2  # the fixed gate and the sequential one
     assert "fixed n = " in out
+    equal = out.split("At equal power, no drop:")[1]
+    assert [row[0] for row in table_rows(equal, "0")] == ["0", "0, paired (5% flip each way)"]
 
 
 def test_repeats_benchmark():
