@@ -71,13 +71,13 @@ def outputs_per_case(run_id: str) -> dict[str, int]:
 
 
 def test_flaky_cases_run_as_often_as_the_baseline_once_the_suite_runs_short(team, tmp_path):
-    """A margin of 0.08 needs about 71 pairs that never differ: the 60 cases run short,
-    so every case drawn after the smoke tier that the baseline (3 repeats) found flaky
-    runs 3 times, the others once; the report, the JSON and the store agree, and the
-    gate's pairs are the per-case means (one per case)."""
+    """A margin of 0.06 needs 96 pairs even if none differ: the 60 cases run short, so
+    each case drawn from then on that the baseline (3 repeats) found flaky runs 3 times,
+    the others once; the report, the JSON and the store agree, and the gate's pairs are
+    the per-case means (one per case)."""
     assert run("--prompt-version", "1", "--repeat", "3").exit_code == 0
     out = tmp_path / "candidate.json"
-    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.08", "--json", str(out))
+    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06", "--json", str(out))
     assert done.exit_code in (0, 3), done.output
     body = json.loads(out.read_text())
     repeated = body["repeated_cases"]
@@ -87,13 +87,14 @@ def test_flaky_cases_run_as_often_as_the_baseline_once_the_suite_runs_short(team
     counts = outputs_per_case(body["run"]["run_id"])
     assert {c: n for c, n in counts.items() if n > 1} == {c: 3 for c in repeated}
     shown = " ".join(done.output.split())
-    assert f"{len(repeated)} flaky ones 3 times each ({len(counts) + 2 * len(repeated)} model " \
-           "calls)" in body["sequential"]  # fmt: skip
-    assert f"flaky in the baseline, run 3 times each: {', '.join(repeated)}" in shown
+    assert f"{len(repeated)} flaky ones up to 3 times each ({len(counts) + 2 * len(repeated)} " \
+           "model calls)" in body["sequential"]  # fmt: skip
+    assert f"flaky in the baseline, run up to 3 times each: {', '.join(repeated)}" in shown
+    assert body["summary"]["repeats"] == 1  # the run's repeats, not the most a case had
     paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")
     assert paired["rows"][0]["n"] == len(counts)  # one pair per case, not per repeat
 
-    never = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.08",
+    never = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06",
                 "--max-repeats", "1", "--cache", "off")  # fmt: skip
     assert "flaky ones" not in never.output and "flaky in the baseline" not in never.output
 
@@ -105,9 +106,33 @@ def test_no_case_is_repeated_when_the_baseline_cannot_say_which_are_flaky(team):
     done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.03")
     assert done.exit_code == 3, done.output
     shown = " ".join(done.output.split())
-    assert "no case repeated: the baseline ran each case 1 time(s): nothing says which " \
-           "cases are flaky" in shown  # fmt: skip
+    assert "no case repeated: the baseline ran each case once: nothing says which cases " \
+           "are flaky" in shown  # fmt: skip
     assert set(outputs_per_case(run_id_of(done.output)).values()) == {1}
+
+
+def test_a_run_with_the_baselines_repeats_repeats_nothing_more_and_says_so(team):
+    assert run("--prompt-version", "1", "--repeat", "3").exit_code == 0
+    done = run("--prompt-version", "2", "--tier", "smoke", "--repeat", "3", "--margin", "0.03")
+    assert done.exit_code == 3, done.output
+    assert (
+        "no case repeated: the run gives each case as many answers as the baseline did "
+        "(3); --max-repeats above that repeats its flaky cases" in " ".join(done.output.split())
+    )
+    assert set(outputs_per_case(run_id_of(done.output)).values()) == {3}
+
+
+def test_a_budget_that_stops_the_repeats_lists_only_the_cases_repeated(team, tmp_path):
+    """One item at a time, 66 calls where the run would take 74: the report names the
+    flaky cases that did get more answers, and no other."""
+    assert run("--prompt-version", "1", "--repeat", "3").exit_code == 0
+    out = tmp_path / "candidate.json"
+    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06", "--max-calls",
+               "66", "--concurrency", "1", "--json", str(out))  # fmt: skip
+    body = json.loads(out.read_text())
+    assert body["run"]["stopped"].startswith("--max-calls 66 reached"), done.output
+    counts = outputs_per_case(body["run"]["run_id"])
+    assert set(body["repeated_cases"]) == {c for c, n in counts.items() if n > 1}
 
 
 def run_id_of(output: str) -> str:

@@ -19,6 +19,7 @@ import multiprocessing
 import queue
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -109,7 +110,7 @@ class SequentialReport:
     suite_cases: int
     decided: bool
     model_calls: int
-    repeated: tuple[str, ...] = ()  # the flaky cases run ``repeats`` times (``Repeats``)
+    repeated: tuple[str, ...] = ()  # flaky cases run more often, up to ``repeats`` (``Repeats``)
     repeats: int = 1
     repeats_note: str = ""  # why no case was repeated, when none could be
 
@@ -117,7 +118,7 @@ class SequentialReport:
         said = "decided" if self.decided else "undecided"
         flaky = ""
         if self.repeated:
-            flaky = f", {len(self.repeated)} flaky ones {self.repeats} times each"
+            flaky = f", {len(self.repeated)} flaky ones up to {self.repeats} times each"
         return (f"{said} after {self.cases} of {self.suite_cases} cases{flaky} "
                 f"({self.model_calls} model calls)")  # fmt: skip
 
@@ -125,7 +126,7 @@ class SequentialReport:
         """The flaky cases it repeated, named; or, when it stayed undecided, why none."""
         if self.repeated:
             more = f" and {len(self.repeated) - shown} more" if len(self.repeated) > shown else ""
-            return (f"flaky in the baseline, run {self.repeats} times each: "
+            return (f"flaky in the baseline, run up to {self.repeats} times each: "
                     f"{', '.join(self.repeated[:shown])}{more}")  # fmt: skip
         if not self.decided and self.repeats_note:
             return f"no case repeated: {self.repeats_note}"
@@ -638,9 +639,11 @@ def summarise(
         outputs, scores = store.read_outputs(run_id), store.read_scores(run_id)
         run_evals = run_level(suite.run_evaluators, item_results(outputs, scores))
         regression = suite.thresholds.regression
+        run = store.get_run(run_id)
         summary = summarize(cases, outputs, scores, run_evals,
                             pass_metric=suite.thresholds.primary_metric,
-                            pass_at=regression.pass_threshold)  # fmt: skip
+                            pass_at=regression.pass_threshold,
+                            repeats=run.repeats if run else None)  # fmt: skip
         store.complete_run(run_id, summary)
     return summary
 
@@ -773,7 +776,6 @@ def go_on_until_decided(
             if c.id not in done and c.id in paired]  # fmt: skip
     size = max(MIN_BATCH, len(cases))
     repeats = Repeats.planned(store, baseline, plan_)
-    repeated: list[str] = []
     budget = budget_of(plan_.request)
     while goes_on(result, plan_.request) and rest:
         if reached := budget.reached(Spending.of_run(result.outputs, result.scores)):
@@ -787,13 +789,14 @@ def go_on_until_decided(
         batch = cases_run(store, run_id, batch)
         score(store, run_id, suite, batch, prices=prices, batch=True)
         cases += batch
-        repeated += list(more)
         summary = summarise(store, run_id, suite, cases)
         result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
+    answers = Counter(o.item_id for o in result.outputs)  # (what ran: a budget may stop)
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=Spending.of_run(result.outputs, result.scores).calls,
-        repeated=tuple(repeated), repeats=repeats.most, repeats_note=repeats.note,
+        repeated=tuple(c.id for c in cases if answers[c.id] > plan_.runner.repeats),
+        repeats=repeats.most, repeats_note=repeats.note,
     )  # fmt: skip
     return result
 
@@ -818,9 +821,13 @@ class Repeats:
         the baseline's repeats disagree on."""
         asked, repeats = plan_.request.max_repeats, plan_.runner.repeats
         most = asked or baseline.repeats
+        if baseline.repeats < 2:
+            return cls(frozenset(), repeats, "the baseline ran each case once: nothing says "
+                       "which cases are flaky (record it with --repeat 3)")  # fmt: skip
         if most <= repeats:
-            why = "" if asked else (f"the baseline ran each case {baseline.repeats} time(s): "
-                                    "nothing says which cases are flaky")  # fmt: skip
+            why = "" if asked else (f"the run gives each case as many answers as the "
+                                    f"baseline did ({baseline.repeats}); --max-repeats "
+                                    "above that repeats its flaky cases")  # fmt: skip
             return cls(frozenset(), repeats, why)
         if plan_.suite.thresholds.regression.reducer != "mean":
             return cls(frozenset(), repeats, "the reducer is not mean: a case with more "

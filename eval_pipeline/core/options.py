@@ -82,9 +82,10 @@ class RunOptions(BaseModel):
         ge=1,
         le=100,
         description="Sequential gate: once the suite's cases left look too few to decide, "
-        "run each further case the baseline found flaky (its repeats disagree) this many "
-        "times, so its mean is less noisy (default: as many times as the baseline ran "
-        "it; 1: never). Needs the mean reducer.",
+        "run each further case (drawn after the tier) that the baseline found flaky (its "
+        "repeats disagree) this many times, so its mean is less noisy (default: as many "
+        "times as the baseline ran it; the run's --repeat: never). Above the run's "
+        "repeats it needs the mean reducer.",
     )
     on_undecided: OnUndecided = Field(
         "fail",

@@ -110,7 +110,7 @@ class ResultFile(_Model):
     errors: list[str]  # why there is no verdict (ERROR)
     undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)
     sequential: str | None  # a sequential run: "decided after N of M cases (K model calls)"
-    repeated_cases: list[str]  # the flaky cases the sequential gate ran more often
+    repeated_cases: list[str] = []  # the flaky cases the sequential gate ran more often
     notes: list[str]  # what does not change the verdict
     run: RunRecord
     summary: Summary

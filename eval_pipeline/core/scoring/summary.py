@@ -189,16 +189,18 @@ def summarize(
     *,
     pass_metric: str | None = None,
     pass_at: float = 1.0,
+    repeats: int | None = None,
 ) -> Summary:
     """The run's summary; ``passed`` counts the cases whose ``pass_metric`` (mean over
-    repeats) is at least ``pass_at``."""
+    repeats) is at least ``pass_at``. ``repeats``: the run's repeats per case (default:
+    the most any case has; a sequential run may repeat a few flaky cases more)."""
     per_case = per_case_means(scores_table(cases, scores))
     metrics = per_case.groupby("evaluator")["value"].mean() if not per_case.empty else {}
     latencies = pd.Series([o.latency_ms for o in outputs], dtype=float)
     return Summary(
         n_cases=len({o.item_id for o in outputs}),
         n_items=len(outputs),
-        repeats=max((o.repeat for o in outputs), default=-1) + 1,
+        repeats=repeats or max((o.repeat for o in outputs), default=-1) + 1,
         n_errors=sum(1 for o in outputs if o.error),
         error_items=sorted({o.item_id for o in outputs if o.error})[:50],
         metrics={k: _r(v) for k, v in dict(metrics).items()},
