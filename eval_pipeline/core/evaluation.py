@@ -820,15 +820,16 @@ class Repeats:
         """``max_repeats`` (default: as many as the baseline ran each case) for the cases
         the baseline's repeats disagree on."""
         asked, repeats = plan_.request.max_repeats, plan_.runner.repeats
-        most = asked or baseline.repeats
+        if asked is not None and asked <= repeats:  # turned off
+            return cls(frozenset(), repeats)
         if baseline.repeats < 2:
             return cls(frozenset(), repeats, "the baseline ran each case once: nothing says "
                        "which cases are flaky (record it with --repeat 3)")  # fmt: skip
+        most = asked or baseline.repeats
         if most <= repeats:
-            why = "" if asked else (f"the run gives each case as many answers as the "
-                                    f"baseline did ({baseline.repeats}); --max-repeats "
-                                    "above that repeats its flaky cases")  # fmt: skip
-            return cls(frozenset(), repeats, why)
+            return cls(frozenset(), repeats, f"the run gives each case as many answers as "
+                       f"the baseline did ({baseline.repeats}); --max-repeats above that "
+                       "repeats its flaky cases")  # fmt: skip
         if plan_.suite.thresholds.regression.reducer != "mean":
             return cls(frozenset(), repeats, "the reducer is not mean: a case with more "
                        "repeats would be measured differently")  # fmt: skip
