@@ -16,7 +16,12 @@ import math
 import numpy as np
 import pytest
 
-from eval_pipeline.core.scoring.sequential import Decision, confidence_sequence, decide
+from eval_pipeline.core.scoring.sequential import (
+    Decision,
+    confidence_sequence,
+    decide,
+    pairs_to_clear,
+)
 
 ALPHA = 0.05
 RUNS = 2000
@@ -128,9 +133,13 @@ def test_decide_says_what_it_decided_and_what_would_decide_it():
     early = decide({"overall": [0.0] * 10}, margin=0.05, alpha=ALPHA)["overall"]
     assert early.decision is Decision.CONTINUE and early.more_to_decide
     assert f"about {early.more_to_decide} more pairs" in early.note
+    # the estimate runs the sequence on the pairs so far, repeated: exact for pairs that
+    # never differ (the 1/√n extrapolation it replaced said 669 more here, not 106)
+    assert early.n + early.more_to_decide == pairs_to_clear(0.05, ALPHA)
     # a suite of 12 cases cannot decide a margin of 0.01: out of reach, said as such
     tight = decide({"overall": [0.0] * 10}, margin=0.01, alpha=ALPHA, population=12)["overall"]
-    assert tight.more_to_decide is None and "out of reach" in tight.note
+    assert tight.more_to_decide is None
+    assert "out of reach at this spread (not within 2 more pairs like these)" in tight.note
     worse = decide({"overall": [-1.0] * 12}, margin=0.05, alpha=ALPHA)["overall"]
     assert worse.decision is Decision.WORSE and worse.upper < 0
     with pytest.raises(ValueError, match="'overall'"):
