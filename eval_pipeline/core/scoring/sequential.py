@@ -200,7 +200,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     )  # fmt: skip
     note = f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
     if decision is Decision.CONTINUE:
-        ahead = min(PROJECTED, population or PROJECTED) - n
+        ahead = max(0, min(PROJECTED, population or PROJECTED) - n)
         note += "undecided" + (f"; about {more} more pairs would decide it" if more else
                                f"; the margin is out of reach at this spread (not within "
                                f"{ahead:,} more pairs like these)")  # fmt: skip
