@@ -40,21 +40,16 @@ def simulate(rng: np.random.Generator, policy: str, *, cases: int, margin: float
     baseline = rng.random((cases, 3)) < p[:, None]
     flaky = baseline.min(axis=1) != baseline.max(axis=1)
     answers = rng.random((cases, MOST)) < np.clip(p - drop, 0, 1)[:, None]
+    if policy == "none":
+        chosen = np.zeros(cases, dtype=bool)
+    else:  # the cases a policy repeats once the run is short
+        chosen = ~answers[:, 0] if policy == "candidate failed" else flaky
     short = policy == "all flaky, from the start"
     pairs: list[float] = []
     calls = 0
     for start in range(0, cases, BATCH):
         for i in range(start, min(cases, start + BATCH)):
-            again = (
-                short
-                and {
-                    "none": False,
-                    "baseline flaky": flaky[i],
-                    "candidate failed": not answers[i, 0],
-                    "all flaky, from the start": flaky[i],
-                }[policy]
-            )
-            repeats = MOST if again else 1
+            repeats = MOST if short and chosen[i] else 1
             pairs.append(float(answers[i, :repeats].mean() - baseline[i].mean()))
             calls += repeats
         said = decide({"m": pairs}, margin=margin, alpha=ALPHA)["m"]

@@ -200,7 +200,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     )  # fmt: skip
     note = f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
     if decision is Decision.CONTINUE:
-        ahead = max(0, min(PROJECTED, population or PROJECTED) - n)
+        ahead = _look_ahead(n, population)
         note += "undecided" + (f"; about {more} more pairs would decide it" if more else
                                f"; the margin is out of reach at this spread (not within "
                                f"{ahead:,} more pairs like these)")  # fmt: skip
@@ -210,6 +210,12 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
 
 
 PROJECTED = 4000  # the most pairs ``_more_to_decide`` looks ahead
+
+
+def _look_ahead(n: int, population: int | None) -> int:
+    """How many further pairs ``_more_to_decide`` looks at after ``n``: up to PROJECTED
+    in all, or what is left of a suite of ``population``."""
+    return max(0, min(PROJECTED, population or PROJECTED) - n)
 
 
 def _more_to_decide(x: np.ndarray, lo: float, hi: float, margin: float, level: float,
@@ -222,7 +228,7 @@ def _more_to_decide(x: np.ndarray, lo: float, hi: float, margin: float, level: f
     a margin of 0.1, where 51 more decide.) None when no number would (an estimate at
     −margin, or no spread to narrow), or the suite has too few cases left."""
     n = len(x)
-    ahead = (np.resize(x, max(n, min(PROJECTED, population or PROJECTED))) - lo) / (hi - lo)
+    ahead = (np.resize(x, n + _look_ahead(n, population)) - lo) / (hi - lo)
     points = (np.array([-margin, 0.0]) - lo) / (hi - lo)  # on [0, 1], like ``ahead``
     too_low, too_high = _excluded(ahead, points, level, None)
     means = np.cumsum(ahead) / np.arange(1, len(ahead) + 1)
