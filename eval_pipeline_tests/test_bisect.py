@@ -138,7 +138,7 @@ def test_bisect_finds_the_version_that_introduced_the_drop(team):
         for step in steps:  # each step gated against the good end's full run
             run = store.get_run(step["run_id"])
             assert run.baseline_run_id == body["baseline"]["run_id"]
-            assert run.options["gate"] == "sequential" and run.tier == "smoke"
+            assert run.options.gate == "sequential" and run.tier == "smoke"
 
     again = cli("bisect", "--suite", "adder", "--good", "1", "--bad", "6", "--json", str(out))
     assert again.exit_code == 0, again.output

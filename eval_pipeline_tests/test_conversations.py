@@ -219,7 +219,7 @@ def test_over_http_the_customer_runs_on_its_own_pinned_model():
 def test_verbose_prints_the_turns_and_why_the_conversation_stopped():
     from rich.console import Console
 
-    from eval_pipeline.report import print_transcript
+    from eval_pipeline.cli.report import print_transcript
 
     output = play({"turns": ["I'll have a Hash Brown", "That's all"]}, [HB])
     console = Console(record=True, width=120)

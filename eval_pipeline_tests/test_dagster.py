@@ -316,72 +316,6 @@ def test_errors_by_kind_reach_the_dagster_metadata(env):
         assert meta["errors_HTTP 404 server_error"].value >= 1
 
 
-def test_llm_judges_keep_to_the_runs_concurrency_in_dagster_too(tmp_path, monkeypatch):
-    """Before: item_scores scored without the run's settings, so LLM judges ran 8 in
-    flight whatever the run's concurrency (the CLI passed them)."""
-    import yaml
-
-    project = copy_project(tmp_path)
-    body = yaml.safe_load(project.read_text())
-    body["suites"]["drive_thru"]["evaluators"].append(
-        {"llm_judge": {"rubric": "Polite?", "model": "judge-model", "name": "politeness"}}
-    )
-    project.write_text(yaml.safe_dump(body, sort_keys=False))
-    (tmp_path / "dagster").mkdir()
-    with (
-        LocalOpenAIServer(latency_s=0.1, models=("offline", "judge-model")) as server,
-        instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance,
-    ):
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
-        for name, value in (("EVAL_LLM_BASE_URL", server.base_url),
-                            ("EVAL_LLM_API_KEY", "sk-judged-run")):  # fmt: skip
-            monkeypatch.setenv(name, value)  # a judge's endpoint is read with the suite
-        resources = eval_resources(tmp_path, project=project)
-        resources["llm"] = LLMResource(base_url=server.base_url, api_key="sk-judged-run",
-                                       model="offline")  # fmt: skip
-        assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
-        materialize([assets.golden_dataset], partition_key="drive_thru", instance=instance,
-                    resources=resources)  # fmt: skip
-        result = materialize(
-            [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
-            instance=instance, resources=resources, raise_on_error=False,
-            run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke",
-                                                                 "concurrency": 2}}}},
-        )  # fmt: skip
-        stats = server.app.state.stats
-    assert result.success
-    assert stats["by_model"]["judge-model"] == 11 and stats["max_in_flight"] <= 2
-
-
-def test_the_sequential_gate_goes_on_past_the_tier_in_dagster_too(env):
-    """The default gate in Dagster (the label sensor's and the nightly runs' config): the
-    worse staging prompt of order_management on its five smoke cases cannot be decided, so
-    eval_summary goes on into the suite's further cases in the same step, and the
-    paired_gate check says how far it went and the calls it spent; reading the run back
-    from the store (as the demo does) reaches the same verdict on the same cases."""
-    from eval_pipeline.core import evaluation
-
-    instance, resources, tmp_path = env
-    assert evaluate(instance, resources, "v1", tier="full", suite="order_management").success
-    staged = evaluate(instance, resources, "v2", suite="order_management")
-    assert not staged.success
-    gate = checks(staged)["paired_gate"]
-    meta = gate.metadata
-    assert meta["cases_run"].value > 5 and meta["suite_cases"].value == 21
-    assert meta["model_calls"].value > 0 and "cases (" in gate.description
-    summary = next(e for e in staged.get_asset_materialization_events()
-                   if e.asset_key.path == ["eval_summary"]).materialization.metadata  # fmt: skip
-    assert summary["sequential"].value.endswith(f"({meta['model_calls'].value} model calls)")
-    store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
-    run = store.list_runs(suite="order_management", prompt_version="v2")[0]
-    suite = resources["suites"].get("order_management")
-    cases = evaluation.cases_of_run(store, run.run_id, suite)
-    assert len(cases) == meta["cases_run"].value
-    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
-    assert again.verdict == summary["verdict"].value != "PASS"
-
-
 def test_a_budget_in_the_run_config_stops_the_dagster_run_and_is_never_a_pass(env):
     """max_calls in the run config (the same RunOptions field as --max-calls): the shard
     starts no item once the run has spent it, collect_outputs accepts the items it left
@@ -398,3 +332,28 @@ def test_a_budget_in_the_run_config_stops_the_dagster_run_and_is_never_a_pass(en
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     (run,) = store.list_runs(suite="order_management")
     assert run.stopped and 1 <= len(store.read_outputs(run.run_id)) < 21
+
+
+def test_a_dagster_run_reads_its_cases_once(env, monkeypatch):
+    """plan_shards reads the suite's cases; the shards, item_scores and eval_summary get
+    them with the run reference (before: read again in every step, three times or more)."""
+    from eval_pipeline.core.suite import Suite
+
+    instance, resources, _ = env
+    reads, load = [], Suite.load_cases
+
+    def counted(self, *args, **kwargs):
+        reads.append(self.name)
+        return load(self, *args, **kwargs)
+
+    materialize([golden_dataset], partition_key="order_management", instance=instance,
+                resources=resources)  # fmt: skip
+    monkeypatch.setattr(Suite, "load_cases", counted)
+    result = materialize(
+        [golden_dataset, *ASSETS.evaluation], selection=ASSETS.evaluation,
+        partition_key=MultiPartitionKey({"suite": "order_management", "prompt_version": "v1"}),
+        instance=instance, resources=resources,
+        run_config={"ops": {"agent_run_outputs": {"config": {"tier": "full", "shards": 2}}}},
+    )  # fmt: skip
+    assert result.success
+    assert reads == ["order_management"]

@@ -114,7 +114,7 @@ def test_an_instance_without_the_run_queue_and_limits_is_named_and_fixed(home):
     """What earlier demos wrote (telemetry only): `dagster dev` would run two runs of one
     partition at once (interleaved results) and every model-calling step in parallel."""
     (home / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n# mine\n")
-    from eval_pipeline.doctor import check_dagster_instance
+    from eval_pipeline.cli.doctor import check_dagster_instance
 
     code, out = doctor()
     assert code == 1 and "FAIL" in row(out, "dagster instance")
@@ -171,7 +171,7 @@ def test_an_endpoint_without_a_model_listing_is_not_refused():
 
 def probe_finding() -> str:
     """The model probe's finding and fix as one line (the table folds long cells)."""
-    from eval_pipeline.doctor import check_model_probe
+    from eval_pipeline.cli.doctor import check_model_probe
 
     finding = check_model_probe()
     return f"{'ok' if finding.ok else 'FAIL'}: {finding.detail} | fix: {finding.fix}"

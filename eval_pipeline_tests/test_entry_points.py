@@ -4,6 +4,8 @@ same run — the same baseline, options, outputs, scores, summary and verdict
 
 from __future__ import annotations
 
+import pytest
+import yaml
 from click.testing import CliRunner
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
@@ -14,7 +16,10 @@ from eval_pipeline.core import evaluation
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
 from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.resources import LLMResource
+from eval_pipeline_tests.drivers import DRIVERS, drive
 from eval_pipeline_tests.helpers import SUITE_NAMES, clean_cli_env, copy_project, eval_resources
+from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 OPTIONS = {"tier": "smoke", "cache": "off", "concurrency": 4}  # cache off: each one runs
 
@@ -66,7 +71,7 @@ def test_cli_api_and_dagster_store_the_same_run(tmp_path, monkeypatch):
 def _stored(store: ResultsStore, run, production: str):
     """What a run stored, without what differs by nature (ids, times, the Dagster run)."""
     assert run.baseline_run_id == production
-    options = {k: v for k, v in run.options.items() if k != "shards"}
+    options = run.options.model_dump(exclude={"shards"})
     outputs = sorted((o.item_id, o.repeat, repr(o.output), o.error, o.fault)
                      for o in store.read_outputs(run.run_id))  # fmt: skip
     scores = sorted((s.item_id, s.repeat, s.evaluator, s.value, s.error_kind)
@@ -78,7 +83,7 @@ def _stored(store: ResultsStore, run, production: str):
 
 def _verdict(store: ResultsStore, run, project):
     suite = load_project(project).suite("drive_thru")
-    cases = evaluation.cases_of_run(store, run.run_id, suite)
+    cases = evaluation.cases_of_run(store, run.run_id, suite.load_cases())
     result = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
     gate = tuple(
         (c.name, c.label, c.description if c.name != "cost_latency" else "")
@@ -86,3 +91,56 @@ def _verdict(store: ResultsStore, run, project):
     )  # (latencies differ by nature)
     checks = tuple((c.name, c.label, c.outcome.description) for c in result.checks)
     return result.verdict, tuple(result.failed), checks, gate
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_llm_judges_keep_to_the_runs_concurrency(driver, tmp_path, monkeypatch):
+    """LLM judges run under the run's own concurrency, whichever driver scores (before:
+    Dagster's item_scores scored without the run's settings, 8 in flight)."""
+    project = copy_project(tmp_path)
+    body = yaml.safe_load(project.read_text())
+    body["suites"]["drive_thru"]["evaluators"].append(
+        {"llm_judge": {"rubric": "Polite?", "model": "judge-model", "name": "politeness"}}
+    )
+    project.write_text(yaml.safe_dump(body, sort_keys=False))
+    clean_cli_env(monkeypatch, tmp_path, project)
+    with LocalOpenAIServer(latency_s=0.1, models=("offline", "judge-model")) as server:
+        for name, value in (("EVAL_LLM_BASE_URL", server.base_url),
+                            ("EVAL_LLM_API_KEY", "sk-judged-run"),
+                            ("EVAL_LLM_MODEL", "offline")):  # fmt: skip
+            monkeypatch.setenv(name, value)  # (a judge's endpoint is read with the suite)
+        resources = eval_resources(tmp_path, project=project)
+        resources["llm"] = LLMResource(base_url=server.base_url, api_key="sk-judged-run",
+                                       model="offline")  # fmt: skip
+        done = drive(driver, tmp_path, project, "drive_thru", 1, resources=resources,
+                     tier="smoke", concurrency=2)  # fmt: skip
+        stats = server.app.state.stats
+    assert done.verdict == "PASS"
+    assert stats["by_model"]["judge-model"] == 11 and stats["max_in_flight"] <= 2
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_sequential_gate_goes_on_past_the_tier(driver, tmp_path, monkeypatch):
+    """The default gate: the worse staging prompt of order_management cannot be decided on
+    its five smoke cases, so the run goes on into the suite's further cases (Dagster: in
+    eval_summary's step); reading the run back from the store, as the demo does, reaches
+    the same verdict on the same cases."""
+    project = copy_project(tmp_path)
+    clean_cli_env(monkeypatch, tmp_path, project)
+    base = drive(driver, tmp_path, project, "order_management", 1, tier="full")
+    assert base.verdict == "PASS"
+    staged = drive(driver, tmp_path, project, "order_management", 2, tier="smoke")
+    assert staged.verdict != "PASS"
+    store = staged.store
+    run = store.get_run(staged.run_id)
+    suite = load_project(project).suite("order_management")
+    cases = evaluation.cases_of_run(store, run.run_id, suite.load_cases())
+    assert len(cases) > 5
+    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
+    assert again.verdict == staged.verdict
+    if driver == "dagster":  # how far it went, on the paired_gate check and the summary
+        meta = staged.checks["paired_gate"].metadata
+        assert meta["cases_run"].value == len(cases) and meta["suite_cases"].value == 21
+        calls = meta["model_calls"].value
+        assert calls > 0 and "cases (" in staged.checks["paired_gate"].description
+        assert staged.summary_metadata["sequential"].value.endswith(f"({calls} model calls)")

@@ -11,7 +11,7 @@ import yaml
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
-from eval_pipeline.core.scoring.gate import find_baseline
+from eval_pipeline.core.store.baselines import find_baseline
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.traces.records import parse_observation, score_traces
 from eval_pipeline.core.traces.rerun import (

@@ -6,13 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from eval_pipeline.core.scoring.gate import (
-    NotComparable,
-    compare_runs,
-    find_baseline,
-)
+from eval_pipeline.core.scoring.gate import NotComparable, compare_runs
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.core.store.baselines import find_baseline
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 

@@ -229,7 +229,7 @@ def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server
 )
 def test_doctor_reports_the_server_version_and_the_outbox(version, status, says, tmp_path,
                                                           monkeypatch):  # fmt: skip
-    from eval_pipeline.doctor import check_langfuse
+    from eval_pipeline.cli.doctor import check_langfuse
 
     home = clean_cli_env(monkeypatch, tmp_path / "home")
     with LangfuseTestServer(version=version) as server:

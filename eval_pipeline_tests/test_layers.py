@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "eval_pipeline"
 # Top to bottom; a layer may import itself and anything below it.
-LAYERS = ["defs", "integrations", "agents", "llm", "core", "evaluators"]
+LAYERS = ["defs", "service", "integrations", "agents", "llm", "core", "evaluators"]
 
 
 def imports(path: Path) -> list[tuple[str, list[str]]]:

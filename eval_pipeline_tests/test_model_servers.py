@@ -43,7 +43,7 @@ def test_without_tool_choice_no_tool_is_called_and_the_llama_cpp_preset_fixes_it
                           "endpoint may ignore tools; see `eval-pipeline doctor` / "
                           "EVAL_LLM_COMPAT")  # fmt: skip
     assert plain.hint in plain.notes
-    from eval_pipeline.report import verdict_line
+    from eval_pipeline.cli.report import verdict_line
 
     assert verdict_line(plain).endswith(f"; note: {plain.hint}")
     env.setenv("EVAL_LLM_COMPAT", "llama.cpp")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from eval_pipeline.api import SetupError, evaluate
-from eval_pipeline.cli import main, run
+from eval_pipeline.api import evaluate
+from eval_pipeline.cli import main
+from eval_pipeline.cli.run import run
 from eval_pipeline.core.options import DEFAULTS, OptionsError, RunOptions, run_options
 from eval_pipeline.core.running.runner import RunnerConfig
 from eval_pipeline.defs.evaluation.outputs import EvalRunConfig
@@ -44,5 +45,5 @@ def test_a_wrong_option_is_named():
         run_options(concurency=4)
     with pytest.raises(OptionsError, match=r"tier='smok'"):
         run_options(tier="smok")
-    with pytest.raises(SetupError, match=r"evaluate\(\): concurency=4: unknown option"):
+    with pytest.raises(OptionsError, match=r"evaluate\(\): concurency=4: unknown option"):
         evaluate("drive_thru", concurency=4)

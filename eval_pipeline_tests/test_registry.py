@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import eval_pipeline.evaluators as evaluators
 from eval_pipeline.agents.adapters.kinds import KINDS
 from eval_pipeline.cli import main
+from eval_pipeline.core.scoring import checks
 from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.base import evaluator
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
@@ -155,3 +156,58 @@ def test_a_boolean_evaluator_gives_0_or_1_and_says_so():
                                   ).data_type == "NUMERIC"  # fmt: skip
     assert registry.ITEM["no_error"].data_type == "BOOLEAN"
     assert "| `no_error` | item | BOOLEAN |" in registry.reference()
+
+
+TOY_CHECK = Path(__file__).parent / "toys" / "changed_outputs_check.py"
+
+
+@pytest.fixture
+def forget_toy_check():
+    yield
+    checks.REGISTRY.pop("changed_outputs", None)
+    sys.modules.pop(TOY_CHECK.stem, None)
+
+
+def test_a_gate_check_added_in_one_file_shows_in_the_report_the_file_and_dagster(
+    forget_toy_check, tmp_path, monkeypatch
+):
+    """The gate loops over the registry: a check a plugin registers runs in every gate, and
+    its blocking flag and description are read from it by the verdict, the results file
+    and Dagster's checks alike."""
+    from dagster import MultiPartitionKey, instance_for_test, materialize
+
+    from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
+    from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline_tests.helpers import SUITE_NAMES, eval_resources
+
+    project = copy_project(tmp_path)
+    with_plugin(project, TOY_CHECK)
+    clean_cli_env(monkeypatch, tmp_path, project)  # the store Dagster's resources use too
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", "--suite", "drive_thru"]).exit_code == 0
+    out = tmp_path / "r.json"
+    ran = runner.invoke(main, ["run", "--suite", "drive_thru", "--prompt-version", "2",
+                               "--tier", "smoke", "--json", str(out)],
+                        terminal_width=300)  # fmt: skip
+    assert ran.exit_code == 1, ran.output
+    assert "changed_outputs" in ran.output.splitlines()[-1]  # the verdict names it
+    assert "outputs differ from the baseline's" in ran.output  # the report's gate table
+    gate = json.loads(out.read_text())["gate"]
+    found = next(c for c in gate["checks"] if c["name"] == "changed_outputs")
+    assert found["outcome"] == "fail"
+
+    assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
+    spec = next(s for s in assets.eval_summary.check_specs if s.name == "changed_outputs")
+    assert spec.blocking and "a toy" in (spec.description or "")
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        instance.add_dynamic_partitions("prompt_version", ["v2"])
+        done = materialize(
+            [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
+            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v2"}),
+            instance=instance, resources=eval_resources(tmp_path, project=project),
+            raise_on_error=False, run_config={"ops": {"agent_run_outputs": {"config": {
+                "tier": "smoke", "gate": "fixed"}}}},
+        )  # fmt: skip
+    evaluated = {c.check_name: c for c in done.get_asset_check_evaluations()}
+    assert not evaluated["changed_outputs"].passed

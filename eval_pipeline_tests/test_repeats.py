@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,8 @@ def team(tmp_path, monkeypatch) -> Path:
     """The team's project (60 cases, 5 in the smoke tier, margin 0.1) with the flaky
     adder; the working directory, with a fresh results store."""
     root = tmp_path / "team"
+    for name in [m for m in sys.modules if m == "adder" or m.startswith("adder.")]:
+        del sys.modules[name]  # test_bisect.py's adder, if this process imported it first
     project = write_project(root, {1: "Add the two numbers.", 2: "Add the two numbers exactly."})
     (root / "adder" / "agent.py").write_text(FLAKY_AGENT)
     clean_cli_env(monkeypatch, tmp_path / "home", project)

@@ -13,8 +13,9 @@ import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
+from eval_pipeline.core.scoring.checks import run_thresholds
 from eval_pipeline.core.scoring.gate import compare_runs
-from eval_pipeline.core.scoring.thresholds import Thresholds, evaluate_thresholds
+from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 from eval_pipeline_tests.model_server import LocalOpenAIServer
@@ -102,15 +103,19 @@ def test_a_built_in_evaluator_changed_since_the_baseline_is_re_scored(project):
 def test_re_scoring_the_baseline_calls_judges_as_the_run_does(project, monkeypatch):
     """Re-scoring the baseline may call LLM judges: under the run's own concurrency,
     timeout and rate, as scoring the run itself does (before: the runner's defaults)."""
-    from eval_pipeline.core import evaluation
+    from eval_pipeline.core.evaluation import baseline, stages
 
     with_project_evaluator(project, "1.0")
     assert cli("run", "--suite", "drive_thru").exit_code == 0
     with_project_evaluator(project, "0.5")
-    seen, real = [], evaluation.score_items
-    monkeypatch.setattr(
-        evaluation, "score_items", lambda *a, **kw: seen.append(kw.get("judges")) or real(*a, **kw)
-    )
+    seen, real = [], stages.score_items
+
+    def spy(*a, **kw):
+        seen.append(kw.get("judges"))
+        return real(*a, **kw)
+
+    for module in (stages, baseline):  # the run's scores, the baseline re-scored
+        monkeypatch.setattr(module, "score_items", spy)
     ran = cli("run", "--suite", "drive_thru", "--tier", "smoke", "--baseline", "production",
               "--concurrency", "3", "--timeout", "45")  # fmt: skip
     assert ran.exit_code == 0, ran.output
@@ -122,7 +127,7 @@ def test_re_scoring_the_baseline_calls_judges_as_the_run_does(project, monkeypat
 # --- nothing passes untested ----------------------------------------------------------------
 def test_checks_that_test_nothing_say_so_instead_of_passing():
     bare = Thresholds.model_validate({"primary_metric": "quality"})
-    checks = {c.name: c.outcome for c in evaluate_thresholds(None, [], bare)}
+    checks = {c.name: c.outcome for c in run_thresholds(None, [], bare)}
     for name in ("min_mean_scores", "all_items_pass", "category_floors"):
         assert not checks[name].tested and checks[name].label(True) == "N/A"
         assert checks[name].description.startswith("not tested: ")

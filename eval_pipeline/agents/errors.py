@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from eval_pipeline.core.errors import ConfigurationError
 
-class ProjectError(ValueError):
+
+class ProjectError(ConfigurationError):
     """The project file cannot be used; lists every problem found."""
 
     what = "invalid project"

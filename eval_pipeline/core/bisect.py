@@ -11,7 +11,7 @@ or ERROR. An undecided step stops the search and says which range is still open:
 bisection that guessed there would follow noise.
 
 The drivers (prompt versions in this process, commits in worktrees) are in
-eval_pipeline/bisect.py; this module is the search and what it reports.
+eval_pipeline/cli/bisect.py; this module is the search and what it reports.
 """
 
 from __future__ import annotations
@@ -20,14 +20,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from eval_pipeline.core.errors import ExitCode
 from eval_pipeline.core.reports.result_file import ResultFile
+from eval_pipeline.core.scoring import checks
 from eval_pipeline.core.scoring.rows import PairedRow
 
 Judgement = Literal["BASELINE", "WORSE", "NOT WORSE", "UNDECIDED", "ERROR"]
 Outcome = Literal["found", "not worse", "undecided", "error"]
-EXIT_CODES: dict[Outcome, int] = {"found": 0, "not worse": 2, "error": 2, "undecided": 3}
+EXIT_CODES: dict[Outcome, ExitCode] = {
+    "found": ExitCode.PASS,
+    "not worse": ExitCode.ERROR,
+    "error": ExitCode.ERROR,
+    "undecided": ExitCode.UNDECIDED,
+}
 STOPPED: dict[Judgement, Outcome] = {"NOT WORSE": "not worse", "UNDECIDED": "undecided"}
-BLOCKING_GATE_CHECKS = ("paired_gate", "binary_gate", "cost_latency")
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ def judge(result: ResultFile) -> tuple[Judgement, str, tuple[str, ...]]:
         return "ERROR", "; ".join(gate.problems) or "not comparable with the baseline", ()
     checks = [c.name for c in result.checks]
     own = tuple(f"own thresholds failed: {n}" for n in result.failed if n in checks)
-    failed = [c for c in gate.checks if c.name in BLOCKING_GATE_CHECKS and c.outcome == "fail"]
+    failed = [c for c in gate.checks if c.outcome == "fail" and _blocks(c.name)]
     paired = [r for c in gate.checks if c.name == "paired_gate" for r in c.rows
               if isinstance(r, PairedRow)]  # fmt: skip
     evidence = "; ".join(_paired(r) for r in paired) or "no paired rows"
@@ -74,6 +80,11 @@ def judge(result: ResultFile) -> tuple[Judgement, str, tuple[str, ...]]:
     if result.undecided:
         return "UNDECIDED", evidence, own
     return "NOT WORSE", evidence, own
+
+
+def _blocks(name: str) -> bool:
+    declared = checks.spec(name)
+    return declared is None or declared.blocking
 
 
 def _paired(row: PairedRow) -> str:
@@ -119,7 +130,7 @@ class Bisection:
     outcome: Outcome = "found"
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         return EXIT_CODES[self.outcome]
 
     @property

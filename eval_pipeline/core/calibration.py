@@ -25,11 +25,12 @@ from typing import Any
 import yaml
 
 from eval_pipeline.core.cases import ID_PATTERN, GoldenCase
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
 from eval_pipeline.core.scoring.agreement import Agreement, cohen_kappa
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
-from eval_pipeline.core.scoring.summary import judge_spending
+from eval_pipeline.core.scoring.summary import JudgeSpending
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators.base import evaluator_name, evaluator_version
@@ -39,7 +40,7 @@ HUMAN = {"pass": True, "fail": False}
 ID_PATTERN_RE = re.compile(ID_PATTERN)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(ConfigurationError):
     """The labelled set or the rubric cannot be used; the message says where and why."""
 
 
@@ -154,14 +155,13 @@ def calibrate(
     if not pairs:
         first = next(iter(scores.values()))
         raise CalibrationError(f"the judge failed on every label: {first.comment}")
-    spent = judge_spending(list(scores.values()))
+    spent = JudgeSpending.of(list(scores.values()))
     return Calibration(
         suite=suite.name, rubric=rubric, judge_version=evaluator_version(judge),
         agreement=cohen_kappa(pairs), min_kappa=config.min_kappa, pass_score=config.pass_score,
-        disagreements=disagreements, judge_errors=errors, judge_calls=spent["judge_calls"],
-        judge_input_tokens=spent["judge_tokens"].input,
-        judge_output_tokens=spent["judge_tokens"].output,
-        judge_cost_usd=spent["judge_cost_usd"],
+        disagreements=disagreements, judge_errors=errors, judge_calls=spent.calls,
+        judge_input_tokens=spent.tokens.input, judge_output_tokens=spent.tokens.output,
+        judge_cost_usd=spent.cost_usd,
     )  # fmt: skip
 
 

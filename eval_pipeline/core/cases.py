@@ -18,6 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core.errors import ConfigurationError
+
 Tier = Literal["smoke", "full"]
 TIERS: tuple[str, ...] = ("smoke", "full")
 CASE_FILE_PATTERNS = ("cases*.yaml", "cases*.yml", "cases*.jsonl")
@@ -53,7 +55,7 @@ class GoldenCase(BaseModel):
         return content_hash({"input": self.input, "expected_output": self.expected_output})
 
 
-class DatasetError(ValueError):
+class DatasetError(ConfigurationError):
     """Raised when a dataset cannot be used; lists every problem found, not just the first."""
 
     def __init__(self, problems: Sequence[str]):

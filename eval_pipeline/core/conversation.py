@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.agent import current_item
 
 # How the simulated customer's prompt marks its goal and what it sees (agents/customer.py);
@@ -31,7 +32,7 @@ MAX_TURNS_LIMIT = 50
 STOP_REASONS = ("agent_finalized", "customer_done", "turn_limit", "error")
 
 
-class ConversationSpecError(ValueError):
+class ConversationSpecError(ConfigurationError):
     """A conversation case that cannot be played; the message names the field."""
 
 

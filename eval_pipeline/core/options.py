@@ -1,6 +1,6 @@
 """What a caller asks of one evaluation run, declared once.
 
-``RunOptions`` is the CLI's flags (cli.py builds its options from these fields: default,
+``RunOptions`` is the CLI's flags (cli/options.py builds them from these fields: default,
 bounds and help), the keyword arguments of ``eval_pipeline.evaluate()``, and the run
 config of Dagster's ``agent_run_outputs`` (defs/evaluation/outputs.py derives its config
 class from it). A default changed here changes everywhere.
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.core.running.budget import Budget
+from eval_pipeline.core.errors import ConfigurationError
 
 Tier = Literal["smoke", "full"]
 Cache = Literal["reuse", "refresh", "off"]
@@ -121,7 +121,7 @@ class RunOptions(BaseModel):
     )
 
 
-class OptionsError(ValueError):
+class OptionsError(ConfigurationError):
     """Options that cannot be used; the message names the option and the value."""
 
 
@@ -139,8 +139,3 @@ def run_options(**given: Any) -> RunOptions:
 
 
 DEFAULTS = RunOptions()
-
-
-def budget_of(options: RunOptions) -> Budget:
-    """The run's spending limits (no limit: an empty budget)."""
-    return Budget(options.max_calls, options.max_tokens, options.max_cost)

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from eval_pipeline.core.cases import content_hash
+from eval_pipeline.core.errors import ConfigurationError
 
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
-class PromptError(ValueError):
+class PromptError(ConfigurationError):
     """A prompt is missing, malformed or cannot be compiled."""
 
 

@@ -21,6 +21,8 @@ from eval_pipeline.integrations.langfuse_client import (
 from eval_pipeline.integrations.prompt_registry import PromptRegistry
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.service import Environment
+from eval_pipeline.service.environment import open_store
 
 
 class ResultsStoreResource(ConfigurableResource):
@@ -29,13 +31,7 @@ class ResultsStoreResource(ConfigurableResource):
     url: str
 
     def open(self) -> ResultsStore:
-        return _open_store(self.url)
-
-
-@cache
-def _open_store(url: str) -> ResultsStore:
-    """One store (and connection pool) per URL and process."""
-    return ResultsStore(url)
+        return open_store(self.url)
 
 
 class SuitesResource(ConfigurableResource):
@@ -105,28 +101,33 @@ class LLMResource(ConfigurableResource):
     timeout_s: float | None = None  # one request; None: derived from the item timeout
     max_retries: int | None = None  # per model call (default 2)
     max_tokens: int | None = None
-    max_tokens_field: str | None = None
+    max_tokens_field: str | None = None  # (checked as EVAL_LLM_MAX_TOKENS_FIELD is)
     tool_choice: str | None = None
     tool_turn_content: str | None = None
     compat: str | None = None  # llama.cpp, vllm, ollama, openai
     prices_file: str | None = None
 
     def settings(self) -> LLMSettings:
-        """Parsed as the environment is (LLMSettings.from_env), presets included."""
-        values = {
-            "EVAL_LLM_MODEL": self.model, "EVAL_LLM_BASE_URL": self.base_url,
-            "EVAL_LLM_API_KEY": self.api_key, "EVAL_LLM_TEMPERATURE": self.temperature,
-            "EVAL_LLM_TIMEOUT_S": self.timeout_s, "EVAL_LLM_MAX_RETRIES": self.max_retries,
-            "EVAL_LLM_MAX_TOKENS": self.max_tokens,
-            "EVAL_LLM_MAX_TOKENS_FIELD": self.max_tokens_field,
-            "EVAL_LLM_TOOL_CHOICE": self.tool_choice,
-            "EVAL_LLM_TOOL_TURN_CONTENT": self.tool_turn_content,
-            "EVAL_LLM_COMPAT": self.compat,
-        }  # fmt: skip
-        return LLMSettings.from_env({k: str(v) for k, v in values.items() if v is not None})
+        """These settings with the server kind's presets (``compat``), as the CLI's are made
+        from the environment (llm/settings.py ``LLMSettings.configured``)."""
+        return LLMSettings.configured(
+            model=self.model, base_url=self.base_url, api_key=self.api_key, compat=self.compat,
+            temperature=self.temperature, timeout_s=self.timeout_s,
+            max_retries=self.max_retries, max_tokens=self.max_tokens,
+            max_tokens_field=self.max_tokens_field, tool_choice=self.tool_choice,
+            tool_turn_content=self.tool_turn_content,
+        )  # fmt: skip
 
     def prices(self) -> PriceTable:
         return PriceTable.from_file(Path(self.prices_file) if self.prices_file else None)
+
+
+def environment(services: ServicesResource, llm: LLMResource,
+                results_store: ResultsStoreResource) -> Environment:  # fmt: skip
+    """The run service's environment from this code location's resources."""
+    prices = Path(llm.prices_file) if llm.prices_file else None
+    return Environment(services.suites.project_file(), services.get(), llm.settings(),
+                       results_store.url, prices)  # fmt: skip
 
 
 def _env(name: str) -> EnvVar | None:

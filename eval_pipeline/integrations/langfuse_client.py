@@ -173,3 +173,9 @@ def describe_status(status: int, detail: str = "") -> str:
                 "or the keys lack access to this project; see the organisation's billing "
                 "and the keys' project)")  # fmt: skip
     return said
+
+
+def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
+    """The trace of one evaluated item (a case and repeat of a run): the same id whoever
+    computes it (the tracing, the score write-back, the experiment's links)."""
+    return Langfuse.create_trace_id(seed=f"{run_id}:{item_id}:{repeat}")

@@ -36,6 +36,7 @@ from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_status,
+    item_trace_id,
     major_version,
 )
 from eval_pipeline.integrations.langfuse_datasets import dataset_name, linked_items
@@ -148,8 +149,6 @@ def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase
     suite, run_id = run.suite, run.run_id
     if reads_experiments(settings):
         return Linked(experiment_id(run_id))
-    from eval_pipeline.integrations.langfuse_tracing import item_trace_id
-
     where = f"dataset run of {ref.name if ref else dataset_name(suite)}"
     try:
         linked = linked_items(client, suite, cases, ref)

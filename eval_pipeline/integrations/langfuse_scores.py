@@ -36,9 +36,9 @@ from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_error,
     describe_status,
+    item_trace_id,
 )
 from eval_pipeline.integrations.langfuse_experiments import Linked
-from eval_pipeline.integrations.langfuse_tracing import item_trace_id
 
 OUTBOX_KIND = "langfuse_score"
 SET_ASIDE_KIND = "langfuse_score_set_aside"

@@ -26,11 +26,8 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.integrations import langfuse_experiments as experiments
+from eval_pipeline.integrations.langfuse_client import item_trace_id
 from eval_pipeline.integrations.langfuse_datasets import item_id
-
-
-def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
-    return Langfuse.create_trace_id(seed=f"{run_id}:{item_id}:{repeat}")
 
 
 class TracedAgent:

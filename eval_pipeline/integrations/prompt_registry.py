@@ -14,10 +14,11 @@ from typing import Any, Protocol
 
 import yaml
 
+from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 
 
-class RegistryUnavailable(RuntimeError):
+class RegistryUnavailable(ServiceError):
     """The registry could not be reached or answered with an error (retry later)."""
 
 

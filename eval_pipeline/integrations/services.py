@@ -101,14 +101,17 @@ class Services:
         return LangfuseTraceSource(self.langfuse, timeout_s=PAGE_TIMEOUT_S)
 
     def agent(self, suite: Suite, prompt: PromptVersion | None, settings: LLMSettings, *,
-              run: RunRecord, metadata: Mapping[str, str] | None = None) -> Agent:  # fmt: skip
+              run: RunRecord, metadata: Mapping[str, str] | None = None,
+              cases: Sequence[GoldenCase] | None = None) -> Agent:  # fmt: skip
         """The agent of one run (its factory runs here), each item traced when Langfuse is
-        configured: the one place every entry point gets its agent from."""
+        configured: the one place every entry point gets its agent from. ``cases``: the
+        suite's, as the run loaded them (else read here)."""
         made = suite.make_agent(prompt, settings)
         if self.langfuse is None:
             return made
-        dataset = experiment_dataset(self.langfuse, self.client(), suite.name,
-                                     suite.load_cases(), suite.dataset_ref)  # fmt: skip
+        cases = suite.load_cases() if cases is None else cases
+        dataset = experiment_dataset(self.langfuse, self.client(), suite.name, cases,
+                                     suite.dataset_ref)  # fmt: skip
         return self.traced(made, run_id=run.run_id, suite=suite.name, prompt=prompt,
                            metadata={**run_metadata(run), **(metadata or {})},
                            dataset=dataset)  # fmt: skip

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import httpx
 from langfuse.api.core.api_error import ApiError
 
+from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.core.traces.records import (
     TraceError,
@@ -59,7 +60,7 @@ CHILD_GRACE = timedelta(hours=1)
 NO_GRACE = timedelta(0)
 
 
-class TraceSourceError(RuntimeError):
+class TraceSourceError(ServiceError):
     """The trace source could not be read (unreachable, refused, or bad data)."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.redact import redact
 from eval_pipeline.llm.settings import LLMSettings
@@ -22,7 +23,7 @@ def check_timeout_s() -> float:
     return float(os.environ.get("EVAL_LLM_CHECK_TIMEOUT_S") or 30.0)
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(ServiceError):
     """The configured model cannot be used; the message says where it came from and what
     to change."""
 

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.agent import ItemProblem, current_item
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
@@ -69,7 +70,7 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
 
-class RecordingsError(ValueError):
+class RecordingsError(ConfigurationError):
     """A recordings file that cannot be read; the message names the file and line."""
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.redact import register_secret
 from eval_pipeline.core.running.memo import source_fingerprint
 from eval_pipeline.llm import offline as offline_package
@@ -57,7 +58,7 @@ def replaying(active: bool = True) -> Iterator[None]:
         _REPLAYING.reset(token)
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigurationError):
     """An EVAL_LLM_* variable has a value we cannot use; the message names it."""
 
 
@@ -96,21 +97,39 @@ class LLMSettings(BaseModel):
         """EVAL_LLM_BASE_URL, EVAL_LLM_API_KEY (or OPENAI_API_KEY), EVAL_LLM_MODEL, … (see
         docs/configuration.md). A bad value raises SettingsError naming the variable."""
         env = dict(os.environ if env is None else env)
-        key = env.get("EVAL_LLM_API_KEY") or env.get("OPENAI_API_KEY")
-        base_url = env.get("EVAL_LLM_BASE_URL") or None
-        compat = env.get("EVAL_LLM_COMPAT") or "openai"
-        if compat not in COMPAT:
-            raise SettingsError(f"EVAL_LLM_COMPAT={compat!r}: use one of {', '.join(COMPAT)}")
         explicit = {
             field: convert(env[name], name)
             for name, (field, convert) in _VARIABLES.items()
             if env.get(name)
         }
-        replay = _REPLAYING.get() and not (key or base_url)
-        default_model = "gpt-4o-mini" if (key or base_url or replay) else OFFLINE_MODEL_NAME
+        return cls.configured(
+            model=env.get("EVAL_LLM_MODEL") or None, base_url=env.get("EVAL_LLM_BASE_URL"),
+            api_key=env.get("EVAL_LLM_API_KEY") or env.get("OPENAI_API_KEY"),
+            compat=env.get("EVAL_LLM_COMPAT") or None, **explicit,
+        )  # fmt: skip
+
+    @classmethod
+    def configured(cls, *, model: str | None = None, base_url: str | None = None,
+                   api_key: str | None = None, compat: str | None = None,
+                   **explicit: Any) -> LLMSettings:  # fmt: skip
+        """The settings from values (the environment's, or a Dagster resource's): the
+        server kind's presets (``compat``, COMPAT) under the ``explicit`` ones, and the
+        default model: the offline one without an endpoint, key or replay."""
+        compat = compat or "openai"
+        if compat not in COMPAT:
+            raise SettingsError(f"EVAL_LLM_COMPAT={compat!r}: use one of {', '.join(COMPAT)}")
+        base_url = base_url or None
+        replay = _REPLAYING.get() and not (api_key or base_url)
+        default_model = "gpt-4o-mini" if (api_key or base_url or replay) else OFFLINE_MODEL_NAME
+        variables = {field: (name, convert) for name, (field, convert) in _VARIABLES.items()}
+        given = {
+            k: variables[k][1](v, variables[k][0]) if isinstance(v, str) and k in variables else v
+            for k, v in explicit.items()
+            if v is not None
+        }  # (a choice is checked as its variable is, whoever set it)
         return cls.create(
-            model=env.get("EVAL_LLM_MODEL") or default_model, base_url=base_url, api_key=key,
-            **{**COMPAT[compat], **explicit}, **({"recording": "replay"} if replay else {}),
+            model=model or default_model, base_url=base_url, api_key=api_key,
+            **{**COMPAT[compat], **given}, **({"recording": "replay"} if replay else {}),
         )  # fmt: skip
 
     @classmethod

@@ -1,8 +1,7 @@
 """A toy evaluator, whole in one file: a project file that lists this module under
 ``plugins`` may name it (test_registry.py)."""
 
-from eval_pipeline.evaluators.base import Score, evaluator
-from eval_pipeline.evaluators.registry import register
+from eval_pipeline.plugins import Score, evaluator, register
 
 
 @register

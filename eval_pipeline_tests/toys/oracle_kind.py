@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.running.agent import AgentResult
+from eval_pipeline import GoldenCase
+from eval_pipeline.plugins import AgentKind, AgentResult, Build, KindConfig, Loading
+from eval_pipeline.plugins import register_agent_kind as register
 
 
 class OracleConfig(KindConfig):

@@ -7,18 +7,18 @@ Importing the package registers what the project file names: the drive-thru eval
 agent, the offline model's behaviour, recognised by the tools that agent binds.
 """
 
-from eval_examples.drive_thru import conversation_evaluators, evaluators
-from eval_examples.drive_thru import offline as drive_thru
-from eval_examples.drive_thru import offline_customer as customer
-from eval_examples.order_management import offline as order_management
-from eval_examples.product_discovery import offline as product_discovery
-from eval_examples.research import offline as research
-from eval_pipeline.llm.offline import register_behaviour
+from eval_examples.drive_thru import conversation_evaluators, evaluators, offline_customer
+from eval_examples.drive_thru import offline as drive_thru_offline
+from eval_examples.order_management import offline as order_management_offline
+from eval_examples.product_discovery import offline as product_discovery_offline
+from eval_examples.research import offline as research_offline
+from eval_pipeline.plugins import register_behaviour
 
-register_behaviour({"lookup_menu_item", "add_item_to_order"}, drive_thru.respond)
-register_behaviour({"search_products", "get_reviews"}, product_discovery.respond)
-register_behaviour({"get_order_status", "request_return"}, order_management.respond)
-register_behaviour({"CustomerReply"}, customer.respond)
-register_behaviour({"search"}, research.respond)
+# (aliased: the names drive_thru, research, … stay the subpackages', importable as such)
+register_behaviour({"lookup_menu_item", "add_item_to_order"}, drive_thru_offline.respond)
+register_behaviour({"search_products", "get_reviews"}, product_discovery_offline.respond)
+register_behaviour({"get_order_status", "request_return"}, order_management_offline.respond)
+register_behaviour({"CustomerReply"}, offline_customer.respond)
+register_behaviour({"search"}, research_offline.respond)
 
 __all__ = ["conversation_evaluators", "evaluators"]

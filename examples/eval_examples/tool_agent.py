@@ -16,7 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from eval_examples.inline_tools import on_event_loop
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline import GoldenCase
 
 
 def build_tool_graph(llm: Any, tools: Sequence[BaseTool], system_prompt: str) -> CompiledStateGraph:

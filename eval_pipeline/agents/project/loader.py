@@ -22,9 +22,6 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-import eval_pipeline.agents.adapters.callable
-import eval_pipeline.agents.adapters.graph
-import eval_pipeline.agents.adapters.http  # noqa: F401  (these three register the built-in kinds)
 from eval_pipeline import settings
 from eval_pipeline.agents.adapters.kinds import (
     KINDS,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -19,6 +20,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from eval_pipeline.core.scoring.rows import PairedRow
+from eval_pipeline.core.store.results_store import ResultsStore
+
+if TYPE_CHECKING:
+    from eval_pipeline.core.evaluation import EvalResult
 
 Z95 = 1.96
 
@@ -157,3 +162,32 @@ def fit_inline(header: str, rows: list[str], keep: str, more: str = "in the char
         dropped += 1
     note = f"\n({dropped} more {more})" if dropped else ""
     return (header + "".join(rows)).rstrip("\n") + note
+
+
+@dataclass
+class RunCharts:
+    """A run's pictures: the primary metric's trend over the suite's full runs, and the
+    gate's per-category change; each as its data and, when drawn, its PNG file."""
+
+    metric: str
+    trend: list[TrendPoint]
+    categories: list[PairedRow]
+    files: dict[str, Path]
+
+
+def run_charts(store: ResultsStore, result: EvalResult, stem: Path) -> RunCharts:
+    """The charts of ``result`` drawn next to ``stem`` (``<stem>-trend.png``,
+    ``<stem>-categories.png``): what the CLI's report and Dagster's metadata both show."""
+    metric = result.thresholds.primary_metric
+    history = store.metric_history(result.run.suite, metric)
+    points = [TrendPoint(r.started_at, m, se, r.prompt_version) for r, m, se in history]
+    files: dict[str, Path] = {}
+    if points:
+        files["trend"] = trend_chart(points, metric, Path(f"{stem}-trend.png"))
+    rows: list[PairedRow] = []
+    gate = result.gate
+    if gate is not None and gate.comparable:
+        rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
+        path = Path(f"{stem}-categories.png")
+        files["per-category delta"] = category_delta_chart(rows, metric, path)
+    return RunCharts(metric, points, rows, files)

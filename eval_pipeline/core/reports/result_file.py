@@ -16,10 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.scoring.thresholds import Label
 from eval_pipeline.core.store.records import RunRecord
 
 SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics

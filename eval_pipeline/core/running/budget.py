@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 
 
@@ -63,6 +64,11 @@ class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+
+    @classmethod
+    def of(cls, options: RunOptions) -> Budget:
+        """A run's spending limits (no limit: an empty budget)."""
+        return cls(options.max_calls, options.max_tokens, options.max_cost)
 
     def __bool__(self) -> bool:
         return any(v is not None for v in (self.max_calls, self.max_tokens, self.max_cost_usd))

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.runner import Job
 
 # Above ~32 items in flight one event loop is CPU-bound (BENCHMARKS.md, throughput).
@@ -33,7 +34,7 @@ MIN_ITEMS_PER_SHARD = 200
 WHAT = "shards (--workers, run config `shards`)"  # what the user set, in either place
 
 
-class ShardingError(ValueError):
+class ShardingError(ConfigurationError):
     """A shard count the run cannot use; the message says what would work."""
 
 

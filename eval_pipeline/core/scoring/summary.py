@@ -232,24 +232,39 @@ def summarize(
         tool_call_answers=_usage_sum(outputs, "tool_call_answers"),
         n_score_errors=sum(1 for s in scores if s.error_kind),
         score_errors_by_kind=score_errors_by_kind(scores),
-        **judge_spending(scores),
+        **_judge_fields(JudgeSpending.of(scores)),
         categories=distributions(scores),
     )
+
+
+def _judge_fields(spent: JudgeSpending) -> dict[str, Any]:
+    """The summary's judge_* fields (a summary stored before this type keeps its shape)."""
+    return {"judge_calls": spent.calls, "judge_tokens": spent.tokens,
+            "judge_cost_usd": spent.cost_usd}  # fmt: skip
 
 
 def _usage_sum(outputs: Sequence[ItemOutput], key: str) -> int:
     return int(sum(u.get(key, 0) for o in outputs for u in (o.usage or {}).values()))
 
 
-def judge_spending(scores: Sequence[ItemScore]) -> dict[str, Any]:
-    """Calls, tokens and cost of the model-backed evaluators (from their scores' metadata)."""
-    spent = [s.metadata for s in scores if s.metadata and "judge_calls" in s.metadata]
-    return {
-        "judge_calls": int(sum(m["judge_calls"] for m in spent)),
-        "judge_tokens": Tokens(input=int(sum(m["judge_input_tokens"] for m in spent)),
-                               output=int(sum(m["judge_output_tokens"] for m in spent))),
-        "judge_cost_usd": round(sum(m["judge_cost_usd"] for m in spent), 6),
-    }  # fmt: skip
+@dataclass(frozen=True)
+class JudgeSpending:
+    """What the model-backed evaluators (LLM judges) of some scores spent."""
+
+    calls: int = 0
+    tokens: Tokens = Tokens()
+    cost_usd: float = 0.0
+
+    @classmethod
+    def of(cls, scores: Sequence[ItemScore]) -> JudgeSpending:
+        """From the scores' metadata, where each judge records its calls, tokens and cost."""
+        spent = [s.metadata for s in scores if s.metadata and "judge_calls" in s.metadata]
+        return cls(
+            calls=int(sum(m["judge_calls"] for m in spent)),
+            tokens=Tokens(input=int(sum(m["judge_input_tokens"] for m in spent)),
+                          output=int(sum(m["judge_output_tokens"] for m in spent))),
+            cost_usd=round(sum(m["judge_cost_usd"] for m in spent), 6),
+        )  # fmt: skip
 
 
 EXAMPLE_CHARS = 300

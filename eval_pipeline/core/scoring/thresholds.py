@@ -15,22 +15,18 @@ categories:                                  # what a categorical metric's categ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.scoring.categories import CategoryScale
-from eval_pipeline.core.scoring.rows import CheckRow, FloorRow, ItemBelowRow, MeanRow
-from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import ItemScore
 
 
-class ThresholdsError(ValueError):
-    pass
+class ThresholdsError(ConfigurationError):
+    """A thresholds file that cannot be used; the message names the file and field."""
 
 
 class RegressionConfig(BaseModel):
@@ -126,106 +122,3 @@ def load_thresholds(path: Path) -> Thresholds:
             f"field '{'.'.join(map(str, e['loc'])) or '(file)'}': {e['msg']}" for e in exc.errors()
         )
         raise ThresholdsError(f"{path}: {problems}") from exc
-
-
-@dataclass
-class CheckOutcome:
-    passed: bool
-    description: str
-    rows: list[CheckRow] = field(default_factory=list)
-    tested: bool = True  # False: the thresholds configure nothing for it (not a pass)
-
-    def label(self, blocking: bool) -> Label:
-        """PASS, FAIL (blocking) or WARN, or N/A for a check that tested nothing."""
-        if not self.tested:
-            return "N/A"
-        return "PASS" if self.passed else "FAIL" if blocking else "WARN"
-
-
-Label = Literal["PASS", "FAIL", "WARN", "UNDECIDED", "N/A"]
-
-
-@dataclass
-class ThresholdCheck:
-    """One threshold check of a run: its name, what it found, whether it blocks."""
-
-    name: str
-    outcome: CheckOutcome
-    blocking: bool
-
-    @property
-    def label(self) -> Label:
-        return self.outcome.label(self.blocking)
-
-
-def not_tested(why: str) -> CheckOutcome:
-    return CheckOutcome(True, f"not tested: {why}", tested=False)
-
-
-def check_min_mean(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
-    if not thresholds.min_mean:
-        return not_tested("the thresholds set no min_mean")
-    rows: list[MeanRow] = []
-    failed = []
-    for metric, minimum in thresholds.min_mean.items():
-        value = summary.metric(metric)
-        ok = value is not None and value >= minimum
-        rows.append(MeanRow(metric=metric, mean=value, minimum=minimum, ok=ok))
-        if not ok:
-            failed.append(f"{metric} {value} < {minimum}")
-    text = (
-        "all means at or above their minimum"
-        if not failed
-        else "below minimum: " + ", ".join(failed)
-    )
-    return CheckOutcome(not failed, text, rows)
-
-
-def check_all_items_pass(scores: Sequence[ItemScore], thresholds: Thresholds) -> CheckOutcome:
-    if not thresholds.all_items_pass:
-        return not_tested("the thresholds list no all_items_pass metrics")
-    rows: list[CheckRow] = [
-        ItemBelowRow(metric=s.evaluator, item_id=s.item_id, repeat=s.repeat, value=s.value,
-                     comment=s.comment)
-        for s in scores
-        if s.evaluator in thresholds.all_items_pass and s.value != 1.0
-    ]  # fmt: skip
-    seen = {s.evaluator for s in scores}
-    missing = [m for m in thresholds.all_items_pass if m not in seen]
-    if missing:
-        return CheckOutcome(False, f"no scores for {', '.join(missing)}", rows)
-    if rows:
-        return CheckOutcome(False, f"{len(rows)} item(s) below 1.0", rows)
-    return CheckOutcome(True, f"every item scored 1.0 on {', '.join(thresholds.all_items_pass)}")
-
-
-def check_category_floors(summary: Summary, thresholds: Thresholds) -> CheckOutcome:
-    if not thresholds.category_floors:
-        return not_tested("the thresholds set no category_floors")
-    rows: list[FloorRow] = []
-    failed = []
-    for metric, floors in thresholds.category_floors.items():
-        for category, floor in floors.items():
-            row = summary.by_category.get(category)
-            value = row.means.get(metric) if row else None
-            ok = value is None or value >= floor  # a tier without the category can't miss it
-            rows.append(FloorRow(metric=metric, category=category, mean=value, floor=floor,
-                                 ok=ok))  # fmt: skip
-            if not ok:
-                failed.append(f"{category} {metric} {value} < {floor}")
-    if not any(r.mean is not None for r in rows):
-        return CheckOutcome(True, "not tested: no case of a floored category in this tier",
-                            rows, tested=False)  # fmt: skip
-    text = "every category at or above its floor" if not failed else "; ".join(failed)
-    return CheckOutcome(not failed, text, rows)
-
-
-def evaluate_thresholds(
-    summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds
-) -> list[ThresholdCheck]:
-    """Every threshold check of a run."""
-    return [
-        ThresholdCheck("min_mean_scores", check_min_mean(summary, thresholds), True),
-        ThresholdCheck("all_items_pass", check_all_items_pass(scores, thresholds), True),
-        ThresholdCheck("category_floors", check_category_floors(summary, thresholds), False),
-    ]

@@ -8,9 +8,23 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
+from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.running.failures import Fault
 from eval_pipeline.evaluators.base import DataType
+
+RunTier = Literal["smoke", "full", "failures"]  # failures: production failures run again
+
+
+class RunStatus(StrEnum):
+    """Where a run is: running (its stages are under way), complete (summarised: it has a
+    verdict), failed (a stage raised; ``RunRecord.error`` says why)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
 
 
 def utcnow() -> datetime:
@@ -28,25 +42,27 @@ class RunRecord:
     prompt_hash: str
     dataset_version: str
     model: str
-    tier: str
+    tier: RunTier
     repeats: int = 1
     prompt_config: dict[str, Any] = field(default_factory=dict)
     model_params: dict[str, Any] = field(default_factory=dict)
     agent_version: str = ""
     evaluator_versions: dict[str, str] = field(default_factory=dict)
-    status: str = "running"  # running | complete | failed
+    status: RunStatus = RunStatus.RUNNING
     started_at: datetime = field(default_factory=utcnow)
     finished_at: datetime | None = None
     dagster_run_id: str | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)  # what the run wants a reader to know
     baseline_run_id: str | None = None  # the run it is gated against, decided when planned
-    options: dict[str, Any] = field(default_factory=dict)  # its RunOptions (core/options.py)
+    gate_note: str | None = None  # why it has no baseline (so no gate), decided when planned
+    options: RunOptions = field(default_factory=RunOptions)  # what the caller asked of it
     code_commit: str | None = None  # of the agent's repository (core/running/commit.py)
     stopped: str | None = None  # why items were left unstarted (a budget reached), or None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain JSON-able values (the options as their fields)."""
+        return asdict(self) | {"options": self.options.model_dump(mode="json")}
 
 
 @dataclass
@@ -68,7 +84,7 @@ class ItemOutput:
     unpriced_models: list[str] = field(default_factory=list)
     # Whose failure the error is: "agent" (scores 0, counts in the gate), "infrastructure"
     # or "configuration" (the run cannot measure the item: ERROR). See running/failures.py.
-    fault: str | None = None
+    fault: Fault | None = None
 
     @property
     def ok(self) -> bool:

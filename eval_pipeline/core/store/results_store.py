@@ -38,8 +38,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from eval_pipeline.core.errors import ServiceError
+from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, utcnow
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus, utcnow
 
 metadata = MetaData()
 runs = Table(
@@ -65,6 +67,7 @@ runs = Table(
     Column("notes", JSON),
     Column("baseline_run_id", String(200)),
     Column("options", JSON),
+    Column("gate_note", Text),  # NULL in stores written before it
     Column("code_commit", String(80)),  # NULL in stores written before it
     Column("stopped", Text),  # why the run stopped before its items ran out (a budget)
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
@@ -140,7 +143,7 @@ MEMO_FIELDS = ("output", "latency_ms", "input_tokens", "output_tokens", "cost_us
                "usage")  # fmt: skip
 
 
-class ResultsStoreError(RuntimeError):
+class ResultsStoreError(ServiceError):
     """The store cannot be opened or written; the message never contains a password."""
 
 
@@ -187,7 +190,7 @@ class ResultsStore:
     # --- writes -------------------------------------------------------------------------
     def create_run(self, run: RunRecord) -> None:
         """Insert the run; an existing run_id is reset (re-execution starts clean)."""
-        row = asdict(run)
+        row = run.to_dict()
         with self.engine.begin() as conn:
             exists = conn.execute(select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first()
             if exists:
@@ -441,10 +444,19 @@ def _output(values: dict[str, Any]) -> ItemOutput:
 def _run(row: Any) -> RunRecord:
     values = {f.name: row[f.name] for f in fields(RunRecord)}
     values["notes"] = values["notes"] or []  # a store from before notes existed
+    values["status"] = RunStatus(values["status"])
+    values["options"] = stored_options(values["options"])
     for key in ("started_at", "finished_at"):
         if isinstance(values[key], datetime) and values[key].tzinfo is None:
             values[key] = values[key].replace(tzinfo=UTC)  # SQLite drops the zone
     return RunRecord(**values)
+
+
+def stored_options(stored: dict[str, Any] | None) -> RunOptions:
+    """A run's options as stored: those this version knows (an option a newer or older
+    release stored and this one does not know is left out; a missing one is the default)."""
+    known = {k: v for k, v in (stored or {}).items() if k in RunOptions.model_fields}
+    return RunOptions.model_validate(known)
 
 
 def _insert_for(engine: Engine):

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from eval_pipeline.core.scoring.checks import CheckOutcome, not_tested
 from eval_pipeline.core.scoring.rows import CheckRow, TraceDropRow, TraceFloorRow
-from eval_pipeline.core.scoring.thresholds import CheckOutcome, TraceThresholds, not_tested
+from eval_pipeline.core.scoring.thresholds import TraceThresholds
 
 MIN_DAYS = 2
 MIN_TRACES = 5

@@ -22,13 +22,14 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
 from eval_pipeline.core.store.records import ItemScore
 
 MAX_FIELD_CHARS = 64_000  # per input / output / metadata, as JSON text
 
 
-class TraceError(ValueError):
+class TraceError(ConfigurationError):
     """A trace (or a trace file) cannot be used; the message says where and why."""
 
 

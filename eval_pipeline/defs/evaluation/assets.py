@@ -1,11 +1,12 @@
 """Evaluation assets: golden_dataset[suite] → agent_run_outputs → item_scores → eval_summary.
 
-Asset bodies stay thin: they resolve the partition and call the stages in
-core/evaluation.py (the same ones the CLI runs), then attach metadata. Results live in the
-results store; assets pass a small run reference along. The evaluation assets read the
-golden cases from the dataset files themselves (golden_dataset is lineage and validation,
-not a data input), so a sensor- or schedule-triggered run works even if golden_dataset was
-never materialized, and evaluates the files as they are.
+Asset bodies stay thin: they drive the run service (eval_pipeline/service, the one the CLI
+drives), then attach metadata. Results live in the results store; the steps pass a run
+reference along (``RunRef``: the run's pinned request and the cases its plan loaded, so a
+run reads its cases once). plan_shards reads the golden cases from the dataset files
+themselves (golden_dataset is lineage and validation, not a data input), so a sensor- or
+schedule-triggered run works even if golden_dataset was never materialized, and evaluates
+the files as they are.
 """
 
 import warnings
@@ -31,11 +32,10 @@ from dagster import (
     multi_asset,
 )
 
-from eval_pipeline.core import evaluation
+from eval_pipeline import service
 from eval_pipeline.core.cases import GoldenCase, dataset_version
-from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.apply import values_by_evaluator
-from eval_pipeline.core.scoring.summary import judge_spending, markdown_table, md_escape
+from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
 from eval_pipeline.defs.evaluation.metadata import (
@@ -45,19 +45,17 @@ from eval_pipeline.defs.evaluation.metadata import (
     summary_pictures,
     tools_metadata,
 )
-from eval_pipeline.defs.evaluation.outputs import (
-    build_agent_run_outputs,
-    partition_keys,
-    planned_again,
-)
+from eval_pipeline.defs.evaluation.outputs import build_agent_run_outputs
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
     ServicesResource,
     SuitesResource,
+    environment,
 )
 from eval_pipeline.integrations import langfuse_datasets
+from eval_pipeline.service import RunRef
 
 GROUP = "evaluation"
 SUMMARY_DESCRIPTION = (
@@ -174,26 +172,23 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
     @asset(group_name=GROUP, partitions_def=partitions.evals)
     def item_scores(
         context: AssetExecutionContext,
-        agent_run_outputs: dict[str, Any],
+        agent_run_outputs: RunRef,
         services: ServicesResource,
         results_store: ResultsStoreResource,
         llm: LLMResource,
-    ) -> Output[dict[str, Any]]:
+    ) -> Output[RunRef]:
         """Score every recorded output with the suite's item evaluators; LLM judges run
         through the runner under the run's concurrency, rate and timeout (as in the CLI),
         their cost counted apart."""
-        suite = services.suite(agent_run_outputs["suite"])
-        store, run_id = results_store.open(), agent_run_outputs["run_id"]
-        cases = evaluation.cases_of_run(store, run_id, suite)
-        scores = evaluation.score(store, run_id, suite, cases, prices=llm.prices())
+        prepared = service.replan(environment(services, llm, results_store), agent_run_outputs)
+        scores = service.score(prepared)
         means = values_by_evaluator(scores)
-        spent = judge_spending(scores)
-        metadata: dict[str, Any] = {"run_id": run_id, "scores": len(scores)}
-        if spent["judge_calls"]:
-            metadata |= {"judge_calls": spent["judge_calls"],
-                         "judge_cost_usd": spent["judge_cost_usd"],
-                         "judge_input_tokens": spent["judge_tokens"].input,
-                         "judge_output_tokens": spent["judge_tokens"].output}  # fmt: skip
+        spent = JudgeSpending.of(scores)
+        metadata: dict[str, Any] = {"run_id": prepared.run_id, "scores": len(scores)}
+        if spent.calls:
+            metadata |= {"judge_calls": spent.calls, "judge_cost_usd": spent.cost_usd,
+                         "judge_input_tokens": spent.tokens.input,
+                         "judge_output_tokens": spent.tokens.output}  # fmt: skip
         metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
         return Output(agent_run_outputs, metadata=metadata)
 
@@ -207,40 +202,26 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
     )  # fmt: skip
     def eval_summary(
         context: AssetExecutionContext,
-        item_scores: dict[str, Any],
+        item_scores: RunRef,
         results_store: ResultsStoreResource,
         services: ServicesResource,
         llm: LLMResource,
     ):
-        suite = services.suite(item_scores["suite"])
-        store, run_id = results_store.open(), item_scores["run_id"]
-        found = services.get()
-        cases = evaluation.cases_of_run(store, run_id, suite)
-        summary = evaluation.summarise(store, run_id, suite, cases)
-        run = store.get_run(run_id)
-        assert run is not None  # item_scores stored it
-        result = evaluation.verdict(store, run, suite, cases, summary)
-        request = RunOptions(**run.options)
-        if request.gate == "sequential":  # further cases while undecided, in this step
-            plan, agent, _ = planned_again(context, suite, partition_keys(context)[1], found,
-                                           llm, request, run_id)  # fmt: skip
-            result = evaluation.go_on_until_decided(store, plan, agent, result,
-                                                    prices=llm.prices())  # fmt: skip
-            found.flush()
-            if result.sequential:
-                context.log.info(f"{run_id}: sequential gate {result.sequential.line()}")
-            run, cases, summary = result.run, list(result.cases), result.summary
-        writeback: dict[str, Any] = {"langfuse": found.description}
-        report = found.write_run(store, run, cases, store.read_scores(run_id),
-                                 store.read_outputs(run_id), summary.metrics,
-                                 suite)  # fmt: skip
+        prepared = service.replan(environment(services, llm, results_store), item_scores)
+        finished = service.finish(prepared)
+        result, report = finished.result, finished.writeback
+        store, suite, run_id = prepared.store, prepared.suite, prepared.run_id
+        run, cases, summary = result.run, list(result.cases), result.summary
+        if result.sequential:
+            context.log.info(f"{run_id}: sequential gate {result.sequential.line()}")
+        writeback: dict[str, Any] = {"langfuse": prepared.env.services.description}
         if report is not None:  # (never fails the evaluation)
             writeback |= report.metadata()
             if report.queued or report.set_aside:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         partition = f"{run.suite} {run.prompt_version}"
         checks, not_tested = check_results(result, partition)
-        pictures = summary_pictures(store, run, suite, result.gate)
+        pictures = summary_pictures(store, result, suite)
         if result.warnings:
             lines = "\n".join(f"- {md_escape(w)}" for w in result.warnings)
             pictures["warnings"] = MetadataValue.md(lines)
@@ -256,7 +237,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             metadata={
                 **writeback,
                 "run_id": run_id,
-                "verdict": result.verdict,
+                "verdict": result.verdict.value,
                 "primary_metric": suite.thresholds.primary_metric,
                 "primary_value": primary if primary is not None else float("nan"),
                 **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
@@ -289,7 +270,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         yield from (check for check in checks if check.check_name in selected)
         if result.exit_code:  # the run fails with why, not a bare "check failed"
             raise Failure(description=failure_message(result, partition),
-                          metadata={"verdict": result.verdict, "run_id": run_id},
+                          metadata={"verdict": result.verdict.value, "run_id": run_id},
                           allow_retries=False)  # fmt: skip
 
     return EvaluationAssets(golden_dataset, langfuse_dataset, agent_run_outputs, item_scores,

@@ -26,7 +26,8 @@ from dagster import (
 )
 
 from eval_pipeline.core.evaluation import EvalResult
-from eval_pipeline.core.scoring.gate import GateCheck
+from eval_pipeline.core.scoring import checks
+from eval_pipeline.core.scoring.checks import CheckOutcome, GateCheck
 from eval_pipeline.core.scoring.rows import (
     BinaryRow,
     FloorRow,
@@ -36,46 +37,19 @@ from eval_pipeline.core.scoring.rows import (
     RatioRow,
     Row,
 )
-from eval_pipeline.core.scoring.stats import MIN_PAIRED_N
-from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
 from eval_pipeline.defs.partitions import partitioned_check
 
 ASSET = "eval_summary"
-DESCRIPTIONS = {
-    "items_measured": "Blocks. The run measured the agent on every item: no item failed for a "
-    "reason outside the agent (a timeout, an HTTP error, a request the recordings cannot "
-    "answer, a case that does not fit the agent) and no metric the verdict reads lacks a "
-    "score because its evaluator failed. Otherwise the verdict is ERROR, never a pass.",
-    "min_mean_scores": "Blocks. Each metric's mean over the run's cases is at least its "
-    "`min_mean` in the suite's thresholds file.",
-    "all_items_pass": "Blocks. Every item scores 1.0 on each `all_items_pass` metric (for "
-    "example: no hallucinated menu item).",
-    "category_floors": "Warns. Each category's mean is at least its floor (`category_floors`).",
-    "paired_gate": "Blocks. Per gated metric, item by item against the baseline run (the "
-    "latest full run of the baseline label's version). Sequential gate (the default): an "
-    "anytime-valid confidence sequence for Δ, with more of the suite's cases drawn while it "
-    "cannot tell (and, once they run short, the baseline's flaky cases repeated: metadata "
-    "`repeats`); fails when it lies below 0 and Δ ≤ −margin, passes when it lies above "
-    "−margin (the description ends with how many cases and model calls that took). Fixed "
-    "gate: the 90% CI and the Holm-adjusted p < α on the tier's cases. When it cannot tell, "
-    "the verdict is UNDECIDED: the check fails (on_undecided: fail, the default) or warns "
-    "(warn), with about how many cases would decide it.",
-    "binary_gate": "Blocks. Exact McNemar test on pass/fail metrics: fails when "
-    "significantly more items newly fail than newly pass (Holm-adjusted).",
-    "category_deltas": "Warns. Paired Δ of the primary metric per category against the "
-    f"baseline; a category with fewer than {MIN_PAIRED_N} items is shown, not tested.",
-    "cost_latency": "Blocks when `max_cost_ratio` / `max_latency_ratio` is set: the paired "
-    "ratio of cost and latency per item against the baseline, with its CI.",
-}
-BLOCKING = ("items_measured", "min_mean_scores", "all_items_pass", "paired_gate", "binary_gate",
-            "cost_latency")  # fmt: skip
 
 
 def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
+    """A Dagster check per registered check (core/scoring/checks): its name, description
+    and whether it blocks, as declared there (a project's own included: its plugins are
+    loaded with the project, before the definitions are built)."""
     return [
-        partitioned_check(name, ASSET, text, partitions_def, blocking=name in BLOCKING)
-        for name, text in DESCRIPTIONS.items()
+        partitioned_check(spec.name, ASSET, spec.description, partitions_def, spec.blocking)
+        for spec in checks.checks()
     ]
 
 
@@ -86,7 +60,7 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
     skipped: dict[str, str] = {}
     for check in result.checks:
         outcome = check.outcome
-        if check.name not in DESCRIPTIONS:  # (a CLI-only check, e.g. --threshold)
+        if checks.spec(check.name) is None:  # (a CLI-only check, e.g. --threshold)
             continue
         if not outcome.tested:
             skipped[check.name] = outcome.description
@@ -102,7 +76,8 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
         description = check.description
-        if result.sequential and check.name == "paired_gate":  # how far the gate went
+        declared = checks.spec(check.name)
+        if result.sequential and declared and declared.undecided_on_warn:  # how far it went
             said = result.sequential
             numbers |= {
                 "decided": said.decided,
@@ -121,8 +96,8 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         done.append(check_result(ASSET, check.name, _label(check, result), description,
                                  partition, numbers, check.rows, check.worse_items))  # fmt: skip
     if gate is None:
-        for name in ("paired_gate", "binary_gate", "category_deltas", "cost_latency"):
-            skipped[name] = result.gate_note or "no baseline"
+        for spec in checks.checks("gate"):
+            skipped[spec.name] = result.gate_note or "no baseline"
     if result.exit_code:
         # Dagster shows a check without a result in a failed run as "Execution failed": say
         # N/A with the reason instead (a warning, never a pass). In a passing run the UI

@@ -10,11 +10,12 @@ from dagster import DagsterLogManager, MetadataValue
 
 from eval_pipeline import settings
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
-from eval_pipeline.core.scoring.gate import GateReport, flips_across_runs
 from eval_pipeline.core.scoring.rows import Row
 from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
+from eval_pipeline.core.store.baselines import flips_across_runs
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
@@ -118,29 +119,28 @@ def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], 
     return report
 
 
-def summary_pictures(
-    store: ResultsStore, run: RunRecord, suite: Suite, gate: GateReport | None
-) -> dict[str, Any]:
+def summary_pictures(store: ResultsStore, result: EvalResult, suite: Suite) -> dict[str, Any]:
     """Trend and per-category change as inline Markdown tables with text bars, and as PNG
-    charts (under EVAL_HOME/charts, in the metadata as data URIs that Dagster shows behind
-    "[Show Markdown]"); flaky items across repeats and across runs of this version."""
-    metric = suite.thresholds.primary_metric
-    folder = settings.eval_home() / "charts" / run.suite
+    charts (core/reports/charts.py ``run_charts``, the CLI report's; under EVAL_HOME/charts,
+    in the metadata as data URIs that Dagster shows behind "[Show Markdown]"); flaky items
+    across repeats and across runs of this version."""
+    run = result.run
+    drawn = charts.run_charts(store, result, settings.eval_home() / "charts" / run.suite
+                              / run.run_id)  # fmt: skip
     meta: dict[str, Any] = {}
-    history = store.metric_history(run.suite, metric)
-    if history:
-        points = [charts.TrendPoint(r.started_at, m, se, r.prompt_version) for r, m, se in history]
-        path = charts.trend_chart(points, metric, folder / f"{run.run_id}-trend.png")
-        meta["trend"] = MetadataValue.md(charts.trend_markdown(points, metric))
-        meta["trend_chart"] = MetadataValue.md(charts.markdown_image(path, f"{metric} trend"))
-    if gate is not None and gate.comparable:
-        rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
-        path = charts.category_delta_chart(rows, metric, folder / f"{run.run_id}-categories.png")
-        meta["category_change"] = MetadataValue.md(charts.delta_markdown(rows, metric))
-        meta["category_delta_chart"] = MetadataValue.md(charts.markdown_image(path, "deltas"))
+    if drawn.trend:
+        meta["trend"] = MetadataValue.md(charts.trend_markdown(drawn.trend, drawn.metric))
+        image = charts.markdown_image(drawn.files["trend"], f"{drawn.metric} trend")
+        meta["trend_chart"] = MetadataValue.md(image)
+    if drawn.categories:
+        table = charts.delta_markdown(drawn.categories, drawn.metric)
+        meta["category_change"] = MetadataValue.md(table)
+        image = charts.markdown_image(drawn.files["per-category delta"], "deltas")
+        meta["category_delta_chart"] = MetadataValue.md(image)
     summary = store.read_summary(run.run_id)
     if summary is not None and (flaky := summary.flaky_items):
         meta["flaky_items"] = MetadataValue.md(rows_markdown(flaky))
+    metric = suite.thresholds.primary_metric
     if flips := flips_across_runs(store, run, metric, suite.thresholds):
         meta["flaky_across_runs"] = MetadataValue.md(rows_markdown(flips))
     return meta

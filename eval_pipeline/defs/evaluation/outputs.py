@@ -38,27 +38,24 @@ from dagster import (
 )
 from pydantic import Field, create_model
 
+from eval_pipeline import service
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.evaluation import RunPlan
 from eval_pipeline.core.options import RunOptions
-from eval_pipeline.core.prompts import PromptVersion, parse_version_key
-from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs.evaluation.execution import separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
     ServicesResource,
+    environment,
 )
-from eval_pipeline.integrations.services import Services
-from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.service import RunRef, RunRequest
 
 
 class _RunConfig(Config):
@@ -94,12 +91,9 @@ EvalRunConfig = create_model(
 
 @dataclass(frozen=True)
 class ShardTask:
-    """What a run_shard step is given (small: it crosses the IO manager)."""
+    """What a run_shard step is given: the run (its pinned request and cases) and its shard."""
 
-    suite: str
-    version_key: str
-    run_id: str
-    request: RunOptions
+    run: RunRef
     shard: Shard
 
 
@@ -138,33 +132,13 @@ def abandoned_runs(
     return stale
 
 
-def candidate(
-    suite: Suite, version_key: str, found: Services, llm: LLMResource, timeout_s: float
-) -> tuple[PromptVersion | None, LLMSettings]:
-    """The partition's prompt version and the model settings it runs with; a model the
-    endpoint does not serve fails here, before anything is written."""
-    version = parse_version_key(version_key) or None
-    prompt = found.prompt(suite, version=version) if version else None
-    settings = llm.settings().for_run(prompt, timeout_s)
-    require_model(settings, model_source(prompt))
-    return prompt, settings
-
-
-def planned_again(
-    context: OpExecutionContext | AssetExecutionContext, suite: Suite, version_key: str,
-    found: Services, llm: LLMResource, request: RunOptions, run_id: str,
-) -> tuple[RunPlan, Agent, LLMSettings]:  # fmt: skip
-    """A recorded run planned again in this step (a shard, the sequential gate's further
-    cases), with the agent built as ``plan_shards`` planned it."""
-    prompt, settings = candidate(suite, version_key, found, llm, request.timeout_s)
-    plan = evaluation.plan(
-        suite, prompt, settings.public_params(), request, run_id=run_id,
-        dagster_run_id=context.run.run_id, notes=settings.notes,
-    )  # fmt: skip
-    agent = found.agent(
-        suite, prompt, settings, run=plan.run, metadata={"dagster_run_id": context.run.run_id}
-    )
-    return plan, agent, settings
+def request_of(context: OpExecutionContext, request: RunOptions) -> RunRequest:
+    """The run this partition's step starts: its prompt version, ``request``, a run id that
+    survives re-execution, and the Dagster run it belongs to."""
+    suite, version_key = partition_keys(context)
+    return RunRequest(suite, request, parse_version_key(version_key) or None,
+                      run_id=eval_run_id(suite, version_key, context.run),
+                      dagster_run_id=context.run.run_id)  # fmt: skip
 
 
 def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple[str, str]:
@@ -181,28 +155,24 @@ def plan_shards(
     llm: LLMResource,
     results_store: ResultsStoreResource,
 ):
-    """Record the run (its cases, prompt, model) and split its items into shards."""
+    """Record the run (its cases, prompt, model, baseline) and split its items into shards."""
+    env = environment(services, llm, results_store)
     suite_name, version_key = partition_keys(context)
-    suite = services.suite(suite_name)  # (a langfuse: suite reads its items from Langfuse)
-    prompt, settings = candidate(suite, version_key, services.get(), llm, config.timeout_s)
-    store = results_store.open()
+    store = env.store()
     for stale in abandoned_runs(context, store, suite_name, version_key):
         reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "
                   "it (its completed items stay in the memo)")  # fmt: skip
         store.fail_run(stale.run_id, reason)
         context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
     in_processes = separate_processes(context)
-    request = config.request(shards=config.shards or (None if in_processes else 1))
-    plan = evaluation.plan(
-        suite, prompt, settings.public_params(), request,
-        run_id=eval_run_id(suite_name, version_key, context.run),
-        dagster_run_id=context.run.run_id, notes=settings.notes,
-    )  # fmt: skip
-    evaluation.with_baseline(store, plan, services.get().registry())  # before any model call
-    store.create_run(plan.run)
-    run, count = plan.run, len(plan.shards)
+    options = config.request(shards=config.shards or (None if in_processes else 1))
+    prepared = service.prepare(env, request_of(context, options))
+    service.choose_baseline(prepared)  # before any model call
+    service.start(prepared)
+    plan, run = prepared.plan, prepared.plan.run
+    count = len(plan.shards)
     context.log.info(
-        f"{run.run_id}: {len(plan.cases)} cases × {run.repeats} on {settings.model} "
+        f"{run.run_id}: {len(plan.cases)} cases × {run.repeats} on {prepared.llm.model} "
         f"with {run.prompt_name or 'no prompt'} {run.prompt_version} ({run.prompt_hash}), "
         f"{count} shard(s) of {plan.shards[0].concurrency} in flight"
     )
@@ -211,11 +181,9 @@ def plan_shards(
             f"{count} shards in one process run one after another: launch with run config "
             "`execution: {config: {multiprocess: {}}}` to run them side by side"
         )
-    # each shard plans the run again: with the same count
-    request = plan.request.model_copy(update={"shards": count})
+    ref = prepared.ref()  # each shard plans the run again: with the same count
     for shard in plan.shards:
-        yield DynamicOutput(ShardTask(suite_name, version_key, run.run_id, request, shard),
-                            mapping_key=f"shard_{shard.index}")  # fmt: skip
+        yield DynamicOutput(ShardTask(ref, shard), mapping_key=f"shard_{shard.index}")
 
 
 @op(pool="llm")
@@ -227,18 +195,13 @@ def run_shard(
     results_store: ResultsStoreResource,
 ) -> Output[ShardReport]:
     """Run one shard's items (the memo answers what it can) with its share of the budget."""
-    suite = services.suite(task.suite)
-    found = services.get()
-    plan, agent, settings = planned_again(context, suite, task.version_key, found, llm,
-                                          task.request, task.run_id)  # fmt: skip
-    label = f"{task.run_id} {task.shard.label}"
+    prepared = service.replan(environment(services, llm, results_store), task.run)
+    label = f"{task.run.run_id} {task.shard.label}"
     before, started = PROVIDER_STATS.snapshot(), time.perf_counter()
-    outputs = evaluation.produce(results_store.open(), plan, agent, shard=task.shard,
-                                 prices=llm.prices(),
-                                 progress=progress_logger(context.log, label))  # fmt: skip
-    found.flush()
+    outputs = service.produce(prepared, shard=task.shard,
+                              progress=progress_logger(context.log, label))  # fmt: skip
     provider = {}
-    if settings.provider != "offline":  # every request the client sent
+    if prepared.llm.provider != "offline":  # every request the client sent
         provider = describe_provider(before, PROVIDER_STATS.snapshot())
     report = ShardReport(
         task, items=len(outputs), reused=sum(1 for o in outputs if o.source_run_id),
@@ -257,13 +220,13 @@ def collect_outputs(
     reports: list[ShardReport],
     results_store: ResultsStoreResource,
     services: ServicesResource,
-) -> Output[dict[str, Any]]:
+) -> Output[RunRef]:
     """Every item has exactly one output (else the run fails here, naming what is missing)."""
-    task = reports[0].task
+    ref = reports[0].task.run
     store = results_store.open()
-    run = store.get_run(task.run_id)
-    assert run is not None, f"run {task.run_id} was recorded by plan_shards"
-    cases = evaluation.cases_of_run(store, run.run_id, services.suite(task.suite))
+    run = store.get_run(ref.run_id)
+    assert run is not None, f"run {ref.run_id} was recorded by plan_shards"
+    cases = evaluation.cases_of_run(store, run.run_id, ref.cases)
     outputs = evaluation.check_complete(store, run, cases)
     found = services.get()
     metadata = outputs_metadata(run, outputs)
@@ -276,8 +239,6 @@ def collect_outputs(
                  "peak_rss_mb_per_shard": max(r.peak_rss_mb for r in reports)}  # fmt: skip
     metadata["prompt_registry"] = found.registry().description
     metadata["langfuse"] = found.description
-    ref = {"run_id": run.run_id, "suite": task.suite, "prompt_version": task.version_key,
-           "tier": run.tier}  # fmt: skip
     return Output(ref, metadata=metadata)
 
 

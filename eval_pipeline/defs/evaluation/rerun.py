@@ -15,22 +15,23 @@ from dagster import (
     multi_asset,
 )
 
-from eval_pipeline import settings
-from eval_pipeline.core import evaluation
-from eval_pipeline.core.options import DEFAULTS, RunOptions
+from eval_pipeline import service, settings
+from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
 from eval_pipeline.defs.evaluation.checks import check_result
-from eval_pipeline.defs.evaluation.outputs import candidate
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
     ServicesResource,
+    environment,
 )
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.service import RunRequest
 
 ASSET = "failure_rerun"
 CHECK = "rerun_fixes"
@@ -69,19 +70,17 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
                 "rerun": 0, "note": "no production failures to run again (production_failures "
                 "has not run for this suite, or found none)"})  # fmt: skip
             return
-        found = services.get()
-        prompt, llm_settings = candidate(suite, version_key, found, llm, DEFAULTS.timeout_s)
-        plan = evaluation.plan(
-            suite, prompt, llm_settings.public_params(), RunOptions(shards=1),
-            run_id=f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}",
-            dagster_run_id=context.run.run_id, notes=llm_settings.notes, cases=cases,
-        )  # fmt: skip
-        agent = found.agent(suite, prompt, llm_settings, run=plan.run,
-                            metadata={"dagster_run_id": context.run.run_id})  # fmt: skip
+        env = environment(services, llm, results_store)
+        request = RunRequest(suite_name, RunOptions(shards=1),
+                             parse_version_key(version_key) or None,
+                             run_id=f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}",
+                             dagster_run_id=context.run.run_id)  # fmt: skip
+        prepared = service.prepare(env, request, failures=cases)
         primary = next((f for f in suite.evaluators
                         if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
-        store = results_store.open()
-        report = rerun_failures(store, plan, agent, primary, prices=llm.prices())
+        store, found = prepared.store, env.services
+        report = rerun_failures(store, prepared.plan, prepared.agent(), primary,
+                                prices=env.prices())  # fmt: skip
         lineage = [ItemScore(r.trace_id, 0, f"rerun_fixed_{version_key}", float(r.fixed),
                              _comment(r, version_key)) for r in report.rows]  # fmt: skip
         written = found.write_back(store, langfuse_scores.trace_score_payloads(lineage))
@@ -90,7 +89,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
             "rerun": len(report.rows), "fixed": report.fixed,
             "still_failing": report.still_failing, "failures_file": MetadataValue.path(str(path)),
             "traces": MetadataValue.md(_table(report)), "langfuse": found.description,
-            "run_id": plan.run.run_id,
+            "run_id": prepared.run_id,
         }  # fmt: skip
         if written is not None:
             metadata |= written.metadata()

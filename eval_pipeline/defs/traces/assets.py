@@ -30,8 +30,8 @@ from dagster import (
 from eval_pipeline import settings
 from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.scoring.apply import values_by_evaluator
+from eval_pipeline.core.scoring.checks import CheckOutcome
 from eval_pipeline.core.scoring.summary import md_escape
-from eval_pipeline.core.scoring.thresholds import CheckOutcome
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
 from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors

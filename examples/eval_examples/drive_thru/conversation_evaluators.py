@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_examples.drive_thru.evaluators import blind_add_at, order_correctness
-from eval_pipeline.evaluators.base import Score, evaluator
-from eval_pipeline.evaluators.registry import register
+from eval_pipeline.plugins import Score, evaluator, register
 
 FINALIZED = "agent_finalized"
 

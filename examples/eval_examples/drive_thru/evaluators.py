@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from eval_pipeline.evaluators.base import Score, evaluator, run_evaluator
-from eval_pipeline.evaluators.registry import register
+from eval_pipeline.plugins import Score, evaluator, register, run_evaluator
 
 # Weights of one matched order line (they sum to 1).
 W_ITEM, W_QUANTITY, W_MODIFIERS, W_SIZE = 0.4, 0.3, 0.2, 0.1

@@ -21,7 +21,7 @@ from langgraph.prebuilt import ToolNode
 
 from eval_examples.drive_thru.menu import Order, OrderItem, load_menu
 from eval_examples.drive_thru.tools import TOOLS
-from eval_pipeline.agents.context import AgentContext
+from eval_pipeline import AgentContext
 
 
 class DriveThruState(MessagesState):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 if TYPE_CHECKING:
-    from eval_pipeline.llm.offline import Turn
+    from eval_pipeline.plugins import Turn
 
 DIRECTIVES = {
     "lookup_first": "lookup_menu_item before",

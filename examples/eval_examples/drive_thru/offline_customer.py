@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from eval_pipeline.core.conversation import GOAL_MARK, SCREEN_MARK
+from eval_pipeline.plugins import GOAL_MARK, SCREEN_MARK
 
 if TYPE_CHECKING:
-    from eval_pipeline.llm.offline import Turn
+    from eval_pipeline.plugins import Turn
 
 
 def respond(turn: Turn) -> AIMessage:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eval_examples.drive_thru.evaluators import no_hallucinated_items as no_hallucinated_items_in
 from eval_examples.drive_thru.menu import load_menu
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline import GoldenCase
 
 ABSENCE_CATEGORIES = ("not_on_menu", "greeting", "ambiguous")
 TRACE_NAME = "drive-thru-agent"  # root observation of the production agent's traces

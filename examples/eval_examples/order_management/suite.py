@@ -6,7 +6,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from eval_examples.order_management.orders import load_orders, order_tools
 from eval_examples.tool_agent import build_tool_graph, validate_behavioural_case
-from eval_pipeline.agents.context import AgentContext
+from eval_pipeline import AgentContext
 
 TOOL_NAMES = ("get_order_status", "track_shipment", "list_orders", "request_return")
 validate_case = validate_behavioural_case(TOOL_NAMES)

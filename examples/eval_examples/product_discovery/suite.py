@@ -6,7 +6,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from eval_examples.product_discovery.catalog import catalog_tools, load_catalog
 from eval_examples.tool_agent import build_tool_graph, validate_behavioural_case
-from eval_pipeline.agents.context import AgentContext
+from eval_pipeline import AgentContext
 
 TOOL_NAMES = ("search_products", "get_product_details", "get_reviews", "check_inventory")
 validate_case = validate_behavioural_case(TOOL_NAMES)

@@ -8,9 +8,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from eval_examples.research.corpus import load_corpus, search_tool
 from eval_examples.tool_agent import build_tool_graph
-from eval_pipeline.agents.context import AgentContext
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.evaluators.trajectory import normalize_messages
+from eval_pipeline import AgentContext, GoldenCase
+from eval_pipeline.plugins import normalize_messages
 
 
 def build(ctx: AgentContext) -> CompiledStateGraph:

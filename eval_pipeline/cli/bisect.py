@@ -27,13 +27,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import click
 from pydantic import ValidationError
 
 from eval_pipeline import api, settings
 from eval_pipeline.agents.project import Project, ProjectError, load_project
+from eval_pipeline.cli.options import flags_of, run_option
 from eval_pipeline.core.bisect import Bisection, Step, baseline_of, bisect, failed_step, step_of
 from eval_pipeline.core.cases import DatasetError
+from eval_pipeline.core.errors import ConfigurationError, EvalError
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptError
 from eval_pipeline.core.redact import redact
@@ -57,7 +61,7 @@ class Watch:
     decided: Callable[[Step], None] = lambda step: None
 
 
-class BisectError(ValueError):
+class BisectError(ConfigurationError):
     """A bisection that cannot start (unknown suite, versions, range, no git): the
     message names the value and what to do; nothing was run. The CLI exits 2."""
 
@@ -107,7 +111,7 @@ def bisect_versions(suite: str, good: int, bad: int, request: RunOptions,
         watch.started(names[index])
         try:
             result = api.evaluate(suite, prompt_version=good + index, **options.model_dump())
-        except (api.SetupError, api.RunFailed) as exc:
+        except EvalError as exc:
             return failed_step(names[index], str(exc))
         calls = Spending.of_run(result.outputs, result.scores).calls
         return make(names[index], ResultFile.of(result), calls)
@@ -249,17 +253,60 @@ class CommitRuns:
 
 
 def run_flags(options: RunOptions) -> list[str]:
-    """``options`` as ``eval-pipeline run`` flags (those that differ from the defaults),
-    named as the run command declares them."""
-    import click
+    """``options`` as ``eval-pipeline run`` flags (those that differ from the defaults)."""
+    from eval_pipeline.cli.run import run
 
-    from eval_pipeline.cli import run as run_command
+    return flags_of(run, options)
 
-    flags = {p.name: p.opts[0] for p in run_command.params if isinstance(p, click.Option)}
-    defaults = RunOptions()
-    return [
-        part
-        for name in RunOptions.model_fields
-        if (value := getattr(options, name)) != getattr(defaults, name) and value is not None
-        for part in (flags[name], str(value))
-    ]
+
+@click.command("bisect")
+@click.option("--suite", "suite_name", required=True, help="Suite to bisect.")
+@click.option("--good", type=int, default=None, metavar="VERSION",
+              help="The last prompt version known good (the baseline of every step).")  # fmt: skip
+@click.option("--bad", type=int, default=None, metavar="VERSION",
+              help="A later prompt version known worse.")  # fmt: skip
+@click.option("--commits", default=None, metavar="A..B",
+              help="Bisect commits instead: A the last good, B a bad one; each commit's "
+                   "agent and prompts run in a worktree on this checkout's cases.")  # fmt: skip
+@click.option("--label", default="production", show_default=True,
+              help="With --commits: the prompt label each commit evaluates.")  # fmt: skip
+@run_option("--tier", "tier", default="smoke",
+            help="The cases each step starts with, before the sequential gate draws more "
+                 "(the good end always runs the full suite).")  # fmt: skip
+@run_option("--repeat", "repeats")
+@run_option("--concurrency", "concurrency", help="Items in flight.")
+@run_option("--timeout", "timeout_s")
+@run_option("--margin", "margin")
+@run_option("--cache", "cache")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the steps and the outcome as JSON.")  # fmt: skip
+def bisect_command(suite_name: str, good: int | None, bad: int | None, commits: str | None,
+                   label: str, json_path: Path | None, **options: Any) -> None:  # fmt: skip
+    """Find the first prompt version (--good V1 --bad V2) or commit (--commits A..B) that
+    made the agent worse: the good end runs the full suite once, then each step is a
+    sequential gate against it (the bad end first, then midpoints). Prints each step and
+    the first bad with the gate's evidence and the model calls spent; exit 0 found, 2 bad
+    input, an error or nothing to bisect, 3 a step the gate could not decide."""
+    import dataclasses
+    import json
+
+    versions = good is not None or bad is not None
+    if versions == (commits is not None) or (versions and (good is None or bad is None)):
+        raise BisectError("give --good and --bad (two prompt versions) or --commits A..B "
+                          "(two commits), not both")  # fmt: skip
+    request = RunOptions(**options)
+
+    watch = Watch(started=lambda name: click.echo(f"evaluating {name} …", err=True),
+                  decided=lambda step: click.echo(step.line()))  # fmt: skip
+    if commits is not None:
+        found = bisect_commits(suite_name, commits, request, label=label, watch=watch)
+    else:
+        found = bisect_versions(suite_name, good, bad, request, watch=watch)
+    if json_path:
+        body = dataclasses.asdict(found) | {"first_bad": found.first_bad,
+                                            "model_calls": found.model_calls,
+                                            "exit_code": found.exit_code}  # fmt: skip
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    click.echo(found.final_line())
+    sys.exit(found.exit_code)

@@ -17,11 +17,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
 import yaml
 
 from eval_pipeline import settings
 from eval_pipeline.agents.project.schema import SUITE_NAME
 from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
+from eval_pipeline.cli.report import console
+from eval_pipeline.core.errors import ConfigurationError
 
 HEADER = """\
 # eval-pipeline project: the suites of your agents (eval-pipeline's docs/own-agent.md).
@@ -78,7 +81,7 @@ regression:
 """
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(ConfigurationError):
     """init cannot write the suite; nothing was written."""
 
 
@@ -230,3 +233,25 @@ def _tool_hint(target: object) -> str:
         bound = getattr(node, "bound", None)
         names += sorted(getattr(bound, "tools_by_name", None) or {})
     return f"[{', '.join(names[:2])}]" if names else "[search_orders]"
+
+
+@click.command()
+@click.option("--agent", "agent_path", required=True, metavar="PACKAGE.MODULE:ATTRIBUTE|URL",
+              help="Your agent: a compiled LangGraph graph, a factory(ctx) returning one, "
+                   "fn(input, ctx) -> dict, or the http(s) URL of an agent service.")  # fmt: skip
+@click.option("--name", required=True, help="The suite's name (letters, digits, _ and -).")
+@click.option("--dataset", "dataset_dir", default=None, metavar="DIR",
+              help="Where the cases go, relative to the project file "
+                   "(default evals/NAME).")  # fmt: skip
+@click.option("--prompt", "prompt_name", default=None,
+              help="The prompt in the registry the agent reads (optional).")  # fmt: skip
+def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str | None) -> None:
+    """Declare a suite for your agent: its entry in eval-pipeline.yaml (created if there is
+    none), a dataset directory with three example cases and a thresholds file."""
+    made = scaffold_suite(agent_path, name, dataset_dir=dataset_dir, prompt=prompt_name)
+    for path in made.written:
+        console.print(f"wrote {path}")
+    if made.prompt_note:
+        console.print(made.prompt_note)
+    console.print(f"Suite {name!r}: {made.agent_kind} {agent_path}. Next: put real cases in "
+                  f"{made.cases_file}, then\n  eval-pipeline run --suite {name}")  # fmt: skip

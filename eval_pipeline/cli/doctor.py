@@ -7,13 +7,17 @@ written anywhere, and every message passes through the secret redactor.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 from sqlalchemy.engine import make_url
 
 from eval_pipeline import settings
+from eval_pipeline.cli.report import console
+from eval_pipeline.core.errors import ExitCode
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.suite import Suite
 
@@ -326,3 +330,24 @@ def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
             name = check.__name__.removeprefix("check_").replace("_", " ")
             findings.append(_failure(name, exc, "unexpected: please report it with this line"))
     return findings
+
+
+@click.command()
+def doctor() -> None:
+    """Check configuration, datasets, prompts, the model endpoint, Langfuse and the stores;
+    print what is wrong and how to fix it (exit 1 if anything is)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    findings = run_checks()
+    table = Table(title="eval-pipeline doctor")
+    for column in ("check", "status", "found", "how to fix"):
+        table.add_column(column, overflow="fold")
+    for f in findings:
+        status = "[yellow]skip[/]" if f.skipped else "[green]ok[/]" if f.ok else "[red]FAIL[/]"
+        table.add_row(f.check, status, escape(f.detail), escape(f.fix))
+    console.print(table)
+    failed = [f.check for f in findings if not f.ok]
+    console.print(f"[red]{len(failed)} problem(s): {', '.join(failed)}[/]" if failed
+                  else "[green]Everything needed to run evaluations is in place.[/]")  # fmt: skip
+    sys.exit(ExitCode.FAIL if failed else ExitCode.PASS)

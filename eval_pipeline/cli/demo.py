@@ -8,20 +8,23 @@ local prompt registry and the SQLite results store.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
+import click
 from dagster import DagsterInstance, MultiPartitionKey
 from rich.console import Console
 
 from eval_pipeline import settings
 from eval_pipeline.agents.project import load_project
+from eval_pipeline.cli.report import console, print_gate, print_result, verdict_line
 from eval_pipeline.core import evaluation
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.services import Services
-from eval_pipeline.report import print_gate, print_result, verdict_line
 
 # The report is the demo's output; Dagster's own step log (a failed gate's too) stays in
 # the run (see the UI).
@@ -106,7 +109,7 @@ class Demo:
                                f"{_step_error(result)}")  # fmt: skip
             return None
         run = runs[0]
-        cases = evaluation.cases_of_run(self.store, run.run_id, suite)
+        cases = evaluation.cases_of_run(self.store, run.run_id, suite.load_cases())
         return evaluation.verdict(self.store, run, suite, cases, summary)
 
 
@@ -119,3 +122,20 @@ def _step_error(result) -> str:
                 error = error.cause
             return error.message.strip()
     return "unknown error (see the run in the Dagster UI)"
+
+
+@click.command()
+def demo() -> None:
+    """Materialize the whole asset graph on embedded defaults and print the summary: the
+    project found here (EVAL_PROJECT, or the working directory and its parents), else the
+    repository's examples."""
+    if settings.fall_back_to_examples() is None:
+        raise ConfigurationError(
+            f"no {settings.PROJECT_FILE} here and no examples to run: the demo runs the "
+            "examples of a source checkout (examples/, beside the package); clone the "
+            "repository and install it with pip install -e . (or name a project with "
+            "--project / EVAL_PROJECT)"
+        )
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(settings.eval_home() / "dagster")))
+    home.mkdir(parents=True, exist_ok=True)
+    sys.exit(run_demo(console))

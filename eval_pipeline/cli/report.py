@@ -1,4 +1,5 @@
-"""The terminal report of a run (rich tables), shared by `run` and `demo`."""
+"""The terminal report of a run (rich tables), shared by `run` and `demo`, and the
+consoles every command prints to."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.summary import SliceRow
+
+console = Console()
+err_console = Console(stderr=True)
 
 COLOURS = {
     "PASS": "[green]PASS",

@@ -1,0 +1,3 @@
+from eval_pipeline.cli import main
+
+main()

@@ -1,0 +1,62 @@
+"""The command group: its commands loaded when named, and their errors turned into
+messages and exit codes, in one place for every command.
+
+Any ``EvalError`` a command raises (core/errors.py) becomes ``Error: <message>`` on stderr
+(secrets redacted) and its exit code; a command that prints a verdict (``run``) ends with
+``VERDICT: ERROR — …`` on stdout too, so CI's last line always says what happened.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from eval_pipeline.core.errors import EvalError, ExitCode
+from eval_pipeline.core.redact import redact
+
+VERDICT_LINE = "eval_pipeline.verdict_line"  # ctx.meta key: the command ends with a verdict
+
+
+def says_verdict(ctx: click.Context) -> None:
+    """Mark the running command as one whose last line is a verdict, errors included."""
+    ctx.meta[VERDICT_LINE] = True
+
+
+class Group(click.Group):
+    """A command group whose commands live in modules of their own, imported only when
+    named (``eval-pipeline run`` does not import Dagster; click's "lazily loading
+    subcommands" pattern), and whose commands' errors are reported by ``report``."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}  # command name → "module:attribute"
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = self.lazy[cmd_name].partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EvalError as exc:
+            report(ctx, str(exc), exc.exit_code)
+
+
+def report(ctx: click.Context, message: str, code: ExitCode) -> None:
+    """``Error: message`` on stderr (redacted, whole: paths stay unwrapped), the verdict
+    line for a command that prints one, and exit ``code``."""
+    from eval_pipeline.cli.report import error_line
+
+    message = redact(message)
+    click.echo(f"Error: {message}", err=True)
+    if ctx.meta.get(VERDICT_LINE):
+        click.echo(error_line(message, code))
+    sys.exit(int(code))

@@ -1,0 +1,52 @@
+"""Click options declared from ``RunOptions`` (core/options.py): each flag's default,
+bounds or choices and help come from the model, declared there once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import click
+
+from eval_pipeline.core.options import RunOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def run_option(
+    flag: str, name: str, help: str | None = None, metavar: str | None = None,
+    default: Any = None,
+) -> Callable[[F], F]:  # fmt: skip
+    """A ``run`` option for the RunOptions field ``name``: its default (unless ``default``
+    is given), its bounds or choices and its help come from the model."""
+    field = RunOptions.model_fields[name]
+    default = field.default if default is None else default
+    return click.option(flag, name, type=click_type(field), default=default,
+                        show_default=default is not None, metavar=metavar,
+                        help=help or field.description)  # fmt: skip
+
+
+def click_type(field: Any) -> Any:
+    if get_origin(field.annotation) is Literal:
+        return click.Choice(list(get_args(field.annotation)))
+    bounds = {type(m).__name__: m for m in field.metadata}
+    low = next((getattr(bounds[k], k.lower()) for k in ("Ge", "Gt") if k in bounds), None)
+    high = bounds["Le"].le if "Le" in bounds else None
+    kind = next((t for t in (int, float) if t in (field.annotation, *get_args(field.annotation))),
+                str)  # fmt: skip
+    if kind is int:
+        return click.IntRange(low, high)
+    return click.FloatRange(low, high) if kind is float else click.STRING
+
+
+def flags_of(command: click.Command, options: RunOptions) -> list[str]:
+    """``options`` as flags of ``command`` (those that differ from the defaults), named as
+    the command declares them."""
+    flags = {p.name: p.opts[0] for p in command.params if isinstance(p, click.Option)}
+    defaults = RunOptions()
+    return [
+        part
+        for name in RunOptions.model_fields
+        if (value := getattr(options, name)) != getattr(defaults, name) and value is not None
+        for part in (flags[name], str(value))
+    ]

@@ -1,0 +1,45 @@
+"""`eval-pipeline suites` (the project's suites) and `eval-pipeline instance` (the local
+Dagster instance's settings)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from eval_pipeline import settings
+from eval_pipeline.cli.report import console
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the names as a JSON list.")
+def suites(as_json: bool) -> None:
+    """The project's suites: name and dataset directory (relative to the project file),
+    one per line; with --json, the names (a CI matrix)."""
+    from eval_pipeline.agents.project import load_project
+
+    project = load_project()
+    if as_json:
+        click.echo(json.dumps(list(project.suite_names)))
+        return
+    for name in project.suite_names:
+        click.echo(f"{name}\t{project.config.suites[name].dataset}")
+
+
+@click.command()
+def instance() -> None:
+    """Write the local Dagster instance settings (run queue, one run per partition, model
+    pool) to $DAGSTER_HOME (default .eval_home/dagster) and say how to open the UI."""
+    from eval_pipeline.defs.instance import write_local_instance
+
+    home = Path(os.environ.get("DAGSTER_HOME") or settings.eval_home() / "dagster")
+    path, ours = write_local_instance(home)
+    if ours:
+        console.print(f"Instance settings: {path}")
+    else:
+        console.print(f"[yellow]{path} exists and is not ours: left as it is[/] (doctor "
+                      "checks that it has a run queue and limits)")  # fmt: skip
+    console.print(f"Open the UI: DAGSTER_HOME={home} dagster dev -w workspace.yaml "
+                  "(or -m your_package.definitions)")  # fmt: skip

@@ -1,0 +1,88 @@
+"""`eval-pipeline prompts`: the local prompt registry (list, show, label, add)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from eval_pipeline.cli.report import console
+
+
+@click.group()
+def prompts() -> None:
+    """The local prompt registry (the project's prompts/ and prompts/labels.yaml)."""
+
+
+def _prompts_dir() -> Path:
+    from eval_pipeline.agents.project import load_project
+
+    return load_project().prompts_dir
+
+
+def _registry():
+    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+
+    return LocalPromptRegistry(_prompts_dir())
+
+
+@prompts.command("list")
+def prompts_list() -> None:
+    """Every prompt with its versions and labels."""
+    from rich.table import Table
+
+    table = Table(title=f"Prompts in {_prompts_dir()}")
+    for column in ("name", "versions", "labels"):
+        table.add_column(column)
+    for name, versions, labels in _registry().list_prompts():
+        shown = ", ".join(f"{label} → v{v}" for label, v in sorted(labels.items()))
+        table.add_row(name, ", ".join(f"v{v}" for v in versions), shown or "–")
+    console.print(table)
+
+
+@prompts.command("show")
+@click.argument("name")
+@click.option("--version", type=int, default=None, help="Version (default: --label).")
+@click.option("--label", default="production", show_default=True)
+def prompts_show(name: str, version: int | None, label: str) -> None:
+    """Print one prompt version: labels, content hash, config and text."""
+    registry = _registry()
+    prompt = registry.get(name, version) if version else registry.get_by_label(name, label)
+    console.print(
+        f"[bold]{prompt.name} v{prompt.version}[/]  type {prompt.type}  hash {prompt.content_hash}"
+        f"  labels {', '.join(prompt.labels) or '–'}\nconfig {prompt.config}"
+    )
+    console.print(prompt.system_text(), markup=False, highlight=False)
+
+
+@prompts.command("label")
+@click.argument("name")
+@click.argument("version", type=int)
+@click.argument("label")
+def prompts_label(name: str, version: int, label: str) -> None:
+    """Point LABEL of prompt NAME at VERSION (moves it if it was elsewhere)."""
+    previous = _registry().set_label(name, version, label)
+    moved = f"moved from v{previous}" if previous and previous != version else "set"
+    console.print(f"{name}: label {label} → v{version} ({moved})")
+
+
+@prompts.command("add")
+@click.argument("name")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--label", default=None, help="Also point this label at the new version.")
+def prompts_add(name: str, source: Path, label: str | None) -> None:
+    """Store SOURCE as the next version of NAME (.yaml: type/prompt/config; else text)."""
+    from eval_pipeline.integrations.prompt_registry import check_label
+
+    if label:
+        check_label(label)  # before anything is written
+    registry = _registry()
+    prompt = registry.add(name, source)
+    if label:
+        registry.set_label(name, prompt.version, label)
+    if label:
+        console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}), "
+                      f"labelled {label}")  # fmt: skip
+        return
+    console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}); label it with "
+                  f"`eval-pipeline prompts label {name} {prompt.version} staging`")  # fmt: skip

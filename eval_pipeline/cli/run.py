@@ -1,0 +1,129 @@
+"""`eval-pipeline run`: one suite in this process, gated, reported; the last line is the
+verdict and the exit code says it (0 pass, 1 fail, 2 error, 3 undecided)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from eval_pipeline.cli.group import says_verdict
+from eval_pipeline.cli.options import run_option
+from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
+from eval_pipeline.core.options import RunOptions
+
+
+@click.command()
+@click.option("--suite", "suite_name", required=True, help="Suite to run (see the project file).")
+@run_option("--tier", "tier")
+@run_option("--repeat", "repeats")
+@run_option("--concurrency", "concurrency", help="Items in flight, in all (split over --workers).")
+@run_option(
+    "--workers",
+    "shards",
+    help="Processes the items are split over, sharing "
+    "--concurrency and one memo (one core runs ~250 model calls/s; see BENCHMARKS.md).",
+)
+@run_option("--timeout", "timeout_s")
+@click.option("--label", default="production", show_default=True,
+              help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
+@click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
+@run_option("--baseline", "baseline_label", metavar="LABEL")
+@run_option("--baseline-run", "baseline_run_id", metavar="RUN_ID")
+@run_option("--margin", "margin")
+@run_option("--threshold", "min_primary")
+@run_option("--cache", "cache")
+@run_option("--gate", "gate")
+@run_option("--sequential-until", "sequential_until")
+@run_option("--on-undecided", "on_undecided")
+@run_option("--max-repeats", "max_repeats", metavar="R")
+@run_option("--max-calls", "max_calls", metavar="N")
+@run_option("--max-tokens", "max_tokens", metavar="N")
+@run_option("--max-cost", "max_cost", metavar="DOLLARS")
+@click.option(
+    "--record",
+    "recording",
+    flag_value="record",
+    default=None,
+    help="Store every outbound request and its answer in recordings/SUITE/VERSION.jsonl "
+    "next to the project file (every item runs, the memo is refreshed).",
+)
+@click.option("--replay", "recording", flag_value="replay",
+              help="Answer every outbound request from the recordings, with no endpoint; a "
+                   "request never recorded fails its item and the run (exit 2).")  # fmt: skip
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
+              help="Write the result as JSON.")  # fmt: skip
+@click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+              help="Write JUnit XML: a test case per item and per gate.")  # fmt: skip
+@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
+              help="Write a Markdown report (charts next to it).")  # fmt: skip
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="One block per case and repeat: scores, tools, latency, tokens, error.",
+)
+@click.pass_context
+def run(
+    ctx: click.Context,
+    suite_name: str,
+    label: str,
+    prompt_version: int | None,
+    recording: str | None,
+    json_path: Path | None,
+    junit_path: Path | None,
+    report_path: Path | None,
+    verbose: bool,
+    **options: Any,
+) -> None:
+    """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error,
+    3 undecided (0 with --on-undecided warn). The last line is the verdict."""
+    from eval_pipeline import api, settings
+
+    says_verdict(ctx)
+    request = RunOptions(**options)
+    prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
+                           request=request, recording=recording or "off")  # fmt: skip
+    with _progress(f"{suite_name} {request.tier}") as report:
+        result = api.run_prepared(prepared, progress=report)
+    print_result(console, result, verbose=verbose)
+    for why in result.errors:  # whole, on stderr; the verdict line below has the first
+        click.echo(f"Error: {why}", err=True)
+    _write_files(prepared.store, result, json_path, junit_path, report_path)
+    console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
+    click.echo(verdict_line(result))  # the last line, never wrapped
+    sys.exit(result.exit_code)
+
+
+def _write_files(store, result, json_path, junit_path, report_path) -> None:
+    from eval_pipeline.core.reports import charts, exports
+
+    if json_path:
+        console.print(f"JSON: {exports.write_json(json_path, result)}")
+    if junit_path:
+        console.print(f"JUnit: {exports.write_junit(junit_path, result)}")
+    if report_path:
+        result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
+        console.print(f"Report: {exports.write_markdown(report_path, result)}")
+
+
+class _progress:
+    """A progress bar on a terminal; nothing when output is piped (CI logs stay clean)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.bar = Progress(
+            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal,
+        )  # fmt: skip
+
+    def __enter__(self):
+        self.bar.start()
+        task = self.bar.add_task(self.label, total=None)
+        return lambda done, total: self.bar.update(task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()

@@ -1,0 +1,48 @@
+"""One error hierarchy and one set of exit codes, for the CLI, ``evaluate()`` and Dagster.
+
+Every error eval-pipeline raises on purpose is an ``EvalError``: its message names what
+to fix (the file, the field, the value) and its ``exit_code`` says whose problem it is.
+The CLI turns any of them into ``Error: <message>`` and that exit code in one place
+(``cli/errors.py``); ``evaluate()`` raises them as they are; Dagster shows the message.
+
+- ``ConfigurationError`` (a ``ValueError``): a file, a flag, a setting or a choice that
+  cannot be used. Nothing was run. Exit 2.
+- ``ServiceError`` (a ``RuntimeError``): something outside the agent failed or cannot be
+  reached (the results store, the model endpoint, the prompt registry, Langfuse). Exit 2.
+
+An item's own failure (a timeout, the agent's exception) is not an ``EvalError``: it is
+recorded on the item and classified by ``core/running/failures.py``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import ClassVar
+
+
+class ExitCode(IntEnum):
+    """What a run's exit status means to CI."""
+
+    PASS = 0  # every blocking check passed
+    FAIL = 1  # the agent got worse, or is below a floor
+    ERROR = 2  # configuration or infrastructure: the run could not tell; investigate first
+    UNDECIDED = 3  # the gate could not tell yet (on_undecided: fail)
+    INTERRUPTED = 130  # stopped by the user (SIGINT), after writing what finished
+
+
+class EvalError(Exception):
+    """The base of every error eval-pipeline raises on purpose (see the module)."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.ERROR
+
+
+class ConfigurationError(EvalError, ValueError):
+    """Something the user wrote or chose cannot be used; nothing was run."""
+
+
+class ServiceError(EvalError, RuntimeError):
+    """A service the run needs failed or cannot be reached (retry, or fix its settings)."""
+
+
+class RunFailed(EvalError, RuntimeError):
+    """A stage failed after the run was recorded (the run is marked failed with why)."""

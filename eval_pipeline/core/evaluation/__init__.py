@@ -1,0 +1,95 @@
+"""One evaluation, in stages shared by every driver (the CLI and ``evaluate()`` through
+``eval_pipeline/service``, the Dagster assets through the same service):
+
+plan (what runs, against which baseline; writes nothing) → produce (agent calls, memo) →
+score (evaluators) → summarise (aggregates; the run is complete) → verdict (thresholds
+and the regression gate) → the sequential continuation (more cases while the gate cannot
+tell).
+
+| module | holds |
+|---|---|
+| ``plan`` | the run's plan: cases, record, shards; the draw order of further cases |
+| ``baseline`` | the baseline, chosen when the run is planned |
+| ``stages`` | produce, score, summarise, verdict |
+| ``sequential`` | the sequential continuation and variance-aware repeats |
+| ``processes`` | shards in worker processes of this machine |
+| ``result`` | ``EvalResult``: what a run says, and its exit code |
+| ``run`` | the stages in order in one process, and ``conclude`` (what follows scoring) |
+"""
+
+from eval_pipeline.core.evaluation.baseline import (
+    BaselineMissing,
+    Labels,
+    baseline_data,
+    decided_baseline,
+    with_baseline,
+)
+from eval_pipeline.core.evaluation.plan import (
+    FAILURES_TIER,
+    RunPlan,
+    cases_of_run,
+    cases_run,
+    draw_order,
+    new_run_id,
+    plan,
+    prompt_key,
+)
+from eval_pipeline.core.evaluation.processes import (
+    ShardUpdates,
+    ShardWorker,
+    produce_in_processes,
+    shard_progress,
+)
+from eval_pipeline.core.evaluation.result import EvalResult, SequentialReport, Verdict
+from eval_pipeline.core.evaluation.run import conclude, evaluate
+from eval_pipeline.core.evaluation.sequential import (
+    Repeats,
+    go_on_until_decided,
+    goes_on,
+    runs_short,
+)
+from eval_pipeline.core.evaluation.stages import (
+    check_complete,
+    failure_recorded,
+    judge_settings,
+    produce,
+    score,
+    summarise,
+    verdict,
+)
+
+__all__ = [
+    "FAILURES_TIER",
+    "BaselineMissing",
+    "EvalResult",
+    "Labels",
+    "Repeats",
+    "RunPlan",
+    "SequentialReport",
+    "ShardUpdates",
+    "ShardWorker",
+    "Verdict",
+    "baseline_data",
+    "cases_of_run",
+    "cases_run",
+    "check_complete",
+    "conclude",
+    "decided_baseline",
+    "draw_order",
+    "evaluate",
+    "failure_recorded",
+    "go_on_until_decided",
+    "goes_on",
+    "judge_settings",
+    "new_run_id",
+    "plan",
+    "produce",
+    "produce_in_processes",
+    "prompt_key",
+    "runs_short",
+    "score",
+    "shard_progress",
+    "summarise",
+    "verdict",
+    "with_baseline",
+]

@@ -1,0 +1,68 @@
+"""A plan of several shards run in-process: one spawned worker process per shard (a clean
+interpreter, as a Dagster step gets), with their progress gathered."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Protocol
+
+from eval_pipeline.core.evaluation.plan import RunPlan
+from eval_pipeline.core.evaluation.stages import check_complete, failure_recorded
+from eval_pipeline.core.running.runner import (
+    Progress,
+)
+from eval_pipeline.core.running.shards import Shard
+from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.store.results_store import ResultsStore
+
+
+class ShardWorker(Protocol):
+    """Runs one shard in a fresh process: plans the run again (same run id), builds the
+    agent there and calls ``produce(..., shard=shard)``; reports progress on ``updates`` as
+    (shard index, done, total). Must pickle (it crosses into the worker process)."""
+
+    def __call__(self, shard: Shard, updates: ShardUpdates) -> None: ...
+
+
+class ShardUpdates(Protocol):
+    def put(self, item: tuple[int, int, int]) -> None: ...
+
+
+def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) -> Progress:
+    """A worker's progress callback: sends (shard, done, total) at most every ``every_s``."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= every_s:
+            last[0] = now
+            updates.put((shard.index, done, total))
+
+    return report
+
+
+def produce_in_processes(
+    store: ResultsStore, plan_: RunPlan, worker: ShardWorker, *, progress: Progress | None = None
+) -> list[ItemOutput]:
+    """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
+    gets), all at once; then the run's outputs are checked complete (``check_complete``)."""
+    context = multiprocessing.get_context("spawn")
+    with failure_recorded(store, plan_.run.run_id), context.Manager() as manager:
+        updates = manager.Queue()
+        done = [0] * len(plan_.shards)
+        with ProcessPoolExecutor(len(plan_.shards), mp_context=context) as pool:
+            futures = [pool.submit(worker, shard, updates) for shard in plan_.shards]
+            while not all(f.done() for f in futures) or not updates.empty():
+                try:
+                    index, shard_done, _ = updates.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                done[index] = shard_done
+                if progress:
+                    progress(sum(done), plan_.n_items)
+            for future in futures:
+                future.result()  # a shard that failed fails the run (its error, re-raised)
+    return check_complete(store, plan_.run, plan_.cases)

@@ -1,0 +1,213 @@
+"""The outcome of one run: what it scored, which checks failed, the gate's evidence, and
+the verdict every driver reports (PASS, FAIL, UNDECIDED, ERROR)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.errors import ExitCode
+from eval_pipeline.core.options import OnUndecided
+from eval_pipeline.core.running.failures import NOT_THE_AGENT
+from eval_pipeline.core.scoring import gate as gating
+from eval_pipeline.core.scoring.checks import ThresholdCheck
+from eval_pipeline.core.scoring.rows import PairedRow
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+
+
+class Verdict(StrEnum):
+    """What a run says about the agent: PASS (every blocking check passed), FAIL (the agent
+    got worse, or is below a floor), UNDECIDED (no check failed, but the gate could not
+    tell whether a gated metric got worse: never reported as a pass), ERROR (the run could
+    not measure the agent: never a pass)."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    UNDECIDED = "UNDECIDED"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True)
+class SequentialReport:
+    """How far a sequential run went: decided (or not) after ``cases`` of the suite's."""
+
+    cases: int
+    suite_cases: int
+    decided: bool
+    model_calls: int
+    repeated: tuple[str, ...] = ()  # flaky cases run more often, up to ``repeats`` (``Repeats``)
+    repeats: int = 1
+    repeats_note: str = ""  # why no case was repeated, when none could be
+
+    def line(self) -> str:
+        said = "decided" if self.decided else "undecided"
+        flaky = ""
+        if self.repeated:
+            flaky = f", {len(self.repeated)} flaky ones up to {self.repeats} times each"
+        return (f"{said} after {self.cases} of {self.suite_cases} cases{flaky} "
+                f"({self.model_calls} model calls)")  # fmt: skip
+
+    def repeats_line(self, shown: int = 10) -> str | None:
+        """The flaky cases it repeated, named; or, when it stayed undecided, why none."""
+        if self.repeated:
+            more = f" and {len(self.repeated) - shown} more" if len(self.repeated) > shown else ""
+            return (f"flaky in the baseline, run up to {self.repeats} times each: "
+                    f"{', '.join(self.repeated[:shown])}{more}")  # fmt: skip
+        if not self.decided and self.repeats_note:
+            return f"no case repeated: {self.repeats_note}"
+        return None
+
+
+@dataclass
+class EvalResult:
+    """The outcome of one run: what it scored, which checks failed, the gate's evidence."""
+
+    run: RunRecord
+    summary: Summary
+    checks: list[ThresholdCheck]
+    thresholds: Thresholds
+    outputs: Sequence[ItemOutput]
+    scores: Sequence[ItemScore]
+    gate: gating.GateReport | None = None
+    gate_note: str | None = None  # why there is no gate (no baseline, not requested)
+    warnings: list[str] = field(default_factory=list)
+    charts: dict[str, Path] = field(default_factory=dict)
+    cases: Sequence[GoldenCase] = ()  # the run's cases (the tier's)
+    problems: list[str] = field(default_factory=list)  # found by the caller (a recording)
+    sequential: SequentialReport | None = None  # a sequential run: how far it went
+
+    @property
+    def failed(self) -> list[str]:
+        names = [c.name for c in self.checks if c.blocking and not c.outcome.passed]
+        if self.gate is not None:
+            names += [c.name for c in self.gate.checks if c.blocking_failure]
+        if self.agent_failure:
+            names.append("agent_errors")
+        return names
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "PASS"
+
+    @property
+    def undecided(self) -> list[str]:
+        """The gated metrics the gate could not decide, each with what would decide it
+        (empty when every gated metric was decided, or there is no gate)."""
+        metrics = [
+            f"{row.metric}: {row.note or f'Δ {row.delta:+.3f} is within reach of the margin'}"
+            for row in self.undecided_rows
+        ]
+        if not self.run.stopped:
+            return metrics
+        if metrics or self.sequential is None or self.gate is None:
+            # only the sequential gate's decisions hold on the cases a budget let run
+            return [*metrics, f"the budget stopped the run: {self.run.stopped}"]
+        return []
+
+    @property
+    def undecided_rows(self) -> list[PairedRow]:
+        """The paired gate's rows of the gated metrics it could not decide."""
+        checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
+        return [row for check in checks for row in check.rows
+                if isinstance(row, PairedRow) and row.outcome == "warn"]  # fmt: skip
+
+    @property
+    def verdict(self) -> Verdict:
+        """What the run says about the agent (see ``Verdict`` and ``exit_code``)."""
+        if self.errors:
+            return Verdict.ERROR
+        if self.failed:
+            return Verdict.FAIL
+        return Verdict.UNDECIDED if self.undecided else Verdict.PASS
+
+    @property
+    def on_undecided(self) -> OnUndecided:
+        return self.run.options.on_undecided
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 PASS, 1 FAIL (the agent got worse or is below a floor), 2 ERROR, 3 UNDECIDED
+        (0 when the run's ``on_undecided`` is ``warn``)."""
+        undecided = ExitCode.UNDECIDED if self.on_undecided == "fail" else ExitCode.PASS
+        codes = {Verdict.PASS: ExitCode.PASS, Verdict.FAIL: ExitCode.FAIL,
+                 Verdict.ERROR: ExitCode.ERROR, Verdict.UNDECIDED: undecided}  # fmt: skip
+        return codes[self.verdict]
+
+    @property
+    def errors(self) -> list[str]:
+        """Why this run cannot say whether the agent got worse (the verdict is ERROR):
+        items it could not measure, scores of a deciding metric an evaluator could not
+        give, and the caller's problems. Never a pass."""
+        deciding = self.thresholds.deciding_metrics
+        return [*self.problems, *unmeasured(self.outputs),
+                *unscored([s for s in self.scores if s.evaluator in deciding])]  # fmt: skip
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader should know that does not change the verdict: a model that
+        never called the tools it was offered, scores of other metrics that could not be
+        given."""
+        deciding = self.thresholds.deciding_metrics
+        hint = [self.hint] if self.hint else []
+        return [*hint, *unscored([s for s in self.scores if s.evaluator not in deciding])]
+
+    @property
+    def hint(self) -> str | None:
+        """Said with the verdict: the agent's model was offered tools in many calls and
+        never called one (an endpoint that ignores tools, not a prompt that got worse)."""
+        offered, answered = self.summary.calls_with_tools, self.summary.tool_call_answers
+        if offered < 3 or answered:
+            return None
+        return (
+            f"{answered} of {offered} model calls with tools returned a tool call: the "
+            "endpoint may ignore tools; see `eval-pipeline doctor` / EVAL_LLM_COMPAT"
+        )
+
+    @property
+    def agent_failure(self) -> str | None:
+        """Most items failed with the agent's own errors (it looped, it raised): a broken
+        agent, which no threshold may pass; None otherwise."""
+        failed = [o for o in self.outputs if o.error and o.fault == "agent"]
+        items = len(self.outputs)
+        if items == 0 or len(failed) * 2 <= items:
+            return None
+        return f"{len(failed)} of {items} items failed with the agent's own errors " \
+               f"({_kinds(failed)})"  # fmt: skip
+
+
+def unmeasured(outputs: Sequence[ItemOutput]) -> list[str]:
+    """The run's items that say nothing about the agent (failures outside it:
+    infrastructure, configuration; core/running/failures.py): the kinds, the first one."""
+    items = [o for o in outputs if o.error and o.fault in NOT_THE_AGENT]
+    if not items:
+        return []
+    misses = [o for o in items if o.error_kind in ("replay miss", "escaped call")]
+    what = "made requests the recordings cannot answer" if len(misses) == len(items) \
+        else "failed for reasons outside the agent"  # fmt: skip
+    return [f"{len(items)} of {len(outputs)} items {what} ({_kinds(items)}); first, "
+            f"{items[0].item_id}: {items[0].error}"]  # fmt: skip
+
+
+def unscored(scores: Sequence[ItemScore]) -> list[str]:
+    """Scores an evaluator could not give, by evaluator and kind, with the first reason."""
+    failed = [s for s in scores if s.error_kind]
+    if not failed:
+        return []
+    return [f"{len(failed)} scores could not be given ({_kinds(failed)}); first, "
+            f"{failed[0].item_id}: {failed[0].comment}"]  # fmt: skip
+
+
+def _kinds(failed: Sequence[ItemOutput | ItemScore]) -> str:
+    """ "kind ×n, …", the most frequent first (a score's kind is named by its evaluator)."""
+    counts: dict[str, int] = {}
+    for f in failed:
+        kind = f.error_kind or "error"
+        if isinstance(f, ItemScore):
+            kind = f"{f.evaluator}: {kind}"
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{kind} ×{n}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))

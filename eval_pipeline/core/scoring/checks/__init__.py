@@ -1,0 +1,61 @@
+"""Every check of a run, declared once each in a module of its own (base.py says what a
+check is). Importing this package registers the built-in ones, in the order reports list
+them; a project's own register from its plugin modules (``eval_pipeline.plugins``)."""
+
+from collections.abc import Sequence
+
+# The order they register in is the order reports list them.
+# isort: off
+from eval_pipeline.core.scoring.checks import (  # noqa: F401  (each registers itself)
+    items_measured,
+    min_mean_scores,
+    all_items_pass,
+    category_floors,
+    paired_gate,
+    binary_gate,
+    category_deltas,
+    cost_latency,
+)
+
+# isort: on
+from eval_pipeline.core.scoring.checks.base import (
+    REGISTRY,
+    CheckOutcome,
+    CheckSpec,
+    GateCheck,
+    Label,
+    ThresholdCheck,
+    ThresholdInputs,
+    checks,
+    not_tested,
+    register,
+    spec,
+)
+from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
+from eval_pipeline.core.scoring.summary import Summary
+from eval_pipeline.core.scoring.thresholds import Thresholds
+from eval_pipeline.core.store.records import ItemScore
+
+__all__ = [
+    "REGISTRY",
+    "CheckOutcome",
+    "CheckSpec",
+    "GateCheck",
+    "GateInputs",
+    "Label",
+    "ThresholdCheck",
+    "ThresholdInputs",
+    "checks",
+    "not_tested",
+    "register",
+    "run_thresholds",
+    "spec",
+]
+
+
+def run_thresholds(
+    summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds
+) -> list[ThresholdCheck]:
+    """Every registered threshold check of a run."""
+    inputs = ThresholdInputs(summary, scores, thresholds)
+    return [ThresholdCheck(s.name, s.run(inputs), s.blocking) for s in checks("threshold")]

@@ -1,0 +1,132 @@
+"""What every gate check reads: a candidate run and its baseline, their outputs and scores
+per item, the suite's thresholds, and the evidence several checks share (each metric's
+values per item, pass/fail flips, the fixed gate's Holm family)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from eval_pipeline.core.scoring.checks.base import sig
+from eval_pipeline.core.scoring.reducers import reduce_items
+from eval_pipeline.core.scoring.rows import PairedRow
+from eval_pipeline.core.scoring.stats import PairedComparison, compare_paired, holm, mcnemar_exact
+from eval_pipeline.core.scoring.thresholds import RegressionConfig, Thresholds
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+
+Passes = tuple[list[bool], list[bool]]  # per item: passed in the baseline, in the candidate
+
+
+@dataclass(frozen=True)
+class FixedFamily:
+    """The fixed gate's tests, one Holm family: a paired test per gated metric (McNemar's
+    exact test for a BOOLEAN one) and McNemar's per binary metric; their adjusted p."""
+
+    comparisons: dict[str, PairedComparison]
+    paired_holm: dict[str, float]
+    binary_holm: list[float]  # in the order of ``GateInputs.flips``
+
+
+@dataclass
+class GateInputs:
+    baseline: RunRecord
+    candidate: RunRecord
+    base_out: Sequence[ItemOutput]
+    base_scores: Sequence[ItemScore]
+    cand_out: Sequence[ItemOutput]
+    cand_scores: Sequence[ItemScore]
+    thresholds: Thresholds
+    categories: Mapping[str, str]
+    margin: float
+    items: list[str]  # the candidate's, sorted
+    order: Sequence[str] | None  # sequential gate: the items in the order drawn; None: fixed
+    unchanged: bool  # the baseline's agent again, with its outputs and scores (UNCHANGED)
+
+    @property
+    def config(self) -> RegressionConfig:
+        return self.thresholds.regression
+
+    @property
+    def alpha(self) -> float:
+        return self.config.alpha
+
+    def values(self, scores: Sequence[ItemScore], metric: str) -> dict[str, float]:
+        """The metric per item, its repeats reduced as the suite says."""
+        return reduce_items(scores, metric, self.config.reducer, self.config.pass_threshold)
+
+    def paired(self, metric: str, items: Sequence[str] | None = None
+               ) -> tuple[list[float], list[float]]:  # fmt: skip
+        """(baseline, candidate) values of ``metric`` on ``items`` (default: all). An item
+        missing from a run counts as 0."""
+        base, cand = self.values(self.base_scores, metric), self.values(self.cand_scores, metric)
+        items = self.items if items is None else items
+        return [base.get(i, 0.0) for i in items], [cand.get(i, 0.0) for i in items]
+
+    def passes(self, metric: str) -> Passes:
+        """Per item, whether ``metric`` passed (≥ pass_threshold) in each run."""
+        b, c = self.paired(metric)
+        at = self.config.pass_threshold
+        return [v >= at for v in b], [v >= at for v in c]
+
+    @cached_property
+    def flips(self) -> dict[str, Passes]:
+        """The binary metrics' pass/fail per item (what McNemar's test counts)."""
+        return {m: self.passes(m) for m in self.thresholds.binary_metrics}
+
+    @property
+    def share(self) -> float:
+        """One α for the sequential gate (Bonferroni): each gated metric's sequence and
+        each binary metric's test get this much; the union bound holds for time-uniform
+        events too."""
+        return self.alpha / max(1, len(self.thresholds.gated_metrics) + len(self.flips))
+
+    @cached_property
+    def fixed_family(self) -> FixedFamily:
+        """The fixed gate's tests and their Holm-adjusted p: per gated metric the paired
+        difference's t-test, or for a BOOLEAN metric the exact McNemar test on the items
+        that flipped (McNemar 1947; stats.mcnemar_exact), with the binary metrics' McNemar
+        tests in one family (an untested comparison enters with p = 1: it can only make
+        the others stricter)."""
+        comparisons = {}
+        for m in self.thresholds.gated_metrics:
+            comparison = compare_paired(*self.paired(m), margin=self.margin, alpha=self.alpha)
+            if comparison.tested and declared_boolean(self.cand_scores, m):
+                exact = mcnemar_exact(*self.passes(m))
+                comparison = dataclasses.replace(comparison, p_value=exact)
+            comparisons[m] = comparison
+        family = [c.p_value for c in comparisons.values()]
+        family += [mcnemar_exact(*f) for f in self.flips.values()]
+        adjusted = holm(family)
+        return FixedFamily(comparisons, dict(zip(comparisons, adjusted, strict=False)),
+                           adjusted[len(comparisons):])  # fmt: skip
+
+
+def declared_boolean(scores: Sequence[ItemScore], metric: str) -> bool:
+    """The metric's scores are pass/fail by declaration: BOOLEAN (0 or 1), or CATEGORICAL
+    valued by a pass set or an order of two (core/scoring/categories.py: 0 or 1 too)."""
+    given = [s for s in scores if s.evaluator == metric and s.value is not None]
+    return bool(given) and all(
+        s.data_type == "BOOLEAN" or (s.data_type == "CATEGORICAL" and s.value in (0.0, 1.0))
+        for s in given
+    )
+
+
+def comparison_row(metric: str, comparison: PairedComparison, **extra: Any) -> PairedRow:
+    """A fixed-n paired comparison as a row (its CI and p only when it was tested)."""
+    tested = comparison.tested
+    return PairedRow(
+        metric=metric,
+        n=comparison.n,
+        delta=round(comparison.delta, 4),
+        ci_low=round(comparison.ci_low, 4) if tested else None,
+        ci_high=round(comparison.ci_high, 4) if tested else None,
+        p_value=sig(comparison.p_value) if tested else None,
+        mde=round(comparison.mde, 4) if tested else None,
+        decision=comparison.decision,
+        cases_needed=comparison.cases_needed,
+        note=comparison.note,
+        **extra,
+    )

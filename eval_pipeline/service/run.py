@@ -1,0 +1,340 @@
+"""The run service: what every driver does to evaluate a suite, written once.
+
+A driver (the CLI and ``evaluate()`` in one process, with worker processes for shards;
+Dagster with a step per shard) only chooses how items are produced and how results are
+shown. Everything else is here:
+
+    prepare ─► choose_baseline ─► start ─► produce (per shard) ─► score ─► finish
+
+- ``prepare``: the project's suite, the prompt version, the model settings, the plan and
+  (built when first used) the agent; any problem raises an ``EvalError`` before anything
+  is written. ``prepare`` again with the pinned request and the run's cases (``replan``)
+  gives the same run in another process or step, without reading the cases again.
+- ``choose_baseline``, ``start``: the baseline, chosen before any model call; the run
+  recorded.
+- ``produce``, ``score``: the stages of core/evaluation, under the run's recording session.
+- ``finish``: the summary, the verdict and the sequential continuation
+  (core/evaluation ``conclude``), then the scores written back to Langfuse.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from eval_pipeline.core import evaluation
+from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan
+from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.runner import Progress
+from eval_pipeline.core.running.shards import Shard
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suite import Suite
+from eval_pipeline.integrations.langfuse_scores import WritebackReport
+from eval_pipeline.llm.endpoint import model_source, require_model
+from eval_pipeline.llm.recording import RecordingSession, load_entries, recorded_model
+from eval_pipeline.llm.settings import LLMSettings, replaying
+from eval_pipeline.service.environment import Environment
+
+Recording = Literal["off", "record", "replay"]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run (it pickles: it crosses into worker processes and Dagster steps).
+    ``prompt_version`` None: the version ``label`` points to; once prepared, the request
+    is pinned (``Prepared.pinned``) to the version and the run id chosen."""
+
+    suite: str
+    options: RunOptions = field(default_factory=RunOptions)
+    prompt_version: int | None = None
+    label: str = "production"
+    recording: Recording = "off"
+    run_id: str | None = None
+    dagster_run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run as its later steps get it (a worker process, Dagster's shards, item_scores,
+    eval_summary): its pinned request and the suite's cases its first plan loaded, so the
+    cases are read once per run. It pickles."""
+
+    request: RunRequest
+    cases: tuple[GoldenCase, ...]
+
+    @property
+    def run_id(self) -> str:
+        assert self.request.run_id is not None, "a run reference names its run"
+        return self.request.run_id
+
+    @property
+    def suite(self) -> str:
+        return self.request.suite
+
+
+@dataclass(frozen=True)
+class RecordingPlan:
+    """How a run records or replays its outbound calls (llm/recording.py)."""
+
+    path: Path
+    mode: Literal["record", "replay"]
+    ours: tuple[str, ...]  # host:port of our own traffic (Langfuse, an HTTP agent)
+    rerecord: str  # the command that records them again
+
+    def session(self) -> RecordingSession:
+        return RecordingSession(self.path, self.mode, ours=self.ours, rerecord=self.rerecord)
+
+
+@dataclass
+class Prepared:
+    """A planned run, before or while it runs: its environment, its pinned request, its
+    plan and the model settings its calls use; the agent is built when first asked for."""
+
+    env: Environment
+    request: RunRequest
+    suite: Suite
+    prompt: PromptVersion | None
+    llm: LLMSettings
+    plan: RunPlan
+    recording: RecordingPlan | None = None
+    _agent: Agent | None = None
+
+    @property
+    def store(self) -> ResultsStore:
+        return self.env.store()
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run.run_id
+
+    def ref(self) -> RunRef:
+        """This run for ``replan``: its prompt version, run id and options pinned (a label
+        that moves meanwhile changes nothing) and the cases it loaded."""
+        version = self.prompt.version if self.prompt is not None else None
+        pinned = RunRequest(self.request.suite, self.plan.request, version, self.request.label,
+                            self.request.recording, self.run_id,
+                            self.request.dagster_run_id)  # fmt: skip
+        return RunRef(pinned, tuple(self.plan.all_cases))
+
+    def agent(self) -> Agent:
+        """The run's agent (its factory runs here, once), traced when Langfuse is set."""
+        if self._agent is None:
+            extra = {"dagster_run_id": d} if (d := self.request.dagster_run_id) else None
+            self._agent = self.env.services.agent(self.suite, self.prompt, self.llm,
+                                                  run=self.plan.run, metadata=extra,
+                                                  cases=self.plan.all_cases)  # fmt: skip
+        return self._agent
+
+    def session(self) -> AbstractContextManager[Any]:
+        """The run's recording session, or nothing to open."""
+        return self.recording.session() if self.recording is not None else nullcontext()
+
+
+def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] | None = None,
+            *, failures: Sequence[GoldenCase] | None = None) -> Prepared:  # fmt: skip
+    """Everything up to the first model call; any problem raises an ``EvalError`` and
+    nothing is written. ``cases``: the suite's cases as an earlier ``prepare`` of this run
+    loaded them (``replan``); then the request must be pinned, and the model endpoint was
+    checked already. ``failures``: a run on production failures instead of the suite's
+    cases (core/traces/rerun.py)."""
+    options, mode = request.options, request.recording
+    if mode == "record" and options.shards != 1:
+        raise ConfigurationError("--record writes one recordings file from one process: "
+                                 "record without --workers, then replay with them")  # fmt: skip
+    if mode == "record":  # every request must go out to be recorded
+        options = options.model_copy(update={"cache": "refresh"})
+    elif mode == "replay":  # every answer must come from the recordings
+        options = options.model_copy(update={"cache": "off"})
+    services = env.services
+    with replaying(mode == "replay"):  # the suite's LLM judges replay too, never offline
+        suite = services.suite(env.project.suite(request.suite))
+    prompt = services.prompt(suite, version=request.prompt_version, label=request.label)
+    recordings = env.project.recordings_path(suite.name, evaluation.prompt_key(prompt))
+    llm = _model_settings(env.llm, mode, recordings).for_run(prompt, options.timeout_s)
+    recording = None
+    if mode != "off":
+        which = f" --prompt-version {prompt.version}" if prompt else ""
+        command = f"eval-pipeline run --suite {suite.name}{which} --record"
+        if mode == "replay" and not recordings.exists():
+            raise ConfigurationError(f"--replay: no recordings at {recordings}; record them "
+                                     f"with `{command}`")  # fmt: skip
+        if mode == "replay":
+            load_entries(recordings)  # a malformed file is refused before anything runs
+        recording = RecordingPlan(recordings, mode, services.own_hosts(),
+                                  f"re-record with `{command}`")  # fmt: skip
+    if cases is None and mode != "replay":
+        require_model(llm, model_source(prompt))
+    plan = evaluation.plan(suite, prompt, llm.public_params(), options, run_id=request.run_id,
+                           dagster_run_id=request.dagster_run_id, notes=llm.notes,
+                           loaded=cases, failures=failures)  # fmt: skip
+    prepared = Prepared(env, request, suite, prompt, llm, plan, recording)
+    if cases is None:  # a factory that fails fails here, before anything is written
+        service = getattr(prepared.agent(), "service_url", None)
+        if recording is not None and service:  # an HTTP agent's service: the thing under test
+            prepared.recording = RecordingPlan(
+                recording.path, recording.mode, (*recording.ours, service), recording.rerecord
+            )
+    return prepared
+
+
+def replan(env: Environment, ref: RunRef) -> Prepared:
+    """The run ``ref`` planned again in another process or step, on the cases its first
+    plan loaded."""
+    return prepare(env, ref.request, ref.cases)
+
+
+def _model_settings(llm: LLMSettings, mode: Recording, recordings: Path) -> LLMSettings:
+    """The model settings of a run in recording ``mode`` (a replay takes the recordings'
+    model unless EVAL_LLM_MODEL names one)."""
+    if mode == "off":
+        return llm
+    llm = llm.model_copy(update={"recording": mode, "recordings_path": recordings})
+    if mode == "replay" and not os.environ.get("EVAL_LLM_MODEL") and recordings.exists():
+        llm = llm.model_copy(update={"model": recorded_model(recordings) or llm.model})
+    return llm
+
+
+def choose_baseline(prepared: Prepared) -> None:
+    """The run's baseline, chosen before any model call (core/evaluation/baseline.py). A
+    replay in a fresh results store (CI) with ``--baseline LABEL`` first replays that
+    label's version from its own recordings, so one command replays both sides."""
+    store, plan = prepared.store, prepared.plan
+    labels = prepared.env.services.registry()
+    try:
+        evaluation.with_baseline(store, plan, labels)
+    except BaselineMissing:
+        options = plan.request
+        if prepared.request.recording != "replay" or options.baseline_label is None:
+            raise
+        plan.run.notes.append(_replay_baseline(prepared))
+        evaluation.with_baseline(store, plan, labels)
+
+
+def _replay_baseline(prepared: Prepared) -> str:
+    options = prepared.plan.request
+    label = options.baseline_label or "production"
+    request = RunRequest(prepared.suite.name, RunOptions(
+        tier="full", concurrency=options.concurrency, timeout_s=options.timeout_s,
+    ), label=label, recording="replay")  # fmt: skip
+    what = f"no baseline run of {prepared.suite.name} {label} in the results store, and " \
+           "replaying it failed"  # fmt: skip
+    try:
+        baseline = run_in_process(prepare(prepared.env, request))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{what}: {exc}") from exc
+    if baseline.errors:
+        raise ConfigurationError(f"{what}: {baseline.errors[0]}")
+    return (
+        f"baseline: {label} ({baseline.run.prompt_version}) replayed from its recordings "
+        f"first (run {baseline.run.run_id})"
+    )
+
+
+def start(prepared: Prepared) -> None:
+    """Record the run (status running)."""
+    prepared.store.create_run(prepared.plan.run)
+
+
+def produce(prepared: Prepared, *, shard: Shard | None = None,
+            progress: Progress | None = None) -> list[ItemOutput]:  # fmt: skip
+    """The agent on the plan's items (or one ``shard``'s); a run that records or replays
+    does it inside its recording session (``Prepared.session``), opened by the driver."""
+    outputs = evaluation.produce(prepared.store, prepared.plan, prepared.agent(), shard=shard,
+                                 prices=prepared.env.prices(), progress=progress)  # fmt: skip
+    prepared.env.services.flush()
+    return outputs
+
+
+def scored_cases(prepared: Prepared) -> list[GoldenCase]:
+    """The cases the run has gone through so far, in the order its gate sees them."""
+    return evaluation.cases_of_run(prepared.store, prepared.run_id, prepared.plan.all_cases)
+
+
+def score(prepared: Prepared) -> list[ItemScore]:
+    """The suite's evaluators on every output (LLM judges under the run's options)."""
+    return evaluation.score(prepared.store, prepared.run_id, prepared.suite,
+                            scored_cases(prepared), prices=prepared.env.prices())  # fmt: skip
+
+
+@dataclass
+class Finished:
+    """A judged run, and what was written back to Langfuse (None without Langfuse)."""
+
+    result: EvalResult
+    writeback: WritebackReport | None
+
+
+def conclude(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
+    """The summary, the verdict and, for a sequential gate, more cases until it can tell
+    (core/evaluation ``conclude``; the agent is built only then)."""
+    return evaluation.conclude(prepared.store, prepared.plan, scored_cases(prepared),
+                               prepared.agent, prices=prepared.env.prices(),
+                               progress=progress)  # fmt: skip
+
+
+def write_back(prepared: Prepared, result: EvalResult) -> Finished:
+    """Every score written back to Langfuse when it is configured; never fails the run
+    (undelivered scores wait in the outbox): what went wrong becomes a warning."""
+    services = prepared.env.services
+    services.flush()
+    report = services.write_run(prepared.store, result.run, list(result.cases), result.scores,
+                                result.outputs, result.summary.metrics,
+                                prepared.suite)  # fmt: skip
+    if report is not None and (report.queued or report.set_aside):
+        result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
+    if report is not None and report.experiment and report.experiment.problem:
+        result.warnings.append(f"Langfuse experiment {report.experiment.line()}")
+    return Finished(result, report)
+
+
+def finish(prepared: Prepared, *, progress: Progress | None = None) -> Finished:
+    """What follows scoring, in a driver that neither records nor replays (Dagster):
+    ``conclude``, then ``write_back``."""
+    return write_back(prepared, conclude(prepared, progress=progress))
+
+
+def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
+    """The in-process driver (the CLI, ``evaluate()``): the baseline, every stage here (the
+    shards of a ``--workers`` run each in a worker process of this machine), all in one
+    recording session when the run records or replays; a recording that missed calls
+    makes the run's verdict ERROR."""
+    choose_baseline(prepared)
+    start(prepared)
+    plan = prepared.plan
+    session = prepared.session()
+    with session:
+        if len(plan.shards) == 1:
+            produce(prepared, progress=progress)
+        else:
+            worker = ShardWorker(prepared.env.project.path, prepared.ref())
+            evaluation.produce_in_processes(prepared.store, plan, worker, progress=progress)
+        score(prepared)
+        result = conclude(prepared, progress=progress)
+    if isinstance(session, RecordingSession):
+        result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
+    return write_back(prepared, result).result
+
+
+@dataclass(frozen=True)
+class ShardWorker:
+    """One shard of an in-process run in a worker process (``--workers``): the environment
+    read there again, the run planned again on the cases it was given, the agent built
+    there (it pickles: it crosses into the worker process)."""
+
+    project: Path
+    run: RunRef
+
+    def __call__(self, shard: Shard, updates: evaluation.ShardUpdates) -> None:
+        env = Environment.from_env(self.project)
+        prepared = replan(env, self.run)
+        with prepared.session():
+            produce(prepared, shard=shard, progress=evaluation.shard_progress(shard, updates))
