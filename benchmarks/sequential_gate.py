@@ -29,7 +29,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from eval_pipeline.core.scoring.sequential import confidence_sequence
+from eval_pipeline.core.scoring.sequential import decision_times
 from eval_pipeline.core.scoring.stats import cases_needed, compare_paired
 
 ALPHA = 0.05
@@ -59,15 +59,17 @@ def fixed(rng: np.random.Generator, drop: float, n: int, margin: float,
 
 def sequential(rng: np.random.Generator, drop: float, cap: int, margin: float,
                flip: float | None = None) -> tuple[str, int]:  # fmt: skip
+    """The sequential gate's decision (core/scoring/sequential.py ``decision_times``, one
+    metric), looked at after every batch of BATCH pairs, up to ``cap``."""
     base, cand = pairs(rng, drop, cap, flip)
-    x = cand - base
-    lower, upper = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, grid=401)
-    for n in range(BATCH, cap + 1, BATCH):
-        if upper[n - 1] < 0 and x[:n].mean() <= -margin:
-            return "WORSE", n
-        if lower[n - 1] > -margin:
-            return "NOT WORSE", n
-    return "UNDECIDED", cap
+    t_nw, t_w = decision_times((cand - base)[None, :], margin=margin, alpha_not_worse=ALPHA,
+                               alpha_worse=ALPHA)  # fmt: skip
+    t_nw, t_w = int(t_nw[0]), int(t_w[0])
+    first = min(t_nw, t_w)
+    if first > cap:
+        return "UNDECIDED", cap
+    looked = min(cap, -(-first // BATCH) * BATCH)  # the batch in which it was seen
+    return ("WORSE" if t_w <= t_nw else "NOT WORSE"), looked
 
 
 def differences(drop: float, flip: float | None) -> dict[float, float]:

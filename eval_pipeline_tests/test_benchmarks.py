@@ -129,3 +129,9 @@ def test_repeats_benchmark():
     assert [row[1] for row in table_rows(out, "−m")] == [
         "none", "baseline flaky", "candidate failed", "all flaky, from the start"
     ]  # fmt: skip
+
+
+def test_gate_decisiveness_prints_the_pairs_to_decide_against_the_floor():
+    out = bench("gate_decisiveness.py", "--tables", "a", "--quick")
+    rows = {r[0]: r for r in table_rows(out, "0.")}
+    assert rows["0.1"][1:4] == ["29", "34", "1.17"]  # floor, this gate, × the floor

@@ -328,7 +328,9 @@ def test_a_callable_or_http_agent_plays_conversations_with_the_same_metrics(
         sys.modules.pop("turn_agent", None)
     gated = ("goal_completed", "order_correctness", "turn_efficiency",
              "tool_protocol_every_turn", "no_hallucinated_items_any_turn")  # fmt: skip
-    assert production.verdict == "PASS", (production.errors, production.failed)
+    # (equal metrics on 22 cases: nothing failed; the fixed gate passes only what its
+    # anytime-valid bound backs, which 22 tied cases cannot at the suite's margin)
+    assert production.verdict in ("PASS", "UNDECIDED"), (production.errors, production.failed)
     assert all(production.summary.metrics[m] == 1.0 for m in gated), production.summary.metrics
     assert {m: production.summary.metrics[m] for m in gated} == {
         m: as_graph.summary.metrics[m] for m in gated

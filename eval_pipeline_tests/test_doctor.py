@@ -54,7 +54,7 @@ def test_a_margin_the_suite_cannot_decide_is_said():
     assert needed is not None and 20 < needed < 200
     assert decide({"m": [0.0] * needed}, margin=0.1, alpha=0.05)["m"].decided
     assert not decide({"m": [0.0] * (needed - 1)}, margin=0.1, alpha=0.05)["m"].decided
-    assert pairs_to_clear(0.001, 0.05) is None  # out of reach within 4,000 pairs
+    assert pairs_to_clear(0.0005, 0.05) is None  # out of reach within 4,000 pairs
 
 
 def test_a_reachable_model_endpoint_is_checked_for_the_model(home, monkeypatch):

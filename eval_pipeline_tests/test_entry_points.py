@@ -83,8 +83,9 @@ def _stored(store: ResultsStore, run, production: str):
 
 def _verdict(store: ResultsStore, run, project):
     suite = load_project(project).suite("drive_thru")
-    cases = evaluation.cases_of_run(store, run.run_id, suite.load_cases())
-    result = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
+    loaded = suite.load_cases()
+    cases = evaluation.cases_of_run(store, run.run_id, loaded)
+    result = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id), loaded)
     gate = tuple(
         (c.name, c.label, c.description if c.name != "cost_latency" else "")
         for c in result.gate.checks
@@ -134,9 +135,10 @@ def test_the_sequential_gate_goes_on_past_the_tier(driver, tmp_path, monkeypatch
     store = staged.store
     run = store.get_run(staged.run_id)
     suite = load_project(project).suite("order_management")
-    cases = evaluation.cases_of_run(store, run.run_id, suite.load_cases())
+    loaded = suite.load_cases()
+    cases = evaluation.cases_of_run(store, run.run_id, loaded)
     assert len(cases) > 5
-    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id))
+    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id), loaded)
     assert again.verdict == staged.verdict
     if driver == "dagster":  # how far it went, on the paired_gate check and the summary
         meta = staged.checks["paired_gate"].metadata

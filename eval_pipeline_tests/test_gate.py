@@ -10,7 +10,7 @@ from eval_pipeline.core.scoring.gate import NotComparable, compare_runs
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.baselines import find_baseline
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
 
 THRESHOLDS = Thresholds.model_validate(
@@ -87,13 +87,18 @@ def test_mcnemar_and_latency_ratio():
     assert latency.ratio == pytest.approx(3.0)
 
 
-def test_missing_candidate_items_count_as_failures():
+def test_missing_scores_are_never_zeros():
+    """Scores lost for 10 items: the pairs are left out, never counted as 0 (a baseline
+    with missing scores once let a candidate 25% worse pass); the gate says it cannot
+    decide on them (the verdict is ERROR)."""
     outputs, scores = data({})
-    kept = [s for s in scores if s.item_id not in ITEMS[:10]]  # scores lost for 10 items
+    kept = [s for s in scores if s.item_id not in ITEMS[:10]]
     report = compare_runs(
         record("b"), record("c"), data({}), (outputs, kept), THRESHOLDS, CATEGORIES
     )
-    assert checks(report)["paired_gate"].outcome == "fail"
+    paired = checks(report)["paired_gate"]
+    assert paired.errors and "10 of 30 pairs lack a score" in paired.errors[0]
+    assert all(r.n == 20 for r in paired.rows)
 
 
 def test_not_comparable_reasons():
@@ -118,7 +123,8 @@ def test_baseline_is_the_latest_full_run_or_the_previous_one_of_the_same_version
     ):
         store.create_run(run)
         store.write_outputs(run.run_id, data({})[0])
-        store.complete_run(run.run_id, Summary(0, 0, 0, 0, metrics={}))
+        store.write_summary(run.run_id, Summary(0, 0, 0, 0, metrics={}))
+        store.settle_run(run.run_id, RunStatus.COMPLETE)
     candidate = record("cand", version="v2", minutes=30)
     assert find_baseline(store, candidate, "v1").run_id == "new"
     nightly = record("nightly", version="v1", minutes=15)
@@ -180,3 +186,75 @@ def test_the_sequential_gate_holds_its_error_rate_for_an_agent_that_samples():
         wrong += row.outcome == "pass"
     se = (0.05 * 0.95 / runs) ** 0.5
     assert wrong / runs <= 0.05 + 3 * se, f"wrong NOT WORSE in {wrong} of {runs} runs"
+
+
+def test_the_fixed_gate_never_passes_on_a_spread_of_zero_at_small_n():
+    """Five pairs that all tie have an estimated spread of 0: the t interval was a point
+    and passed (a drop of the margin slipped through in 29–37% of runs at n = 5). The
+    fixed gate passes only what the anytime-valid bound backs, whatever n: five ties show
+    "not worse by more than 0.45", not by the margin."""
+    five = ITEMS[:5]
+    report = compare_runs(record("b"), record("c", prompt_hash="other"), data({}, items=five),
+                          data({}, items=five), THRESHOLDS, CATEGORIES)  # fmt: skip
+    paired = checks(report)["paired_gate"]
+    assert paired.outcome == "warn" and paired.undecided
+    assert "anytime-valid bound" in paired.rows[0].note
+
+
+def test_a_fixed_gate_on_a_tier_may_fail_never_pass():
+    """A hand-picked tier (the smoke cases a team iterates its prompt on) can fail a
+    candidate on the fixed gate, never pass it."""
+    for tier, said in (("full", "pass"), ("smoke", "warn")):  # (30 ties decide a margin of 0.15)
+        report = compare_runs(record("b"), record("c", tier=tier, prompt_hash="other"),
+                              data({}), data({}), THRESHOLDS, CATEGORIES, margin=0.15)  # fmt: skip
+        assert checks(report)["paired_gate"].outcome == said, tier
+    assert "never pass it" in checks(report)["paired_gate"].rows[0].note
+
+
+def test_a_pass_fail_metric_that_drops_a_little_is_not_a_pass():
+    """A safety metric going from 100% to 98% with a margin of 0.01 (one case in 50): the
+    binary gate tested harm only (McNemar: not significant, a WARN, the verdict PASS).
+    Now the sequential gate decides pass/fail metrics for non-inferiority like the others:
+    it cannot call it not worse."""
+    from eval_pipeline.core.scoring.gate import Sequential
+
+    items = [f"s{n:02d}" for n in range(50)]
+    thresholds = Thresholds.model_validate({
+        "primary_metric": "quality", "regression": {"margin": 0.01, "binary_metrics": ["safe"]},
+    })  # fmt: skip
+    report = compare_runs(record("b"), record("c", prompt_hash="other"),
+                          data({}, items=items), data({}, safe_fail=items[:1], items=items),
+                          thresholds, {}, sequential=Sequential(items))  # fmt: skip
+    paired = checks(report)["paired_gate"]
+    safe = next(r for r in paired.rows if r.metric == "safe")
+    assert safe.outcome != "pass" and paired.outcome != "pass"
+    assert not checks(report)["binary_gate"].tested  # (decided in paired_gate instead)
+
+
+def test_unequal_repeats_under_a_non_mean_reducer_are_not_comparable():
+    thresholds = THRESHOLDS.model_copy(update={"regression": THRESHOLDS.regression.model_copy(
+        update={"reducer": "pass_at_k"})})  # fmt: skip
+    with pytest.raises(NotComparable, match="pass_at_k"):
+        compare_runs(record("b", repeats=1), record("c", repeats=3), data({}), data({}),
+                     thresholds, CATEGORIES)  # fmt: skip
+
+
+def test_an_agent_whose_version_cannot_be_known_is_never_unchanged():
+    """An HTTP service without ``version:`` can change behind the same fingerprint: its
+    identical outputs are evidence for the statistics, never UNCHANGED."""
+    from eval_pipeline.core.scoring.gate import unchanged
+
+    outputs = data({})[0]
+    assert unchanged(record("b"), record("c"), outputs, outputs)
+    assert not unchanged(record("b", agent_versioned=False), record("c", agent_versioned=False),
+                         outputs, outputs)  # fmt: skip
+    assert not unchanged(record("b"), record("c"), outputs, outputs[:5])  # a tier alone
+
+
+def test_the_agents_fingerprint_covers_its_installed_dependencies():
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.core.running.memo import installed_fingerprint
+    from eval_pipeline_tests.helpers import PROJECT
+
+    suite = load_project(PROJECT).suite("drive_thru")
+    assert suite.code_version.endswith(f"+{installed_fingerprint()}")

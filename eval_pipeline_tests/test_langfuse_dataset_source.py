@@ -188,7 +188,7 @@ def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
 ):
     """End to end: the CLI runs drive_thru on the Langfuse items; once a curator archives
     an item, the dataset version differs, and the gate refuses to compare: "not comparable",
-    a FAIL as the gate's rules say (docs/gate.md), never a pass."""
+    an ERROR as the gate's rules say (docs/gate.md), never a pass."""
     from click.testing import CliRunner
 
     from eval_pipeline.cli import main
@@ -204,7 +204,7 @@ def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
     assert f"cases from the Langfuse dataset langfuse:{NAME}" in run.notes
     sync_dataset(server.client(), "drive_thru", mine[1:])  # archived in Langfuse
     second = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
-    assert second.exit_code == 1, second.output
+    assert second.exit_code == 2, second.output  # not comparable: ERROR, never a verdict
     assert "not comparable" in second.output and "dataset changed" in second.output
     newest = max(store.list_runs(suite="drive_thru"), key=lambda r: r.started_at)
     assert newest.dataset_version == dataset_version(mine[1:])

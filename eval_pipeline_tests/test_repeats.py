@@ -74,13 +74,13 @@ def outputs_per_case(run_id: str) -> dict[str, int]:
 
 
 def test_flaky_cases_run_as_often_as_the_baseline_once_the_suite_runs_short(team, tmp_path):
-    """A margin of 0.06 needs 96 pairs even if none differ: the 60 cases run short, so
+    """A margin of 0.04 needs 86 pairs even if none differ: the 60 cases run short, so
     each case drawn from then on that the baseline (3 repeats) found flaky runs 3 times,
     the others once; the report, the JSON and the store agree, and the gate's pairs are
     the per-case means (one per case)."""
     assert run("--prompt-version", "1", "--repeat", "3").exit_code == 0
     out = tmp_path / "candidate.json"
-    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06", "--json", str(out))
+    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.04", "--json", str(out))
     assert done.exit_code in (0, 3), done.output
     body = json.loads(out.read_text())
     repeated = body["repeated_cases"]
@@ -92,12 +92,16 @@ def test_flaky_cases_run_as_often_as_the_baseline_once_the_suite_runs_short(team
     shown = " ".join(done.output.split())
     assert f"{len(repeated)} flaky ones up to 3 times each ({len(counts) + 2 * len(repeated)} " \
            "model calls)" in body["sequential"]  # fmt: skip
-    assert f"flaky in the baseline, run up to 3 times each: {', '.join(repeated)}" in shown
+    listed = ", ".join(repeated[:10]) + (f" and {len(repeated) - 10} more" if len(repeated) > 10
+                                         else "")  # fmt: skip
+    assert f"flaky in the baseline, run up to 3 times each: {listed}" in shown
     assert body["summary"]["repeats"] == 1  # the run's repeats, not the most a case had
     paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")
-    assert paired["rows"][0]["n"] == len(counts)  # one pair per case, not per repeat
+    # one pair per case, not per repeat (the cases of the draw so far: a smoke case the
+    # draw has not reached yet is not one of them)
+    assert 50 <= paired["rows"][0]["n"] <= len(counts)
 
-    never = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06",
+    never = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.04",
                 "--max-repeats", "1", "--cache", "off")  # fmt: skip
     assert "flaky ones" not in never.output and "flaky in the baseline" not in never.output
 
@@ -130,7 +134,7 @@ def test_a_budget_that_stops_the_repeats_lists_only_the_cases_repeated(team, tmp
     flaky cases that did get more answers, and no other."""
     assert run("--prompt-version", "1", "--repeat", "3").exit_code == 0
     out = tmp_path / "candidate.json"
-    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.06", "--max-calls",
+    done = run("--prompt-version", "2", "--tier", "smoke", "--margin", "0.04", "--max-calls",
                "66", "--concurrency", "1", "--json", str(out))  # fmt: skip
     body = json.loads(out.read_text())
     assert body["run"]["stopped"].startswith("--max-calls 66 reached"), done.output
@@ -197,6 +201,6 @@ def test_repeats_chosen_by_the_baseline_keep_the_error_at_alpha_and_the_candidat
         return said.count(Decision.NOT_WORSE) / runs
 
     alpha = bench.ALPHA
-    ours, theirs = wrong("baseline flaky", RUNS), wrong("candidate failed", RUNS // 3)
+    ours, theirs = wrong("baseline flaky", RUNS), wrong("candidate failed", RUNS)
     assert ours <= alpha + 3 * (alpha * (1 - alpha) / RUNS) ** 0.5, f"ours: {ours:.3f}"
-    assert theirs > alpha + 3 * (alpha * (1 - alpha) / (RUNS // 3)) ** 0.5, f"{theirs:.3f}"
+    assert theirs > alpha + 3 * (alpha * (1 - alpha) / RUNS) ** 0.5, f"{theirs:.3f}"

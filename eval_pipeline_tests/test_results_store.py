@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from eval_pipeline.core.scoring.summary import RunEvaluation, SliceRow, Summary
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore, ResultsStoreError
 
 
@@ -52,7 +52,9 @@ def test_round_trip(store):
     summary = Summary(n_cases=2, n_items=2, repeats=1, n_errors=1, metrics={"oc": 0.25},
                       by_category={"x": SliceRow(2, {"oc": 0.25, "none": None})},
                       run_evaluations={"avg": RunEvaluation(0.5, "half")})  # fmt: skip
-    store.complete_run("r1", summary)
+    store.write_summary("r1", summary)
+    assert store.get_run("r1").status == "running"  # summarised: settled once judged
+    store.settle_run("r1", RunStatus.COMPLETE)
     run = store.get_run("r1")
     assert run.status == "complete" and run.finished_at.tzinfo is not None
     assert run.prompt_config == {"temperature": 0.0, "nested": {"list": [1, None, "x"]}}
@@ -94,7 +96,7 @@ def test_a_shard_replaces_only_its_own_items_repeats_of_one_case_included(store)
 def test_create_run_resets_an_existing_run(store):
     store.create_run(run_record())
     store.write_outputs("r1", outputs())
-    store.complete_run("r1", EMPTY)
+    store.write_summary("r1", EMPTY)
     store.create_run(run_record(model="other"))
     run = store.get_run("r1")
     assert run.status == "running" and run.model == "other"
@@ -110,10 +112,10 @@ def test_failed_batch_keeps_previous_rows(store):
     assert len(store.read_outputs("r1")) == 4
 
 
-def test_complete_run_is_atomic(store):
+def test_writing_a_summary_is_atomic(store):
     store.create_run(run_record())
     with pytest.raises(Exception):  # noqa: B017 - a non-JSON summary fails inside the transaction
-        store.complete_run("r1", Summary(0, 0, 0, 0, metrics={"not json": object()}))
+        store.write_summary("r1", Summary(0, 0, 0, 0, metrics={"not json": object()}))
     assert store.get_run("r1").status == "running"
     assert store.read_summary("r1") is None
 
@@ -122,7 +124,8 @@ def test_list_runs_filters_and_orders_newest_first(store):
     store.create_run(run_record("old", minutes_ago=10))
     store.create_run(run_record("new", minutes_ago=1))
     store.create_run(run_record("other", version="v2"))
-    store.complete_run("new", EMPTY)
+    store.write_summary("new", EMPTY)
+    store.settle_run("new", RunStatus.COMPLETE)
     assert [r.run_id for r in store.list_runs(prompt_version="v1")] == ["new", "old"]
     assert [r.run_id for r in store.list_runs(status="complete")] == ["new"]
     assert store.list_runs(suite="nope") == []

@@ -110,7 +110,7 @@ class Demo:
             return None
         run = runs[0]
         cases = evaluation.cases_of_run(self.store, run.run_id, suite.load_cases())
-        return evaluation.verdict(self.store, run, suite, cases, summary)
+        return evaluation.verdict(self.store, run, suite, cases, summary, suite.load_cases())
 
 
 def _step_error(result) -> str:

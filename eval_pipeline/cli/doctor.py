@@ -71,7 +71,8 @@ def check_suites() -> Finding:
             suite = services.suite(project.suite(name))
             remote = f" from {suite.dataset_ref}" if suite.dataset_ref else ""
             cases = len(suite.load_cases())
-            counts.append(f"{name} {cases}{remote}")
+            counts.append(f"{name} {cases}{remote} (the finest margin they can decide: "
+                          f"{_finest(suite, cases)})")  # fmt: skip
         except Exception as exc:
             return _failure("suites", exc, f"fix the file named above (suite {name})")
         if why := _margin_out_of_reach(suite, cases):
@@ -82,15 +83,21 @@ def check_suites() -> Finding:
     return Finding("suites", True, detail)
 
 
+def _finest(suite: Suite, cases: int) -> str:
+    """The smallest margin ``cases`` pairs could ever decide NOT WORSE at the suite's α
+    (all tied: core/scoring/sequential.py ``finest_margin``)."""
+    from eval_pipeline.core.scoring.sequential import finest_margin
+
+    return f"{finest_margin(cases, suite.thresholds.regression.alpha):.3f}"
+
+
 def _margin_out_of_reach(suite: Suite, cases: int) -> str | None:
     """The suite's margin cannot be decided by the sequential gate on this many cases,
     even when nothing moved (core/scoring/sequential.py ``pairs_to_clear``)."""
     from eval_pipeline.core.scoring.sequential import pairs_to_clear
 
     regression = suite.thresholds.regression
-    needed = pairs_to_clear(
-        regression.margin, regression.alpha, len(suite.thresholds.gated_metrics)
-    )
+    needed = pairs_to_clear(regression.margin, regression.alpha)
     if needed is not None and needed <= cases:
         return None
     return (f"{suite.name}'s margin {regression.margin} needs {needed or 'over 4000'} "

@@ -76,9 +76,10 @@ min_mean:
   overall: 0.70          # blocking: the run fails below this mean
 regression:
   baseline_label: production
-  margin: 0.02           # a drop smaller than this is not a regression
+  margin: {margin}            # a drop smaller than this is not a regression; {needed}
   pass_threshold: 0.7    # a case passes at overall >= 0.7
 """
+MARGIN = 0.1  # a margin a suite of a team's size can decide: 34 cases, unchanged (gate.md)
 
 
 class ScaffoldError(ConfigurationError):
@@ -95,6 +96,7 @@ class Scaffolded:
     cases_file: Path
     written: list[Path] = field(default_factory=list)
     prompt_note: str = ""  # what init did about --prompt
+    margin_note: str = ""  # what the margin it wrote needs
 
 
 def scaffold_suite(
@@ -127,9 +129,20 @@ def scaffold_suite(
     note = _seed_prompt(project, prompt, agent) if prompt else ""
     folder.mkdir(parents=True, exist_ok=True)
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
-    thresholds.write_text(THRESHOLDS.format(name=name), encoding="utf-8")
+    thresholds.write_text(THRESHOLDS.format(name=name, **_margin_note()), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")
-    return Scaffolded(kind, cases, [project, cases, thresholds], note)
+    return Scaffolded(kind, cases, [project, cases, thresholds], note, _margin_note()["needed"])
+
+
+def _margin_note() -> dict[str, str]:
+    """The margin init writes, and how many cases the sequential gate needs to decide it
+    (an unchanged agent's pairs all tied: core/scoring/sequential.py ``pairs_to_clear``)."""
+    from eval_pipeline.core.scoring.sequential import pairs_to_clear
+
+    needed = pairs_to_clear(MARGIN, 0.05)
+    return {"margin": f"{MARGIN}",
+            "needed": f"the gate needs at least {needed} cases to decide it (the three "
+                      "examples cannot: add cases, or widen it)"}  # fmt: skip
 
 
 def _seed_prompt(project: Path, name: str, agent: str) -> str:
@@ -253,5 +266,6 @@ def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str |
         console.print(f"wrote {path}")
     if made.prompt_note:
         console.print(made.prompt_note)
+    console.print(f"margin {MARGIN} in {made.written[-1].name}: {made.margin_note}")
     console.print(f"Suite {name!r}: {made.agent_kind} {agent_path}. Next: put real cases in "
                   f"{made.cases_file}, then\n  eval-pipeline run --suite {name}")  # fmt: skip

@@ -26,7 +26,11 @@ from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.commit import code_commit
-from eval_pipeline.core.running.memo import dataset_resources, source_fingerprint
+from eval_pipeline.core.running.memo import (
+    dataset_resources,
+    installed_fingerprint,
+    source_fingerprint,
+)
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.evaluators.base import (
     Evaluator,
@@ -78,10 +82,12 @@ class Suite:
     @cached_property
     def code_version(self) -> str:
         """``agent_version`` plus a hash of the agent's code and the data files beside the
-        cases: any edit there changes the memo keys of the suite's items."""
+        cases, and one of the installed packages' versions (a new langchain can change an
+        answer as surely as an edit): any change there changes the memo keys of the suite's
+        items, and keeps a run from being UNCHANGED."""
         beside = dataset_resources(self.dataset_dir) if self.dataset_ref is None else []
         files = [*self.source_paths, *beside]
-        return f"{self.agent_version}+{source_fingerprint(files)}"
+        return f"{self.agent_version}+{source_fingerprint(files)}+{installed_fingerprint()}"
 
     @cached_property
     def code_commit(self) -> str | None:

@@ -298,8 +298,10 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
 
 def finish(prepared: Prepared, *, progress: Progress | None = None) -> Finished:
     """What follows scoring, in a driver that neither records nor replays (Dagster):
-    ``conclude``, then ``write_back``."""
-    return write_back(prepared, conclude(prepared, progress=progress))
+    ``conclude``, the run's status settled, then ``write_back``."""
+    result = conclude(prepared, progress=progress)
+    evaluation.settle(prepared.store, result)
+    return write_back(prepared, result)
 
 
 def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
@@ -321,6 +323,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
         result = conclude(prepared, progress=progress)
     if isinstance(session, RecordingSession):
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
+    evaluation.settle(prepared.store, result)  # (after the shortfall: it makes an ERROR)
     return write_back(prepared, result).result
 
 

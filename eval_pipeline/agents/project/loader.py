@@ -258,7 +258,7 @@ class _Resolver:
         run_evaluators = self.evaluators("run_evaluators", c.run_evaluators, run)
         trace_evaluators = self.evaluators("trace_evaluators", c.trace_evaluators, item)
         validator = self.target("case_validator", c.case_validator) if c.case_validator else None
-        thresholds = self.thresholds(dataset, evaluators)
+        thresholds = self.thresholds(dataset, evaluators, trace_evaluators)
         if c.source is not None:
             sources = tuple(filter(None, (self.source_path(entry) for entry in c.source)))
         if self.problems:
@@ -392,20 +392,53 @@ class _Resolver:
         return {**params, "model": model}
 
     # --- thresholds --------------------------------------------------------------------
-    def thresholds(self, dataset: Path, evaluators: tuple) -> Thresholds:
+    def thresholds(self, dataset: Path, evaluators: tuple, trace_evaluators: tuple) -> Thresholds:
         given = self.config.thresholds
         try:
             if isinstance(given, dict):
-                return Thresholds.model_validate(given)
+                found = Thresholds.model_validate(given)
+                self.metric_names(found, "the project file", evaluators, trace_evaluators)
+                return found
             path = self.project.dir / given if given else dataset / "thresholds.yaml"
             if given or path.exists():
-                return load_thresholds(path)
+                found = load_thresholds(path)
+                self.metric_names(found, str(path), evaluators, trace_evaluators)
+                return found
         except (ThresholdsError, ValidationError) as exc:
             self.problem("thresholds", str(exc).replace("\n", " "))
             return Thresholds(primary_metric="?")
         # none declared: the first evaluator is the primary metric, nothing is a floor
         primary = evaluator_name(evaluators[0]) if evaluators else "?"
         return Thresholds(primary_metric=primary)
+
+    def metric_names(self, thresholds: Thresholds, where: str, evaluators: tuple,
+                     trace_evaluators: tuple) -> None:  # fmt: skip
+        """Every metric the thresholds name is one of the suite's evaluators: a misspelt
+        gated metric would give pairs of 0 − 0 (NOT WORSE, a pass nothing tested), a
+        misspelt floor a "regression" that is a typo. Each unknown one is a problem naming
+        the file, the field, the value and the nearest name."""
+        known = [evaluator_name(f) for f in evaluators]
+        traced = [evaluator_name(f) for f in trace_evaluators]
+        regression = thresholds.regression
+        named = [
+            ("primary_metric", [thresholds.primary_metric], known),
+            ("min_mean", list(thresholds.min_mean), known),
+            ("all_items_pass", thresholds.all_items_pass, known),
+            ("category_floors", list(thresholds.category_floors), known),
+            ("regression.metrics", regression.metrics or [], known),
+            ("regression.binary_metrics", regression.binary_metrics or [], known),
+            ("categories", list(thresholds.categories), known),
+            ("traces.floors", list(thresholds.traces.floors), traced),
+        ]
+        for field_, values, names in named:
+            for value in values:
+                if value in names:
+                    continue
+                near = difflib.get_close_matches(value, names, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                listed = ", ".join(names) or "none"
+                self.problem("thresholds", f"{where}: field {field_!r}: {value!r} is not a "
+                             f"metric of the suite (its evaluators: {listed}){hint}")  # fmt: skip
 
 
 def build_agent(

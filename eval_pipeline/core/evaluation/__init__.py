@@ -54,6 +54,7 @@ from eval_pipeline.core.evaluation.stages import (
     judge_settings,
     produce,
     score,
+    settle,
     summarise,
     verdict,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "prompt_key",
     "runs_short",
     "score",
+    "settle",
     "shard_progress",
     "summarise",
     "verdict",

@@ -19,7 +19,7 @@ from eval_pipeline.core.running.runner import (
     jobs_of,
 )
 from eval_pipeline.core.running.shards import Shard, auto_count, split
-from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 
@@ -104,6 +104,7 @@ def plan(
         tier=request.tier if cases is None else FAILURES_TIER,
         repeats=repeats,
         agent_version=suite.code_version,
+        agent_versioned=suite.memoize,
         evaluator_versions=suite.versions_of_evaluators(),
         dagster_run_id=dagster_run_id,
         notes=[*notes, *_source_note(suite, cases is None), *_fields_note(noticed)],
@@ -171,6 +172,27 @@ def draw_order(cases: Sequence[GoldenCase], dataset: str) -> list[GoldenCase]:
     by the dataset's version, so every run on one dataset draws the same cases (the memo
     answers a rerun) and a change to the dataset draws anew."""
     return sorted(cases, key=lambda c: hashlib.sha256(f"{dataset}:{c.id}".encode()).digest())
+
+
+def drawn_prefix(
+    run: RunRecord,
+    suite_cases: Sequence[GoldenCase],
+    outputs: Sequence[ItemOutput],
+    paired: set[str],
+) -> list[str]:
+    """The sequential gate's pairs: the suite's cases in ``draw_order`` (those the baseline
+    has), up to the first the run has no output for. A tier the run started with counts
+    only where the draw reaches it, so a tier a team tuned its prompt on cannot carry the
+    decision (with the tier first, a suite worse by the margin passed in 10–64% of runs)."""
+    ran = {o.item_id for o in outputs}
+    prefix = []
+    for case in draw_order(suite_cases, run.dataset_version):
+        if case.id not in paired:
+            continue
+        if case.id not in ran:
+            break
+        prefix.append(case.id)
+    return prefix
 
 
 def cases_of_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) -> list[GoldenCase]:

@@ -14,7 +14,7 @@ from eval_pipeline.core.options import OnUndecided
 from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.checks import ThresholdCheck
-from eval_pipeline.core.scoring.rows import PairedRow
+from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
@@ -102,6 +102,11 @@ class EvalResult:
             f"{row.metric}: {row.note or f'Δ {row.delta:+.3f} is within reach of the margin'}"
             for row in self.undecided_rows
         ]
+        checks = [c for c in self.gate.checks if c.undecided] if self.gate else []
+        metrics += [f"{row.metric}: {row.newly_failing} newly failing, {row.newly_passing} "
+                    f"newly passing (p={row.p_holm:.3g} Holm): not significant"
+                    for check in checks for row in check.rows
+                    if isinstance(row, BinaryRow) and row.outcome == "warn"]  # fmt: skip
         if not self.run.stopped:
             return metrics
         if metrics or self.sequential is None or self.gate is None:
@@ -142,10 +147,14 @@ class EvalResult:
     def errors(self) -> list[str]:
         """Why this run cannot say whether the agent got worse (the verdict is ERROR):
         items it could not measure, scores of a deciding metric an evaluator could not
-        give, and the caller's problems. Never a pass."""
+        give, a baseline it cannot be compared with, missing scores that could change the
+        gate's decision, and the caller's problems. Never a pass."""
         deciding = self.thresholds.deciding_metrics
+        gate = []
+        if self.gate is not None:
+            gate = [*self.gate.problems, *(e for c in self.gate.checks for e in c.errors)]
         return [*self.problems, *unmeasured(self.outputs),
-                *unscored([s for s in self.scores if s.evaluator in deciding])]  # fmt: skip
+                *unscored([s for s in self.scores if s.evaluator in deciding]), *gate]  # fmt: skip
 
     @property
     def notes(self) -> list[str]:

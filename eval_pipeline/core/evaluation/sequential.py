@@ -64,7 +64,9 @@ def go_on_until_decided(
         score(store, run_id, suite, batch, prices=prices, batch=True)
         cases += batch
         summary = summarise(store, run_id, suite, cases)
-        result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary)
+        result = verdict(
+            store, store.get_run(run_id) or plan_.run, suite, cases, summary, plan_.all_cases
+        )
     answers = Counter(o.item_id for o in result.outputs)  # (what ran: a budget may stop)
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,

@@ -12,7 +12,7 @@ from functools import partial
 
 from eval_pipeline.core.cases import DatasetError, GoldenCase
 from eval_pipeline.core.evaluation.baseline import baseline_data, decided_baseline
-from eval_pipeline.core.evaluation.plan import RunPlan
+from eval_pipeline.core.evaluation.plan import RunPlan, drawn_prefix
 from eval_pipeline.core.evaluation.result import EvalResult
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.redact import redact
@@ -32,7 +32,7 @@ from eval_pipeline.core.scoring.apply import item_results, run_level, score_item
 from eval_pipeline.core.scoring.checks import CheckOutcome, ThresholdCheck, run_thresholds
 from eval_pipeline.core.scoring.rows import PrimaryFloorRow
 from eval_pipeline.core.scoring.summary import JudgeSpending, Summary, summarize
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 
@@ -207,18 +207,21 @@ def summarise(
                             pass_metric=suite.thresholds.primary_metric,
                             pass_at=regression.pass_threshold,
                             repeats=run.repeats if run else None)  # fmt: skip
-        store.complete_run(run_id, summary)
+        store.write_summary(run_id, summary)
     return summary
 
 
 # --- verdict ----------------------------------------------------------------------------
 def verdict(
     store: ResultsStore, run: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
-    summary: Summary,
+    summary: Summary, suite_cases: Sequence[GoldenCase],
 ) -> EvalResult:  # fmt: skip
-    """The thresholds, then the paired gate against the baseline chosen when the run was
-    planned (``with_baseline``), with the run's own options (margin, min_primary): read
-    from the results store, so every entry point reaches the same verdict on a stored run."""
+    """The thresholds on ``cases`` (what the run went through), then the paired gate against
+    the baseline chosen when the run was planned (``with_baseline``), with the run's own
+    options (margin, min_primary): read from the results store, so every entry point
+    reaches the same verdict on a stored run. The sequential gate decides on the pairs in
+    ``draw_order`` of ``suite_cases`` (the suite's), as far as the run has gone without a
+    gap (``drawn_prefix``): a tier run first counts once the draw reaches its cases."""
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
     options = run.options
     thresholds = suite.thresholds
@@ -239,7 +242,9 @@ def verdict(
         )
         sequential = None
         if options.gate == "sequential":
-            sequential = gating.Sequential([c.id for c in cases])
+            paired = {o.item_id for o in base_data[0]}
+            sequential = gating.Sequential(drawn_prefix(run, suite_cases, outputs, paired),
+                                           suite_size=len(paired))  # fmt: skip
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored, sequential=sequential)  # fmt: skip
@@ -249,6 +254,21 @@ def verdict(
     except gating.NotComparable as exc:
         result.gate = gating.not_comparable_report(run, baseline, str(exc))
     return result
+
+
+def settle(store: ResultsStore, result: EvalResult) -> RunStatus:
+    """The run's status once its verdict is known (``RunStatus``): only a run that measured
+    the agent on every case it set out to is ``complete``, and so a baseline. An ERROR run
+    (an outage, a replay that missed) or one a budget stopped never is."""
+    if result.errors:
+        status = RunStatus.ERROR
+    elif result.run.stopped:
+        status = RunStatus.STOPPED
+    else:
+        status = RunStatus.COMPLETE
+    store.settle_run(result.run.run_id, status)
+    result.run = store.get_run(result.run.run_id) or result.run
+    return status
 
 
 def _primary_floor(summary: Summary, metric: str, minimum: float) -> ThresholdCheck:

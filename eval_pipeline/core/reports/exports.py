@@ -227,6 +227,8 @@ def _gate_section(gate: GateReport) -> list[str]:
             if r.p_value is None:
                 lines.append(f"| paired_gate | {md_escape(r.metric)} | {r.n} | "
                              f"{r.delta:+.3f} | | | | {md_escape(r.note)} |")  # fmt: skip
+                if r.learned:
+                    lines.append(f"| | | | | | | | what it did establish: {md_escape(r.learned)} |")
                 continue
             lines.append(
                 f"| paired_gate | {md_escape(r.metric)} | {r.n} | {r.delta:+.3f} | "

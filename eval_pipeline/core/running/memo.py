@@ -18,7 +18,9 @@ outputs are memoized: an error is always retried on the next run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import importlib.metadata
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -54,6 +56,15 @@ def source_fingerprint(paths: Iterable[Path]) -> str:
                 continue
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
+
+
+@functools.cache
+def installed_fingerprint() -> str:
+    """Hash of every installed distribution's name and version (importlib.metadata): the
+    agent's dependencies, whatever it imports."""
+    found = sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}"
+                    for d in importlib.metadata.distributions()})  # fmt: skip
+    return hashlib.sha256("\n".join(found).encode()).hexdigest()[:8]
 
 
 def dataset_resources(dataset_dir: Path) -> list[Path]:

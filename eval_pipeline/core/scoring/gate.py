@@ -90,6 +90,7 @@ class Sequential:
     α = 5% (100 cases, one answer each, simulated); independent draws: 2%."""
 
     order: Sequence[str]
+    suite_size: int | None = None  # the cases the gate could draw (the baseline's)
 
 
 # How the model was reached, not what answered: a recorded or replayed run of the same
@@ -109,18 +110,20 @@ def unchanged(
     baseline: RunRecord, candidate: RunRecord,
     base_out: Sequence[ItemOutput], cand_out: Sequence[ItemOutput],
 ) -> bool:  # fmt: skip
-    """The candidate is the baseline's agent again: the same ``fingerprint`` and the same
-    output on every item it ran. Such a run is UNCHANGED, a pass that needs no statistics
-    (an unchanged pull request never fails for lack of evidence). Evaluators are the
-    comparability check's business: they are the same versions, or the baseline was
-    re-scored with the candidate's."""
+    """The candidate is the baseline's agent again: both agents' versions are known (an
+    HTTP service without ``version:`` never is), the same ``fingerprint`` (its code, its
+    installed dependencies, its prompt, its model) and the same output on every item the
+    baseline ran, each of them run again (a tier alone cannot tell: an unchanged agent's
+    other items come from the memo at no cost). Such a run is UNCHANGED, a pass that needs
+    no statistics. Evaluators are the comparability check's business: they are the same
+    versions, or the baseline was re-scored with the candidate's."""
+    if not (baseline.agent_versioned and candidate.agent_versioned):
+        return False
     if fingerprint(baseline) != fingerprint(candidate):
         return False
     before = {(o.item_id, o.repeat): o.output for o in base_out}
-    return all(
-        (o.item_id, o.repeat) in before and before[(o.item_id, o.repeat)] == o.output
-        for o in cand_out
-    )
+    after = {(o.item_id, o.repeat): o.output for o in cand_out}
+    return before.keys() <= after.keys() and all(after[k] == v for k, v in before.items())
 
 
 def compare_runs(
@@ -148,6 +151,12 @@ def compare_runs(
     changes = evaluator_changes(baseline, candidate)
     if changes and not rescored:
         problems.append(f"evaluator versions differ: {describe_changes(changes)}")
+    reducer = thresholds.regression.reducer
+    if reducer != "mean" and baseline.repeats != candidate.repeats:
+        problems.append(f"the suite reduces repeats by {reducer!r}, which measures "
+                        f"{baseline.repeats} and {candidate.repeats} answers of a case "
+                        f"differently (the baseline's and this run's): run with --repeat "
+                        f"{baseline.repeats}")  # fmt: skip
     if problems:
         raise NotComparable("not comparable: " + "; ".join(problems))
     notes = [
@@ -158,11 +167,13 @@ def compare_runs(
         baseline, candidate, base_out, base_scores, cand_out, cand_scores, thresholds,
         categories, thresholds.regression.margin if margin is None else margin, items,
         sequential.order if sequential is not None else None, unchanged=False,
+        suite_size=sequential.suite_size if sequential is not None else None,
     )  # fmt: skip
     # UNCHANGED: the same agent, outputs and scores (an evaluator that scores equal outputs
     # apart is not ignored)
     inputs.unchanged = unchanged(baseline, candidate, base_out, cand_out) and all(
-        b == c for m in thresholds.gated_metrics for b, c in zip(*inputs.paired(m), strict=True)
+        not inputs.missing(m) and inputs.paired(m)[0] == inputs.paired(m)[1]
+        for m in thresholds.gated_metrics
     )
     report = [spec.run(inputs) for spec in checks("gate") if spec.run is not None]
     return GateReport(candidate.run_id, baseline.run_id, True, [], report, notes)

@@ -85,6 +85,8 @@ class PairedRow(Row):
     outcome: Outcome | None = None  # after Holm (paired_gate)
     cases_needed: int | None  # to detect a drop of the margin with 80% power
     note: str
+    # an undecided sequential row: what its pairs did establish (paired_gate.py ``learned``)
+    learned: str | None = None
 
 
 class BinaryRow(Row):

@@ -1,47 +1,68 @@
-"""The sequential paired gate: an anytime-valid decision on the mean paired difference.
+"""The sequential paired gate: anytime-valid NOT WORSE / WORSE on a mean paired difference.
 
-A candidate is compared with its baseline case by case, in a seeded random order, and the
-gate may look after every batch and stop as soon as the answer is known. Peeking at a
-fixed-n test inflates its false alarms; a *confidence sequence* does not: it covers the
-true mean at every sample size at once with probability ≥ 1 − α (time-uniform), so
-stopping whenever it excludes an answer keeps the error at α.
+A candidate is compared with its baseline case by case, in a seeded random order; the gate
+looks after every batch and stops as soon as the answer is known. Each pair is one case:
+d = candidate score − baseline score, in [lo, hi] (default [−1, 1]). Per gated metric, with
+margin m > 0 and Δ = E[d]:
 
-The method is the betting confidence sequence for the mean of bounded observations of
-Waudby-Smith & Ramdas (2024), "Estimating means of bounded random variables by betting",
-JRSS-B 86(1):1–27 (arXiv:2010.09686):
+- NOT_WORSE: reject H0⁺: Δ ≤ −m. Test martingale (a gambler betting the mean is above −m)
+      K⁺_t = Σ_j w_j Π_{i≤t} (1 + c_j (dᵢ + m)/(1 − m))   (lo = −1; 1/(μ − lo): the largest bet)
+  decided when K⁺_t ≥ 1/α_nw at some t;
+- WORSE: reject H0⁻: Δ ≥ 0. Test martingale betting the mean is below 0
+      K⁻_t = Σ_j w_j Π_{i≤t} (1 − c_j dᵢ)                          (hi = 1)
+  decided when K⁻ has reached k/α_w by t **and** the estimate d̄_t ≤ −m (the margin as an
+  indifference zone: a significant drop smaller than m is not called WORSE);
+- otherwise CONTINUE. The first decision in time stands (both events are time-uniform, so a
+  decision, once made, never needs to be revoked; ``decide`` on a longer prefix keeps it).
 
-- observations in [lo, hi] are rescaled to [0, 1]; for each candidate mean m (a grid),
-  one gambler bets that the mean is above m, wealth K⁺_t(m) = Π(1 + λᵢ⁺(xᵢ − m)), and
-  one that it is below, K⁻_t(m) = Π(1 − λᵢ⁻(xᵢ − m)) (§4; the paper's hedged process
-  eq. 22 is their max with weights θ, 1 − θ: we keep the two apart, below);
-- the bets are *predictable plug-in* (eq. 26–27): λ̃ᵢ = √(2 log(1/α) / (σ̂²ᵢ₋₁ · i ·
-  log(1 + i))), from the running variance estimate σ̂²ᵢ = (¼ + Σ(xⱼ − μ̂ⱼ)²)/(i + 1) and
-  mean μ̂ᵢ = (½ + Σxⱼ)/(i + 1), truncated to λᵢ⁺ ≤ c/m and λᵢ⁻ ≤ c/(1 − m) with c = ½;
-- m is ruled out as too low once K⁺_t(m) ≥ 1/α, as too high once K⁻_t(m) ≥ 1/α
-  (Ville's inequality: each happens at the true mean with probability ≤ α, at any time);
-  the lower bound is the smallest m not ruled out as too low, the upper the largest not
-  ruled out as too high, each a running intersection (once out, always out);
-- with ``population`` N, cases are drawn **without replacement** from a suite of N fixed
-  values: the mean under test is then the suite's, and the gamblers bet against the mean
-  of what is left, mᵗ = (N·m − Σ_{i<t} xᵢ)/(N − t + 1) (§6, "sampling without
-  replacement", eq. 35); a candidate m for which that leaves [0, 1] is impossible and
-  excluded. The gate does not use it (core/scoring/gate.py ``Sequential``): an agent's
-  answers are random, so the suite's realised differences are not fixed values, and
-  this form, narrowing to their mean, was wrong far more often than α for an agent that
-  samples.
+Decisions are made by these test martingales *at the decision points themselves* (−m and
+0), not read off a grid.
 
-The reference implementation is the ``confseq`` package (github.com/gostevehoward/confseq,
-``confseq/betting.py``: ``betting_cs`` with ``lambdas_fns`` = predictable plug-in,
-``trunc_scale`` ½); this module follows it with numpy only.
+**Bets** ("diversified Kelly": a fixed mixture of constant bets, Waudby-Smith & Ramdas 2024,
+JRSS-B 86(1):1–27, arXiv:2010.09686, their dKelly strategy; confseq ``dKelly_cs`` /
+``diversified_betting_mart``): c_j ∈ BETS are fractions of the largest allowed bet, with
+weight ½ on c = 0.99 (an all-but-all-in bet: it makes a run whose scores did not move clear
+within a few pairs of the floor any level-α test has, (1 − m)ⁿ ≤ α) and ½ spread over
+c = 0.1 … 0.9 with weights ∝ c(1 − c) (a discretised Beta(2, 2) prior over constant bets:
+a finite universal portfolio, Cover 1991, Math. Finance 1(1):1–29; its regret against the
+best constant bet in hindsight is at most log(1/w_j), cf. Orabona & Jun 2024, IEEE Trans.
+Inf. Theory 70(1), arXiv:2110.14099). Chosen by simulation over predictable plug-in (the old
+bettor), aGRAPA, follow-the-leader Kelly and online Newton step, alone and mixed
+(choose_bets.py, REPORT.md).
 
-Decisions (the fixed-n gate's rule, now valid under peeking), per metric, with the margin m
-as an indifference zone: WORSE when the upper bound is below 0 and the estimate is ≤ −m;
-NOT_WORSE when the lower bound is above −m; otherwise CONTINUE. A wrong WORSE needs the
-true Δ ≥ 0 and the upper bound below it; a wrong NOT_WORSE needs Δ ≤ −m and the lower
-bound above it. With m > 0 no Δ allows both, so each bound may be one-sided at level α
-(with m = 0 each gets α/2). Several metrics share α by Bonferroni: each metric at α/k; the
-union bound holds for time-uniform events too, so the probability of *any* wrong decision,
-at any time, is ≤ α.
+**Validity.** Write y_t = (x_t − μ)/(μ − lo) ∈ [−1, ∞) (for the bet above μ; the bet below
+uses (μ − x_t)/(hi − μ)). If E[x_t | past] ≤ μ, each factor 1 + c y_t, c ∈ [0, 1], is
+≥ 0 with conditional mean ≤ 1, so each Π(1 + c_j y_t) is a non-negative supermartingale
+with initial value 1 (a test supermartingale); any fixed convex combination Σ w_j K_j of
+test supermartingales is one too (Shafer, Shen, Vereshchagin & Vovk 2011, Stat. Sci.
+26(1):84–101; WSR 2024 for the mixture of betting strategies). Ville's inequality (Ville
+1939): P(∃t: K_t ≥ 1/α) ≤ α. Hence, at any data-dependent stopping time and under any
+peeking: P(wrong NOT_WORSE for a metric with Δ ≤ −m) ≤ α_nw, P(wrong WORSE for a metric
+with Δ ≥ 0) ≤ α_w/k.
+
+**Several metrics.** PASS needs *every* gated metric NOT_WORSE: an intersection–union test
+(Berger 1982, Technometrics 24(4):295–300; Berger & Hsu 1996, Stat. Sci. 11(4)): if any
+metric j has Δ_j ≤ −m, P(PASS) ≤ P(NOT_WORSE_j) ≤ α_nw, so each metric's NOT_WORSE test
+runs at the full α_nw with no multiplicity correction. WORSE (one metric is enough to FAIL)
+is a union of k tests: each at α_w/k (Bonferroni; the union bound holds for time-uniform
+events), k = ``family`` (gated metrics plus any pass/fail metrics the caller tests in the
+same family). With m = 0 the same Δ = 0 allows both wrong decisions, so both levels are
+halved to keep "any wrong decision" ≤ α.
+
+**Confidence bounds, consistent with the decisions.** The bets c_j do not depend on μ, and
+each factor 1 + c (x − μ)/(μ − lo) is non-increasing in μ, so K⁺_t(μ) is non-increasing in μ
+(and K⁻_t(μ) non-decreasing): the μ ruled out as too low form an interval (lo, L_t] and
+L_t = sup{μ: max_{s≤t} K⁺_s(μ) ≥ 1/α_nw} is found exactly by bisection. NOT_WORSE ⇔ −m is
+ruled out ⇔ L_t ≥ −m, and the claim is Δ > L_t (so a decided NOT_WORSE always shows a
+lower bound at or above −m: the two never disagree). Likewise the upper bound at level
+1 − α_w/k: WORSE implies U_t ≤ 0 (claim Δ < U_t). ``confidence_sequence`` gives the whole
+path on a grid of μ (conservative by at most a grid step).
+
+**Without replacement** (``population`` N): the gamblers bet against the mean of the cases
+not yet drawn, mᵗ = (N μ − Σ_{i<t} xᵢ)/(N − t + 1) (WSR 2024 §6, eq. 35); mᵗ is increasing
+in μ so the bounds stay monotone; a μ that leaves mᵗ outside [lo, hi] is impossible and is
+ruled out. The gate does not use it (core/scoring/gate.py ``Sequential``: an agent's answers
+are random, so the Δ to decide on is that of a case answered afresh).
 """
 
 from __future__ import annotations
@@ -53,9 +74,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+from scipy.special import logsumexp
 
-GRID_POINTS = 1001  # candidate means on [0, 1]: a resolution of 0.002 on a [-1, 1] scale
-TRUNCATION = 0.5  # c in λ ≤ c/m (Waudby-Smith & Ramdas §4; confseq's trunc_scale)
+GRID_POINTS = 1001  # candidate means for the reported path (confidence_sequence)
+PROJECTED = 4000  # the most pairs the look-ahead (more_to_decide) considers
+BETS = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99])
+_SPREAD = BETS[:-1] * (1 - BETS[:-1])
+WEIGHTS = np.concatenate((0.5 * _SPREAD / _SPREAD.sum(), [0.5]))
+LOG_WEIGHTS = np.log(WEIGHTS)
+LOOK_AHEAD_DRAWS = 64  # bootstrap continuations behind "about N more pairs"
 
 
 class Decision(StrEnum):
@@ -70,14 +97,128 @@ class MetricDecision:
     decision: Decision
     n: int  # paired observations used
     estimate: float  # mean paired difference (candidate − baseline)
-    lower: float  # the confidence bounds now, each one-sided at level 1 − α/k
-    upper: float
+    lower: float  # Δ > lower (anytime-valid, one-sided 1 − alpha_not_worse); lo: no bound yet
+    upper: float  # Δ < upper (anytime-valid, one-sided 1 − alpha_worse/family); hi: none yet
     more_to_decide: int | None  # about how many more pairs would decide; None: cannot tell
     note: str  # what a person reads after the metric's name
+    decided_at: int | None = None  # the pair at which the decision was reached
+    e_not_worse: float = 1.0  # the largest value the NOT_WORSE test martingale reached
+    e_worse: float = 1.0  # the largest value the WORSE test martingale reached
 
     @property
     def decided(self) -> bool:
         return self.decision is not Decision.CONTINUE
+
+
+# --- the test martingales ------------------------------------------------------------
+
+
+def log_wealth(
+    x: np.ndarray, mu: float | np.ndarray, *, lo: float = -1.0, hi: float = 1.0,
+    side: str = "above", population: int | None = None,
+) -> np.ndarray:  # fmt: skip
+    """log K_t for t = 1..T of the mixture gambler betting that the mean is above ``mu``
+    (``side="above"``: evidence against H0 mean ≤ mu) or below it (``"below"``: against
+    mean ≥ mu), on observations ``x`` of shape (..., T) in [lo, hi]. ``mu``: a number, or an
+    array broadcast against x's leading axes (e.g. shape (G,) with x of shape (1, T) for a
+    grid of means). +inf where ``mu`` has become impossible (without replacement, or an
+    observation that the null rules out). Vectorised: simulations call this directly."""
+    x = np.asarray(x, dtype=float)
+    mu = np.asarray(mu, dtype=float)[..., None]
+    if population is None:
+        m_t = np.broadcast_to(mu, np.broadcast_shapes(mu.shape, x.shape))
+    else:
+        t = np.arange(x.shape[-1], dtype=float)  # draws before this one
+        before = np.cumsum(x, axis=-1) - x
+        m_t = (population * mu - before) / (population - t)
+    if side == "above":
+        num, den = x - m_t, m_t - lo
+    elif side == "below":
+        num, den = m_t - x, hi - m_t
+    else:
+        raise ValueError(f"side={side!r}: 'above' or 'below'")
+    # den ≤ 0: the null's mean is at (or beyond) the end of the range: it is impossible
+    # when beyond, and when at the end every further value must sit there too.
+    impossible = (den < 0) | ((den <= 0) & (num > 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    y = np.maximum(y, -1.0)  # (rounding only: y ≥ −1 whenever the null is possible)
+    total = _mixture(y.reshape(-1, y.shape[-1])).reshape(y.shape)
+    ruled_out = np.logical_or.accumulate(impossible, axis=-1)
+    return np.where(ruled_out, np.inf, total)
+
+
+def _mixture(y: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """log Σ_j w_j Π_{i≤t} (1 + c_j yᵢ) for rows of y (rows, T), in chunks of rows (memory).
+    (c_j ≤ 0.99 and y ≥ −1: every factor is ≥ 0.01, so no log of 0.)"""
+    out = np.empty_like(y)
+    step = max(1, chunk // max(1, y.shape[-1]))
+    for start in range(0, y.shape[0], step):
+        part = y[start : start + step]
+        logs = np.cumsum(np.log1p(BETS[:, None, None] * part[None]), axis=-1)
+        logs += LOG_WEIGHTS[:, None, None]
+        top = logs.max(axis=0)
+        out[start : start + step] = top + np.log(np.exp(logs - top).sum(axis=0))
+    return out
+
+
+def _crossed(path: np.ndarray, level: float) -> np.ndarray:
+    """Whether the test martingale has reached 1/level by each time (running)."""
+    return np.logical_or.accumulate(path >= math.log(1 / level), axis=-1)
+
+
+def decision_times(
+    x: np.ndarray, *, margin: float, alpha_not_worse: float, alpha_worse: float,
+    lo: float = -1.0, hi: float = 1.0, population: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """For paired differences ``x`` (..., T): the first pair at which NOT_WORSE is reached
+    and the first at which WORSE is (T + 1 when never), each at the level given (the WORSE
+    level already divided by the family's size). The vectorised core of ``decide``."""
+    x = np.asarray(x, dtype=float)
+    big = x.shape[-1] + 1
+    t = np.arange(1, x.shape[-1] + 1)
+    nw = _crossed(log_wealth(x, -margin, lo=lo, hi=hi, side="above", population=population),
+                  alpha_not_worse)  # fmt: skip
+    worse = _crossed(log_wealth(x, 0.0, lo=lo, hi=hi, side="below", population=population),
+                     alpha_worse) & (np.cumsum(x, axis=-1) / t <= -margin)  # fmt: skip
+    first = lambda hit: np.where(hit.any(axis=-1), hit.argmax(axis=-1) + 1, big)  # noqa: E731
+    return first(nw), first(worse)
+
+
+# --- bounds ---------------------------------------------------------------------------
+
+
+def _bound(x: np.ndarray, alpha: float, lo: float, hi: float, side: str,
+           population: int | None, known: float | None = None) -> float:  # fmt: skip
+    """The exact running bound after all of ``x``: for side "above" the largest μ ruled out
+    as too low by some time (the lower bound L: Δ > L), for "below" the smallest ruled out
+    as too high (U: Δ < U). Bisection on a monotone function of μ; ``known``: a μ already
+    known to be ruled out (the decision point), so the bound never disagrees with it."""
+    level = math.log(1 / alpha)
+
+    def out(mu: float) -> bool:
+        return bool(np.max(log_wealth(x, mu, lo=lo, hi=hi, side=side,
+                                      population=population)) >= level)  # fmt: skip
+
+    if side == "above":
+        inside, outside = hi, lo  # inside: not ruled out; outside: ruled out (or the end)
+        if known is not None and out(known):
+            outside = known
+        if out(inside):
+            return hi
+    else:
+        inside, outside = lo, hi
+        if known is not None and out(known):
+            outside = known
+        if out(inside):
+            return lo
+    for _ in range(60):
+        mid = 0.5 * (inside + outside)
+        if out(mid):
+            outside = mid
+        else:
+            inside = mid
+    return outside
 
 
 def confidence_sequence(
@@ -85,11 +226,12 @@ def confidence_sequence(
     population: int | None = None, grid: int = GRID_POINTS,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Running (lower, upper) after each observation for the mean of observations in
-    [lo, hi], taken in the order given: each a time-uniform *one-sided* bound at level
-    1 − α (the lower bound ever exceeds the mean with probability ≤ α, and likewise the
-    upper ever falls below it), so together a 1 − 2α two-sided sequence. With
-    ``population`` N, they are draws without replacement from N values and the mean is
-    theirs (the module docstring gives the method)."""
+    [lo, hi], in the order given: each a time-uniform *one-sided* bound at level 1 − α
+    (the lower bound ever exceeds the mean with probability ≤ α, likewise the upper), so
+    together a 1 − 2α sequence. Read off ``grid`` candidate means: each bound is a grid
+    point that is ruled out, so it is conservative by at most one grid step; ``decide``
+    computes the final bounds exactly. With ``population`` N, draws without replacement
+    from N values and the mean is theirs (module docstring)."""
     values = np.asarray(x, dtype=float)
     if values.ndim != 1:
         raise ValueError("confidence_sequence takes one sequence of numbers")
@@ -104,145 +246,328 @@ def confidence_sequence(
         raise ValueError(f"{t_max} draws without replacement from a population of {population}")
     if t_max == 0:
         return np.array([]), np.array([])
-    xs = (values - lo) / (hi - lo)
-    ms = np.linspace(0.0, 1.0, grid)
-    too_low, too_high = _excluded(xs, ms, alpha, population)  # (t, grid), by time t
-    step = 1.0 / (grid - 1)
-    # The lower bound: the smallest candidate not ruled out as too low; the upper: the
-    # largest not ruled out as too high. A grid point stands for the interval around it:
-    # each is widened by a step (conservative).
-    low_kept, high_kept = ~too_low, ~too_high
-    first = np.where(low_kept.any(axis=1), low_kept.argmax(axis=1), grid - 1)
-    last = np.where(high_kept.any(axis=1), grid - 1 - high_kept[:, ::-1].argmax(axis=1), 0)
-    lower = np.clip(ms[first] - step, 0.0, 1.0)
-    upper = np.clip(ms[last] + step, 0.0, 1.0)
-    return lo + lower * (hi - lo), lo + upper * (hi - lo)
+    ms = np.linspace(lo, hi, grid)[1:-1]  # (the ends are never ruled out by a bet)
+    low = _crossed(log_wealth(values[None, :], ms, lo=lo, hi=hi, side="above",
+                              population=population), alpha)  # (G, T), monotone in μ  # fmt: skip
+    high = _crossed(log_wealth(values[None, :], ms, lo=lo, hi=hi, side="below",
+                               population=population), alpha)  # fmt: skip
+    n_low = low.sum(axis=0)  # ruled out as too low: the first n_low grid points
+    n_high = high.sum(axis=0)  # ruled out as too high: the last n_high
+    lower = np.where(n_low > 0, ms[np.maximum(n_low - 1, 0)], lo)
+    upper = np.where(n_high > 0, ms[np.minimum(len(ms) - n_high, len(ms) - 1)], hi)
+    return lower, upper
 
 
-def _excluded(
-    xs: np.ndarray, ms: np.ndarray, alpha: float, population: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each time and candidate mean m: whether the gambler betting the mean is above m
-    (ruling m out as too low), and the one betting it is below (too high), has reached
-    1/α by then (Ville's inequality: each happens with probability ≤ α at the true mean)."""
-    t = np.arange(1, len(xs) + 1, dtype=float)
-    # predictable plug-in: the estimates from the observations *before* each one (eq. 26-27)
-    mu_hat = (0.5 + np.cumsum(xs)) / (t + 1)
-    sq = (xs - mu_hat) ** 2
-    var_hat = (0.25 + np.cumsum(sq)) / (t + 1)
-    var_prev = np.concatenate(([0.25], var_hat[:-1]))
-    lam = np.sqrt(2 * math.log(1 / alpha) / (var_prev * t * np.log1p(t)))
-    mean_left = _means_left(xs, ms, population)  # (t, grid): the mean bet against at t
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam_up = np.minimum(lam[:, None], TRUNCATION / mean_left)
-        lam_down = np.minimum(lam[:, None], TRUNCATION / (1 - mean_left))
-    impossible = (mean_left < 0) | (mean_left > 1) | ~np.isfinite(mean_left)
-    centred = np.where(impossible, 0.0, xs[:, None] - mean_left)
-    with np.errstate(invalid="ignore"):  # (only where impossible: those are replaced)
-        up = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, lam_up * centred)))
-        down = np.where(impossible, 0.0, np.log1p(np.where(impossible, 0.0, -lam_down * centred)))
-    threshold = math.log(1 / alpha)
-    ruled_out = np.cumsum(impossible, axis=0).astype(bool)  # (WoR: the mean cannot be m)
-    too_low = (np.cumsum(up, axis=0) >= threshold) | ruled_out
-    too_high = (np.cumsum(down, axis=0) >= threshold) | ruled_out
-    return np.logical_or.accumulate(too_low, axis=0), np.logical_or.accumulate(too_high, axis=0)
-
-
-def _means_left(xs: np.ndarray, ms: np.ndarray, population: int | None) -> np.ndarray:
-    """The mean the t-th draw has under "the mean is m": m itself with replacement; the
-    mean of the values not yet drawn without (Waudby-Smith & Ramdas §6, eq. 35)."""
-    if population is None:
-        return np.broadcast_to(ms, (len(xs), len(ms)))
-    drawn_before = np.concatenate(([0.0], np.cumsum(xs)[:-1]))
-    left = population - np.arange(len(xs), dtype=float)  # N - (t - 1)
-    return (population * ms[None, :] - drawn_before[:, None]) / left[:, None]
+# --- decisions -----------------------------------------------------------------------
 
 
 def decide(
-    differences: Mapping[str, Sequence[float]], *, margin: float, alpha: float,
-    bounds: Mapping[str, tuple[float, float]] | None = None, population: int | None = None,
+    differences: Mapping[str, Sequence[float]], *, margin: float, alpha: float | None = None,
+    alpha_not_worse: float | None = None, alpha_worse: float | None = None,
+    family: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None,
+    population: int | None = None, look_ahead: bool = True,
 ) -> dict[str, MetricDecision]:  # fmt: skip
-    """Per metric, from its paired differences (candidate − baseline, in the order they
-    were drawn): WORSE, NOT_WORSE or CONTINUE (the module docstring gives the rule).
-    Family-wise error α over the metrics (Bonferroni on time-uniform sequences).
-    ``bounds``: each metric's range of differences (default [−1, 1], scores in [0, 1])."""
+    """Per metric, from its paired differences (candidate − baseline, in the order they were
+    drawn): WORSE, NOT_WORSE or CONTINUE (module docstring).
+
+    ``alpha_not_worse``: each metric's NOT WORSE level (PASS = all NOT WORSE is an
+    intersection–union test, so the full α, with no split over metrics). ``alpha_worse``:
+    the family-wise level of WORSE, split over ``family`` tests (default: the metrics given;
+    pass the gated plus the pass/fail metrics tested in the same family). ``alpha`` alone
+    sets both (backwards compatible: a wrong PASS and a wrong FAIL each stay ≤ α). With
+    margin = 0 both are halved. ``bounds``: each metric's range of differences (default
+    [−1, 1]). ``look_ahead``: estimate how many more pairs would decide an undecided metric.
+
+    A metric's decision is the first reached, at any pair so far (``decided_at``): both
+    tests are time-uniform, so it stands on any longer prefix, and a caller that looks after
+    every batch and stops when decided sees exactly these decisions. Its ``lower`` and
+    ``upper`` agree with it (module docstring)."""
     if margin < 0:
         raise ValueError(f"margin={margin}: must be ≥ 0")
-    level = alpha / max(1, len(differences))
+    alpha_not_worse = alpha if alpha_not_worse is None else alpha_not_worse
+    alpha_worse = alpha if alpha_worse is None else alpha_worse
+    if alpha_not_worse is None or alpha_worse is None:
+        raise ValueError("decide needs alpha, or alpha_not_worse and alpha_worse")
     if margin == 0:  # Δ = 0 allows both wrong decisions: split the level between them
-        level /= 2
+        alpha_not_worse, alpha_worse = alpha_not_worse / 2, alpha_worse / 2
+    for name, a in (("alpha_not_worse", alpha_not_worse), ("alpha_worse", alpha_worse)):
+        if not 0 < a < 1:
+            raise ValueError(f"{name}={a}: must be in (0, 1)")
+    k = max(1, len(differences) if family is None else family)
     decisions = {}
     for metric, values in differences.items():
         x = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(x)):
             raise ValueError(f"metric {metric!r}: a paired difference is not a finite number")
         lo, hi = (bounds or {}).get(metric, (-1.0, 1.0))
-        decisions[metric] = _decide_one(metric, x, lo, hi, margin, level, population)
+        if np.any(x < lo) or np.any(x > hi):
+            raise ValueError(f"metric {metric!r}: a paired difference is outside [{lo}, {hi}]")
+        if not lo < -margin <= 0 < hi:
+            raise ValueError(f"metric {metric!r}: margin {margin} does not fit [{lo}, {hi}]")
+        decisions[metric] = _decide_one(metric, x, lo, hi, margin, alpha_not_worse,
+                                        alpha_worse / k, population, look_ahead)  # fmt: skip
     return decisions
 
 
 def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
-                level: float, population: int | None) -> MetricDecision:  # fmt: skip
+                a_nw: float, a_w: float, population: int | None,
+                look_ahead: bool) -> MetricDecision:  # fmt: skip
     n = len(x)
     if n == 0:
         return MetricDecision(metric, Decision.CONTINUE, 0, 0.0, lo, hi, None,
                               "no paired cases yet")  # fmt: skip
-    lowers, uppers = confidence_sequence(x, alpha=level, lo=lo, hi=hi, population=population)
-    lower, upper, estimate = float(lowers[-1]), float(uppers[-1]), float(x.mean())
-    if upper < 0 and estimate <= -margin:
-        decision = Decision.WORSE
-    elif lower > -margin:
-        decision = Decision.NOT_WORSE
+    up = log_wealth(x, -margin, lo=lo, hi=hi, side="above", population=population)
+    down = log_wealth(x, 0.0, lo=lo, hi=hi, side="below", population=population)
+    t_nw, t_w = (int(v) for v in decision_times(x, margin=margin, alpha_not_worse=a_nw,
+                                                alpha_worse=a_w, lo=lo, hi=hi,
+                                                population=population))  # fmt: skip
+    if t_w <= n and t_w <= t_nw:  # (the same pair: WORSE, the safe side)
+        decision, at = Decision.WORSE, t_w
+    elif t_nw <= n:
+        decision, at = Decision.NOT_WORSE, t_nw
     else:
-        decision = Decision.CONTINUE
-    more = None if decision is not Decision.CONTINUE else _more_to_decide(
-        x, lo, hi, margin, level, population
-    )  # fmt: skip
+        decision, at = Decision.CONTINUE, None
+    lower = _bound(x, a_nw, lo, hi, "above", population, known=-margin)
+    upper = _bound(x, a_w, lo, hi, "below", population, known=0.0)
+    estimate = float(x.mean())
+    more = None
+    if decision is Decision.CONTINUE and look_ahead:
+        more = more_to_decide(x, margin=margin, alpha_not_worse=a_nw, alpha_worse=a_w,
+                              lo=lo, hi=hi, population=population)  # fmt: skip
+    level = f"{100 * (1 - a_nw):g}%"
     note = f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} pairs: "
     if decision is Decision.CONTINUE:
         ahead = _look_ahead(n, population)
-        note += "undecided" + (f"; about {more} more pairs would decide it" if more else
-                               f"; the margin is out of reach at this spread (not within "
-                               f"{ahead:,} more pairs like these)")  # fmt: skip
+        note += (f"undecided; not worse by more than {max(0.0, -lower):.3f} so far "
+                 f"({level}, anytime-valid)")  # fmt: skip
+        if look_ahead:
+            note += (f"; about {more} more pairs would decide it" if more else
+                     f"; the margin is out of reach at this spread (not within {ahead:,} "
+                     f"more pairs like these)")  # fmt: skip
     else:
         note += decision.value.replace("_", " ").lower()
-    return MetricDecision(metric, decision, n, estimate, lower, upper, more, note)
+    return MetricDecision(metric, decision, n, estimate, lower, upper, more, note, at,
+                          float(np.exp(min(700.0, np.max(up)))),
+                          float(np.exp(min(700.0, np.max(down)))))  # fmt: skip
 
 
-PROJECTED = 4000  # the most pairs ``_more_to_decide`` looks ahead
+def _look_ahead(n: int, population: int | None, most: int = PROJECTED) -> int:
+    """How many further pairs the look-ahead considers after ``n``: up to ``most`` in all,
+    or what is left of a suite of ``population``."""
+    return max(0, min(most, population or most) - n)
 
 
-def _look_ahead(n: int, population: int | None) -> int:
-    """How many further pairs ``_more_to_decide`` looks at after ``n``: up to PROJECTED
-    in all, or what is left of a suite of ``population``."""
-    return max(0, min(PROJECTED, population or PROJECTED) - n)
+def more_to_decide(
+    x: Sequence[float], *, margin: float, alpha_not_worse: float, alpha_worse: float,
+    lo: float = -1.0, hi: float = 1.0, population: int | None = None,
+    draws: int = LOOK_AHEAD_DRAWS, seed: int = 0, quantile: float = 0.5, most: int = PROJECTED,
+) -> int | None:  # fmt: skip
+    """About how many further pairs would decide (either way), if those to come were like
+    those so far: the pairs seen are resampled (bootstrap, ``draws`` continuations, fixed
+    ``seed``) and the actual test martingales are run on, pair by pair, so the answer is a
+    whole number of pairs of the values the metric takes (exact when every pair so far is
+    the same, e.g. all tied); the ``quantile`` (median) of the continuations' pairs to a
+    decision. None when that many continuations do not decide within the look-ahead
+    (``most`` pairs in all, or what is left of a suite of ``population``)."""
+    x = np.asarray(x, dtype=float)
+    n, ahead = len(x), _look_ahead(len(x), population, most)
+    if n == 0 or ahead == 0:
+        return None
+    same = bool(np.all(x == x[0]))
+    rng = np.random.default_rng(seed)
+    rows = 1 if same else draws
+    future = x[0] + np.zeros((1, ahead)) if same else rng.choice(x, size=(rows, ahead))
+    # Looked at over a horizon that grows fourfold while the median has not decided: most
+    # runs decide within a few times the pairs they have, and the whole look-ahead (up to
+    # ``most`` pairs, 200 continuations) costs a hundred times more.
+    horizon = min(ahead, max(64, 2 * n))
+    while True:
+        paths = np.concatenate((np.broadcast_to(x, (rows, n)), future[:, :horizon]), axis=1)
+        t_nw, t_w = decision_times(paths, margin=margin, alpha_not_worse=alpha_not_worse,
+                                   alpha_worse=alpha_worse, lo=lo, hi=hi,
+                                   population=population)  # fmt: skip
+        when = np.minimum(t_nw, t_w).astype(float)
+        when[when > n + horizon] = np.inf
+        need = float(np.quantile(when, quantile, method="higher"))
+        if np.isfinite(need):
+            return int(need) - n
+        if horizon >= ahead:
+            return None
+        horizon = min(ahead, 4 * horizon)
 
 
-def _more_to_decide(x: np.ndarray, lo: float, hi: float, margin: float, level: float,
-                    population: int | None) -> int | None:  # fmt: skip
-    """About how many further pairs would decide, if those to come looked like those so
-    far: the gamblers of ``_excluded`` at the two means that decide (−margin ruled out as
-    too low: NOT WORSE; 0 ruled out as too high, with the estimate ≤ −margin: WORSE) run
-    on the pairs seen, repeated in order, up to PROJECTED pairs. (Extrapolating the
-    width as 1/√n erred badly early: after 5 pairs that never differ it said 189 more at
-    a margin of 0.1, where 51 more decide.) None when no number would (an estimate at
-    −margin, or no spread to narrow), or the suite has too few cases left."""
-    n = len(x)
-    ahead = (np.resize(x, n + _look_ahead(n, population)) - lo) / (hi - lo)
-    points = (np.array([-margin, 0.0]) - lo) / (hi - lo)  # on [0, 1], like ``ahead``
-    too_low, too_high = _excluded(ahead, points, level, None)
-    means = np.cumsum(ahead) / np.arange(1, len(ahead) + 1)
-    worse = too_high[:, 1] & (means <= points[0])
-    later = np.nonzero((too_low[:, 0] | worse)[n:])[0]
-    return int(later[0]) + 1 if len(later) else None
+# --- what a suite of n cases can do ------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
-def pairs_to_clear(margin: float, alpha: float, metrics: int = 1, most: int = 4000) -> int | None:
+def _tied_log_wealth(n: np.ndarray | int, margin: float) -> np.ndarray:
+    """log K⁺_n(−margin) after n pairs that are all 0 (nothing moved), on [−1, 1]."""
+    y = margin / (1 - margin)
+    n = np.asarray(n, dtype=float)
+    return logsumexp(LOG_WEIGHTS + n[..., None] * np.log1p(BETS * y), axis=-1)
+
+
+@functools.lru_cache(maxsize=256)
+def pairs_to_clear(
+    margin: float, alpha: float, metrics: int = 1, most: int = PROJECTED
+) -> int | None:
     """The fewest paired cases after which ``decide`` calls a metric NOT WORSE when every
-    difference is 0 (the best case: nothing moved), with ``metrics`` gated metrics sharing
-    α; None when more than ``most`` would be needed. A suite with fewer cases can never
-    decide this margin sequentially: only UNCHANGED passes it."""
-    lower, _ = confidence_sequence(np.zeros(most), alpha=alpha / max(1, metrics), lo=-1, hi=1)
-    cleared = np.nonzero(lower > -margin)[0]
-    return int(cleared[0]) + 1 if len(cleared) else None
+    difference is 0 (nothing moved), at NOT WORSE level ``alpha``; None when more than
+    ``most`` would be needed. ``metrics`` no longer matters (each metric's NOT WORSE runs at
+    the full α: intersection–union); kept for callers. Exact (closed form)."""
+    del metrics
+    if not 0 < margin < 1:
+        return None if margin <= 0 else 1
+    n = np.arange(1, most + 1)
+    hit = np.nonzero(_tied_log_wealth(n, margin) >= math.log(1 / alpha))[0]
+    return int(hit[0]) + 1 if len(hit) else None
+
+
+def floor_pairs(margin: float, alpha: float) -> int:
+    """The fewest tied pairs after which *any* level-α test can say NOT WORSE: the null
+    distribution with mass m at −1 and 1 − m at 0 gives n ties probability (1 − m)ⁿ, which
+    must be ≤ α (Neyman–Pearson)."""
+    return math.ceil(math.log(1 / alpha) / math.log(1 / (1 - margin)) - 1e-12)
+
+
+def best_bound(n: int, alpha: float) -> float:
+    """The best lower bound on Δ that n pairs can ever give this gate (all tied: d = 0), one-
+    sided at level 1 − alpha, on [−1, 1]. Any level-α method's best is α^{1/n} − 1
+    (``floor_bound``)."""
+    if n <= 0:
+        return -1.0
+    level = math.log(1 / alpha)
+    inside, outside = 0.0, -1.0  # −m with K⁺ below / at or above 1/α
+    for _ in range(60):
+        mid = 0.5 * (inside + outside)
+        if _tied_log_wealth(n, -mid) >= level:
+            outside = mid
+        else:
+            inside = mid
+    return outside
+
+
+def finest_margin(n: int, alpha: float) -> float:
+    """The smallest margin that n cases could ever decide NOT WORSE at level alpha (all
+    tied), on [−1, 1]: −best_bound(n, alpha). (Any method: 1 − α^{1/n}, ``floor_margin``.)"""
+    return -best_bound(n, alpha)
+
+
+def floor_bound(n: int, alpha: float) -> float:
+    """The best lower bound any level-α method can give after n tied pairs: α^{1/n} − 1."""
+    return alpha ** (1 / n) - 1 if n > 0 else -1.0
+
+
+def floor_margin(n: int, alpha: float) -> float:
+    """The smallest margin any level-α method can decide NOT WORSE with n cases."""
+    return -floor_bound(n, alpha)
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_drop(
+    n: int, *, alpha_worse: float, margin: float, base_rate: float, flip: float = 0.0,
+    power: float = 0.8, pairing: str = "flips", alpha_not_worse: float | None = None,
+) -> float | None:  # fmt: skip
+    """The smallest drop δ in a pass/fail metric's pass rate that a suite of ``n`` cases
+    calls WORSE with probability ≥ ``power`` (exact, no simulation), at WORSE level
+    ``alpha_worse`` (already divided by the family's size). The model, stated:
+
+    - ``pairing="flips"``: the candidate repeats the baseline's outcome on each case except
+      that a share ``flip`` of cases newly pass and ``flip + δ`` newly fail (d ∈ {−1, 0, 1}
+      with probabilities flip + δ, ·, flip); needs flip + δ ≤ base_rate;
+    - ``pairing="independent"``: the two runs' outcomes are independent, at pass rates
+      ``base_rate`` and ``base_rate − δ`` (the most churn two such runs can have).
+
+    The probability is computed by dynamic programming over the counts of −1 and +1 (the
+    mixture's wealth depends only on them), pair by pair, with NOT WORSE (at
+    ``alpha_not_worse``, default = alpha_worse) absorbing too, since the gate stops there.
+    None when even the largest drop the model allows is caught less often than ``power``."""
+    a_nw = alpha_worse if alpha_not_worse is None else alpha_not_worse
+    if not 0 < base_rate < 1 or not 0 <= flip <= 1 - base_rate:
+        raise ValueError(f"base_rate={base_rate}, flip={flip}: need 0 < p < 1, 0 ≤ flip ≤ 1 − p")
+    top = base_rate - flip if pairing == "flips" else base_rate
+    if top <= margin:
+        return None
+
+    def caught(delta: float) -> float:
+        return _worse_probability(n, _pass_fail(delta, base_rate, flip, pairing), margin,
+                                  a_nw, alpha_worse)  # fmt: skip
+
+    if caught(top) < power:
+        return None
+    low, high = margin, top  # (WORSE needs the estimate ≤ −m: smaller drops rarely)
+    if caught(low) >= power:
+        return low
+    for _ in range(12):  # (to 0.0002 at worst: the line shows 2 decimals)
+        mid = 0.5 * (low + high)
+        if caught(mid) >= power:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def _pass_fail(delta: float, base: float, flip: float, pairing: str) -> tuple[float, float]:
+    """(P(d = −1), P(d = +1)) for a pass/fail metric under the model of ``detectable_drop``."""
+    if pairing == "flips":
+        return flip + delta, flip
+    if pairing == "independent":
+        return base * (1 - base + delta), (1 - base) * (base - delta)
+    raise ValueError(f"pairing={pairing!r}: 'flips' or 'independent'")
+
+
+def _worse_probability(n: int, probs: tuple[float, float], margin: float, a_nw: float,
+                       a_w: float) -> float:  # fmt: skip
+    """P(WORSE within n pairs) for d ∈ {−1, 0, 1} i.i.d. with (P(−1), P(+1)) = probs, by
+    dynamic programming over (#−1, #+1, whether K⁻ has reached 1/a_w yet): the mixture's
+    wealth depends on the counts only, so the crossings are tabulated once."""
+    p_down, p_up = probs
+    p_tie = 1.0 - p_down - p_up
+    w_hit, z_star = _count_thresholds(n, margin, a_nw, a_w)
+    size = n + 1
+    a = np.arange(size)[:, None]  # count of −1
+    b = np.arange(size)[None, :]  # count of +1
+    live = np.zeros((2, size, size))  # [K⁻ crossed yet?, a, b]: the undecided mass
+    live[0, 0, 0] = 1.0
+    worse = 0.0
+    for t in range(1, n + 1):
+        new = live * p_tie
+        new[:, 1:, :] += live[:, :-1, :] * p_down
+        new[:, :, 1:] += live[:, :, :-1] * p_up
+        new[1] += np.where(w_hit, new[0], 0.0)
+        new[0] = np.where(w_hit, 0.0, new[0])
+        w_now = (b - a) <= -margin * t  # the estimate at or below −m
+        worse += float(new[1][w_now].sum())
+        new[1][w_now] = 0.0
+        new[:, (t - a - b) >= z_star] = 0.0  # NOT WORSE reached: the gate stops there
+        live = new
+    return worse
+
+
+@functools.lru_cache(maxsize=32)
+def _count_thresholds(
+    n: int, margin: float, a_nw: float, a_w: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """For counts (#−1, #+1) = (a, b) of pass/fail differences on [−1, 1]: whether K⁻(0)
+    has reached 1/a_w (ties do not move it), and the fewest ties z* with which K⁺(−m)
+    reaches 1/a_nw (n + 1: none within n; K⁺ grows with each tie)."""
+    size = n + 1
+    a = np.arange(size)[:, None, None]
+    b = np.arange(size)[None, :, None]
+    lw = LOG_WEIGHTS[None, None, :]
+    with np.errstate(divide="ignore"):
+        down = logsumexp(lw + a * np.log1p(BETS) + b * np.log1p(-BETS), axis=-1)
+        y = np.array([margin - 1, margin, 1 + margin]) / (1 - margin)  # at d = −1, 0, +1
+        base = lw + a * np.log1p(BETS * y[0]) + b * np.log1p(BETS * y[2])
+        tie = np.log1p(BETS * y[1])
+        level = math.log(1 / a_nw)
+        low = np.zeros((size, size), dtype=int)  # K⁺ below the level with `low` ties
+        high = np.full((size, size), n + 1)  # reached with `high` ties (or never)
+        never = logsumexp(base + (n + 1) * tie, axis=-1) < level
+        for _ in range(int(math.log2(n + 2)) + 2):
+            mid = (low + high) // 2
+            reached = logsumexp(base + mid[..., None] * tie, axis=-1) >= level
+            high = np.where(reached, mid, high)
+            low = np.where(reached, low, mid)
+        zero = logsumexp(base, axis=-1) >= level
+        z_star = np.where(zero, 0, np.where(never, n + 1, high))
+    return down >= math.log(1 / a_w), z_star

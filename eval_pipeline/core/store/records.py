@@ -19,11 +19,19 @@ RunTier = Literal["smoke", "full", "failures"]  # failures: production failures 
 
 
 class RunStatus(StrEnum):
-    """Where a run is: running (its stages are under way), complete (summarised: it has a
-    verdict), failed (a stage raised; ``RunRecord.error`` says why)."""
+    """Where a run is, and whether it may be a baseline (only ``complete`` may):
+
+    - running: its stages are under way;
+    - complete: it measured the agent, and its verdict stands;
+    - error: it ended without measuring the agent (its verdict is ERROR: items failed
+      outside the agent, replay misses, escaped calls, scores that could not be given);
+    - stopped: a budget stopped it before its items ran out (it lacks cases);
+    - failed: a stage raised (``RunRecord.error`` says why)."""
 
     RUNNING = "running"
     COMPLETE = "complete"
+    ERROR = "error"
+    STOPPED = "stopped"
     FAILED = "failed"
 
 
@@ -46,7 +54,8 @@ class RunRecord:
     repeats: int = 1
     prompt_config: dict[str, Any] = field(default_factory=dict)
     model_params: dict[str, Any] = field(default_factory=dict)
-    agent_version: str = ""
+    agent_version: str = ""  # the suite's version, its code's and its dependencies' hashes
+    agent_versioned: bool = True  # False: nothing says when the agent changed (a service)
     evaluator_versions: dict[str, str] = field(default_factory=dict)
     status: RunStatus = RunStatus.RUNNING
     started_at: datetime = field(default_factory=utcnow)

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -68,6 +69,7 @@ runs = Table(
     Column("baseline_run_id", String(200)),
     Column("options", JSON),
     Column("gate_note", Text),  # NULL in stores written before it
+    Column("agent_versioned", Boolean),  # NULL in stores written before it: treated as not
     Column("code_commit", String(80)),  # NULL in stores written before it
     Column("stopped", Text),  # why the run stopped before its items ran out (a budget)
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
@@ -240,7 +242,9 @@ class ResultsStore:
                 conn.execute(insert(table), rows)
         return len(rows)
 
-    def complete_run(self, run_id: str, summary: Summary) -> None:
+    def write_summary(self, run_id: str, summary: Summary) -> None:
+        """The run's summary (replacing an earlier one: a sequential run summarises after
+        each batch); its status is ``settle_run``'s."""
         with self.engine.begin() as conn:
             conn.execute(delete(summaries).where(summaries.c.run_id == run_id))
             conn.execute(
@@ -248,10 +252,14 @@ class ResultsStore:
                     run_id=run_id, summary=summary.to_dict(), created_at=utcnow()
                 )
             )
+
+    def settle_run(self, run_id: str, status: RunStatus) -> None:
+        """The run has ended with its verdict known: complete, error or stopped."""
+        with self.engine.begin() as conn:
             conn.execute(
                 update(runs)
                 .where(runs.c.run_id == run_id)
-                .values(status="complete", finished_at=utcnow(), error=None)
+                .values(status=status.value, finished_at=utcnow(), error=None)
             )
 
     def add_notes(self, run_id: str, notes: list[str]) -> None:
@@ -445,6 +453,7 @@ def _run(row: Any) -> RunRecord:
     values = {f.name: row[f.name] for f in fields(RunRecord)}
     values["notes"] = values["notes"] or []  # a store from before notes existed
     values["status"] = RunStatus(values["status"])
+    values["agent_versioned"] = bool(values["agent_versioned"])
     values["options"] = stored_options(values["options"])
     for key in ("started_at", "finished_at"):
         if isinstance(values[key], datetime) and values[key].tzinfo is None:

@@ -29,7 +29,7 @@ from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
 from eval_pipeline.core.scoring.summary import summarize
-from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.traces.records import TraceRecord
 from eval_pipeline.evaluators.base import evaluator_name
@@ -188,5 +188,6 @@ def rerun_failures(
     with evaluation.failure_recorded(store, run_id):
         report, scores = score_rerun(plan_.cases, outputs, plan_.suite.trace_evaluators, primary)
         store.write_scores(run_id, scores)
-        store.complete_run(run_id, summarize(plan_.cases, outputs, scores))
+        store.write_summary(run_id, summarize(plan_.cases, outputs, scores))
+        store.settle_run(run_id, RunStatus.COMPLETE)
     return report

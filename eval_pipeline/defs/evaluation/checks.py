@@ -188,6 +188,8 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
                 numbers[f"{subject} p (Holm)"] = row.p_holm
             if row.cases_needed and check.outcome != "pass":
                 numbers[f"{subject} cases needed"] = row.cases_needed
+            if row.learned:
+                numbers[f"{subject} established"] = row.learned
     return {k: v for k, v in numbers.items() if v is not None}
 
 

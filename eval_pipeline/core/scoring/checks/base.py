@@ -72,6 +72,7 @@ class GateCheck:
     rows: list[CheckRow] = field(default_factory=list)  # one per metric / category
     worse_items: list[WorseItem] = field(default_factory=list)
     tested: bool = True  # False: nothing was configured for it to test (not a pass)
+    errors: list[str] = field(default_factory=list)  # why it cannot decide: the verdict is ERROR
 
     @property
     def blocking_failure(self) -> bool:

@@ -1,12 +1,14 @@
-"""binary_gate: McNemar's exact test per pass/fail metric: fails when significantly more
-items newly fail than newly pass (Holm-adjusted)."""
+"""binary_gate (the fixed gate): McNemar's exact test per pass/fail metric: fails when
+significantly more items newly fail than newly pass (Holm-adjusted); more newly failing
+but not significantly is UNDECIDED, never a pass. The sequential gate decides pass/fail
+metrics in paired_gate instead, anytime-valid."""
 
 from __future__ import annotations
 
 from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
 from eval_pipeline.core.scoring.rows import BinaryRow, Outcome
-from eval_pipeline.core.scoring.stats import holm, mcnemar_exact, wilson_interval
+from eval_pipeline.core.scoring.stats import mcnemar_exact, wilson_interval
 
 
 def binary_gate(inputs: GateInputs) -> GateCheck:
@@ -18,11 +20,11 @@ def binary_gate(inputs: GateInputs) -> GateCheck:
         return GateCheck("binary_gate", "pass", "not tested: no pass/fail metrics are "
                          "configured (regression.binary_metrics or all_items_pass)",
                          tested=False)  # fmt: skip
-    if inputs.order is None:
-        p_holm, alpha = inputs.fixed_family.binary_holm, inputs.alpha
-    else:
-        p_holm = holm([mcnemar_exact(*f) for f in flips.values()])
-        alpha = inputs.share * len(flips)
+    if inputs.order is not None:  # McNemar looked at after every batch would not be valid
+        return GateCheck("binary_gate", "pass", "not tested: the sequential gate decides the "
+                         f"pass/fail metrics ({', '.join(flips)}) with the others, "
+                         "anytime-valid (paired_gate)", tested=False)  # fmt: skip
+    p_holm, alpha = inputs.fixed_family.binary_holm, inputs.alpha
     rows, outcomes = [], []
     n = len(inputs.items)
     for (metric, (old, new)), adjusted in zip(flips.items(), p_holm, strict=True):
@@ -54,7 +56,9 @@ def binary_gate(inputs: GateInputs) -> GateCheck:
 
 
 register(CheckSpec(
-    "binary_gate", "gate", blocking=True, run=binary_gate,
-    description="Blocks. Exact McNemar test on pass/fail metrics: fails when significantly "
-    "more items newly fail than newly pass (Holm-adjusted).",
+    "binary_gate", "gate", blocking=True, run=binary_gate, undecided_on_warn=True,
+    description="Blocks. Fixed gate: exact McNemar test on pass/fail metrics: fails when "
+    "significantly more items newly fail than newly pass (Holm-adjusted); more newly "
+    "failing but not significantly is UNDECIDED. The sequential gate decides pass/fail "
+    "metrics in paired_gate, with the others.",
 ))  # fmt: skip

@@ -44,6 +44,7 @@ class GateInputs:
     items: list[str]  # the candidate's, sorted
     order: Sequence[str] | None  # sequential gate: the items in the order drawn; None: fixed
     unchanged: bool  # the baseline's agent again, with its outputs and scores (UNCHANGED)
+    suite_size: int | None = None  # sequential: the cases it could draw in all
 
     @property
     def config(self) -> RegressionConfig:
@@ -59,11 +60,33 @@ class GateInputs:
 
     def paired(self, metric: str, items: Sequence[str] | None = None
                ) -> tuple[list[float], list[float]]:  # fmt: skip
-        """(baseline, candidate) values of ``metric`` on ``items`` (default: all). An item
-        missing from a run counts as 0."""
+        """(baseline, candidate) values of ``metric`` on ``items`` (default: all), in their
+        order, for the items both runs have a value for: a missing score is never a 0 (an
+        agent's own error is scored 0 where it happens; a score an evaluator could not give
+        is missing). ``missing`` counts the items left out."""
+        _, b, c = self.pairs(metric, items)
+        return b, c
+
+    def pairs(self, metric: str, items: Sequence[str] | None = None
+              ) -> tuple[list[str], list[float], list[float]]:  # fmt: skip
+        """``paired``, with the items the pairs belong to."""
         base, cand = self.values(self.base_scores, metric), self.values(self.cand_scores, metric)
-        items = self.items if items is None else items
-        return [base.get(i, 0.0) for i in items], [cand.get(i, 0.0) for i in items]
+        both = [i for i in (self.items if items is None else items) if i in base and i in cand]
+        return both, [base[i] for i in both], [cand[i] for i in both]
+
+    def missing(self, metric: str, items: Sequence[str] | None = None) -> list[str]:
+        """The items of ``items`` (default: all) without a value of ``metric`` in one run or
+        the other (its evaluator could not score them), which ``paired`` leaves out."""
+        base, cand = self.values(self.base_scores, metric), self.values(self.cand_scores, metric)
+        return [i for i in (self.items if items is None else items)
+                if i not in base or i not in cand]  # fmt: skip
+
+    @property
+    def sequential_metrics(self) -> list[str]:
+        """What the sequential gate decides on: the gated metrics and the pass/fail ones
+        (their pass rates, non-inferiority like the others; WORSE family-wise over all)."""
+        return list(dict.fromkeys([*self.thresholds.gated_metrics,
+                                   *self.thresholds.binary_metrics]))  # fmt: skip
 
     def passes(self, metric: str) -> Passes:
         """Per item, whether ``metric`` passed (≥ pass_threshold) in each run."""
@@ -75,13 +98,6 @@ class GateInputs:
     def flips(self) -> dict[str, Passes]:
         """The binary metrics' pass/fail per item (what McNemar's test counts)."""
         return {m: self.passes(m) for m in self.thresholds.binary_metrics}
-
-    @property
-    def share(self) -> float:
-        """One α for the sequential gate (Bonferroni): each gated metric's sequence and
-        each binary metric's test get this much; the union bound holds for time-uniform
-        events too."""
-        return self.alpha / max(1, len(self.thresholds.gated_metrics) + len(self.flips))
 
     @cached_property
     def fixed_family(self) -> FixedFamily:
