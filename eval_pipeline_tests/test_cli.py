@@ -181,3 +181,33 @@ def test_without_a_project_file_the_demo_and_code_location_use_the_examples(tmp_
     result = CliRunner().invoke(main, ["demo"], terminal_width=400)
     assert result.exit_code == 2
     assert "the demo runs the examples of a source checkout" in " ".join(result.output.split())
+
+
+def test_an_interrupted_run_exits_130_not_1(tmp_path):
+    """SIGINT during a run: click said "Aborted!" and exited 1, which CI reads as a
+    regression; now exit 130 with what happened, and the verdict line says ERROR."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from eval_pipeline_tests.helpers import CONFIG_ENV, EXAMPLES
+
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path / "home"), "EVAL_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
+    env |= {"EVAL_LLM_API_KEY": "sk-none-interrupt", "EVAL_LLM_CHECK_MODEL": "0",
+            "EVAL_LLM_MAX_RETRIES": "0", "EVAL_PROJECT": str(EXAMPLES / "eval-pipeline.yaml")}
+    proc = subprocess.Popen(  # the run itself replaced by a long sleep: SIGINT lands in it
+        [sys.executable, "-c", "import sys, time\n"
+         "import eval_pipeline.api as api\n"
+         "api.run_prepared = lambda *a, **k: time.sleep(60)\n"
+         "from eval_pipeline.cli import main\n"
+         "sys.argv = ['eval-pipeline', 'run', '--suite', 'drive_thru']\nmain()\n"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(6)  # (the project loads, the run is prepared, then it "runs")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted (SIGINT)" in err and "VERDICT: ERROR" in out.splitlines()[-1]

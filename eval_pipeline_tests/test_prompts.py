@@ -82,3 +82,17 @@ def test_malformed_version_file_names_the_file(prompts_dir):
     (prompts_dir / NAME / "v1.yaml").write_text("prompt: [unclosed\n")
     with pytest.raises(PromptError, match=r"v1\.yaml"):
         LocalPromptRegistry(prompts_dir).get(NAME, 1)
+
+
+@pytest.mark.parametrize("name", ["../../../escaped", "/tmp/absolute", "a/../../b", "a//b", "."])
+def test_a_prompt_name_cannot_leave_the_registry(prompts_dir, tmp_path, name):
+    """`prompts add ../../../escaped new.txt` wrote escaped/v1.yaml three folders above the
+    registry (exit 0); an absolute name too. Now: exit 2, naming the name, nothing written."""
+    source = tmp_path / "new.txt"
+    source.write_text("A prompt.")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    done = invoke("add", name, str(source))
+    assert done.exit_code == 2, done.output
+    assert f"prompt name {name!r}" in " ".join(done.output.split())
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert not Path("/tmp/absolute").exists()

@@ -91,3 +91,49 @@ def test_a_placeholder_key_is_not_a_secret_to_mask():
     register_secret("sk-a-real-looking-key-123")
     text = "replay: none of sk-team's answers; key sk-a-real-looking-key-123"
     assert redact(text) == "replay: none of sk-team's answers; key ***"
+
+
+URL_PASSWORD = "hunter2-url-password"
+
+
+def test_credentials_in_urls_reach_no_output_and_recordings_still_replay(tmp_path):
+    """A password in EVAL_LLM_BASE_URL (``http://user:password@host/v1``) was printed in the
+    report's Model line, --json, --report, the store's model_params and the recordings.
+    Every one of them now shows it masked, and the recording, stored masked, still
+    replays."""
+    from eval_pipeline.core.redact import redact_url, scrub
+
+    assert redact_url("http://u:p4ss@h/v1?api_key=abc&q=1") == "http://u:***@h/v1?api_key=***&q=1"
+    assert scrub({"key": "abc", "messages": [{"token": "t", "content": "hi"}]}) == {
+        "key": "***", "messages": [{"token": "***", "content": "hi"}]}  # fmt: skip
+    home, out = tmp_path / "home", tmp_path / "out"
+    out.mkdir()
+    project = tmp_path / "project"
+    import shutil
+
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns(".eval_home", "recordings"))
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    with LocalOpenAIServer() as server:
+        base = server.base_url.replace("http://", f"http://team:{URL_PASSWORD}@")
+        env |= {"EVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+                "EVAL_LLM_BASE_URL": base, "EVAL_LLM_API_KEY": "sk-url-test-key-1234",
+                "EVAL_LLM_MODEL": "offline"}  # fmt: skip
+        recorded = subprocess.run(
+            [CLI, "run", "--suite", "drive_thru", "--tier", "smoke", "--record",
+             "--json", str(out / "result.json"), "--report", str(out / "report.md")],
+            cwd=project, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    replay_env = {k: v for k, v in env.items() if not k.startswith("EVAL_LLM_")}
+    replayed = subprocess.run([CLI, "run", "--suite", "drive_thru", "--tier", "smoke",
+                               "--replay"], cwd=project, env=replay_env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    written = [p for p in [*out.rglob("*"), *home.rglob("*"),
+                           *(project / "recordings").rglob("*")] if p.is_file()]  # fmt: skip
+    assert any(p.suffix == ".jsonl" for p in written)  # the recording
+    leaks = [p for p in written if URL_PASSWORD.encode() in p.read_bytes()]
+    assert not leaks, leaks
+    for stream in (recorded.stdout, recorded.stderr, replayed.stdout, replayed.stderr):
+        assert URL_PASSWORD not in stream
+    assert "team:***@" in (out / "result.json").read_text()

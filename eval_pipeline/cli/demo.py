@@ -21,6 +21,7 @@ from eval_pipeline.agents.project import load_project
 from eval_pipeline.cli.report import console, print_gate, print_result, verdict_line
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.redact import redact
 from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.partitions import prompt_version_partitions
@@ -76,7 +77,7 @@ def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
         f"Dagster UI: DAGSTER_HOME={instance.root_directory} dagster dev -w workspace.yaml\n"
         "  (the production and staging versions are evaluated: the label sensor starts no run "
         "until a label moves)\n"
-        f"Results store: {settings.results_url()}\n"
+        f"Results store: {redact(settings.results_url())}\n"
         "Gate a version yourself: eval-pipeline run --suite drive_thru --label staging "
         "--baseline production"
     )

@@ -48,6 +48,13 @@ class Group(click.Group):
             return super().invoke(ctx)
         except EvalError as exc:
             report(ctx, str(exc), exc.exit_code)
+        except KeyboardInterrupt:  # (click would say "Aborted!" and exit 1: a "regression")
+            report(
+                ctx,
+                "interrupted (SIGINT): stopped; what finished is kept in the results "
+                "store and the memo, and a run again reuses it",
+                ExitCode.INTERRUPTED,
+            )
 
 
 def report(ctx: click.Context, message: str, code: ExitCode) -> None:

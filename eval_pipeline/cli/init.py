@@ -24,6 +24,7 @@ from eval_pipeline import settings
 from eval_pipeline.agents.project.schema import SUITE_NAME
 from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
 from eval_pipeline.cli.report import console
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
 
 HEADER = """\
@@ -194,7 +195,7 @@ def _suites_file_prompts(project: Path) -> str:
     """The project file's ``prompts:`` folder (default prompts)."""
     if not project.exists():
         return "prompts"
-    data = yaml.safe_load(project.read_text(encoding="utf-8")) or {}
+    data = safe_yaml.load(project.read_text(encoding="utf-8")) or {}
     return str(data.get("prompts") or "prompts") if isinstance(data, dict) else "prompts"
 
 
@@ -231,7 +232,7 @@ def _suites(project: Path) -> dict:
 
 def _suites_of(text: str, project: Path) -> dict:
     try:
-        data = yaml.safe_load(text) or {}
+        data = safe_yaml.load(text) or {}
     except yaml.YAMLError as exc:
         raise ScaffoldError(f"{project}: malformed YAML: {exc}") from exc
     suites = data.get("suites") if isinstance(data, dict) else None

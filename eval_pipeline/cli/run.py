@@ -14,6 +14,7 @@ from eval_pipeline.cli.group import says_verdict
 from eval_pipeline.cli.options import run_option
 from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
 from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.redact import redact
 
 
 @click.command()
@@ -93,7 +94,7 @@ def run(
     for why in result.errors:  # whole, on stderr; the verdict line below has the first
         click.echo(f"Error: {why}", err=True)
     _write_files(prepared.store, result, json_path, junit_path, report_path)
-    console.print(f"Results store: {settings.results_url()}  (run {result.run.run_id})")
+    console.print(f"Results store: {redact(settings.results_url())}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
     sys.exit(result.exit_code)
 

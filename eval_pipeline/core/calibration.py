@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.cases import ID_PATTERN, GoldenCase
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.pricing import PriceTable
@@ -92,7 +93,7 @@ def load_labels(path: Path) -> list[Label]:
     if not path.is_file():
         raise CalibrationError(f"{path}: no labelled set (write {LABELS_FILE}: see docs/judges.md)")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = safe_yaml.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{path}: not valid YAML ({exc})") from exc
     entries = raw.get("labels") if isinstance(raw, dict) else None

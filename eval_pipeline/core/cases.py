@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
 
 Tier = Literal["smoke", "full"]
@@ -293,8 +294,8 @@ def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, A
 
 def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = safe_yaml.compose(text)
+        data = safe_yaml.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -1,12 +1,33 @@
-"""Keep secret values out of anything we write: logs, errors, metadata, the store."""
+"""Keep secret values out of anything we write: logs, errors, metadata, the store,
+recordings. One redaction, used by every place that prints, stores or records a URL or a
+configuration value:
+
+- the values of secrets the process registered (API keys, Langfuse keys: ``register_secret``);
+- the password of any URL (``scheme://user:password@host`` → ``scheme://user:***@host``);
+- query parameters and body fields whose names look secret (``SECRET_NAMES``; a team adds
+  its own with ``EVAL_SECRET_FIELDS=name,other``): ``?api_key=…``, ``{"token": "…"}``.
+"""
 
 from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 _SECRETS: set[str] = set()
 MASK = "***"
 # Keys for a server that takes any (llama.cpp's "none", a CI's "replay") are placeholders:
 # masking them would turn every "none" in a report into "***". Real keys are far longer.
 MIN_SECRET_CHARS = 8
+# Names of query parameters and body fields whose values are secrets (case-insensitive,
+# "-" and "_" alike).
+SECRET_NAMES = frozenset({
+    "apikey", "api_key", "key", "token", "access_token", "refresh_token", "id_token",
+    "secret", "client_secret", "password", "passwd", "pwd", "auth", "authorization",
+    "credentials", "sig", "signature", "session", "cookie", "private_key",
+})  # fmt: skip
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@")
 
 
 def register_secret(value: str | None) -> None:
@@ -14,7 +35,51 @@ def register_secret(value: str | None) -> None:
         _SECRETS.add(value)
 
 
+def secret_name(name: str) -> bool:
+    """Whether a query parameter or field called ``name`` holds a secret."""
+    extra = {n.strip() for n in os.environ.get("EVAL_SECRET_FIELDS", "").split(",") if n.strip()}
+    wanted = {n.lower().replace("-", "_") for n in (*SECRET_NAMES, *extra)}
+    return name.lower().replace("-", "_") in wanted
+
+
 def redact(text: str) -> str:
+    """``text`` with every registered secret, URL password and secret-named query value
+    masked."""
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    return text
+    text = _USERINFO.sub(rf"\1{MASK}@", text)
+    return re.sub(
+        r"([?&])([^=&\s#]+)=([^&\s#]+)",
+        lambda m: f"{m[1]}{m[2]}={MASK if secret_name(m[2]) else m[3]}",
+        text,
+    )
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password and secret-named query values masked (the same URL
+    otherwise: recordings still match on it)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc and ":" in netloc.split("@", 1)[0]:
+        user = netloc.split("@", 1)[0].split(":", 1)[0]
+        netloc = f"{user}:{MASK}@{netloc.split('@', 1)[1]}"
+    query = urlencode([(k, MASK if secret_name(k) else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+                      safe="*")  # fmt: skip
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def scrub(value: Any) -> Any:
+    """A JSON-like value with secret-named fields' values masked and every string redacted
+    (a request body before it is recorded)."""
+    if isinstance(value, dict):
+        return {k: MASK if isinstance(k, str) and secret_name(k) and isinstance(v, str)
+                else scrub(v) for k, v in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    return value

@@ -8,18 +8,23 @@ can start locally (with git history of its prompts) and move to Langfuse later.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
 
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 
 
 class RegistryUnavailable(ServiceError):
     """The registry could not be reached or answered with an error (retry later)."""
+
+
+PROMPT_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 
 
 class PromptRegistry(Protocol):
@@ -78,8 +83,18 @@ class LocalPromptRegistry:
     def labels(self, name: str) -> dict[str, int]:
         return {label: int(v) for label, v in self._all_labels().get(name, {}).items()}
 
+    def folder(self, name: str) -> Path:
+        """Where prompt ``name``'s versions live: a folder inside the registry, whatever the
+        name (``../../x`` or ``/etc`` would write outside it: refused)."""
+        parts = name.split("/")
+        if not PROMPT_NAME.match(name) or any(part in {"", ".", ".."} for part in parts):
+            raise PromptError(f"prompt name {name!r}: use letters, digits, '.', '_' and '-', "
+                              "with '/' between parts (e.g. drive-thru/orchestrator); it names "
+                              f"a folder inside {self.root}")  # fmt: skip
+        return self.root.joinpath(*parts)
+
     def versions(self, name: str) -> list[int]:
-        folder = self.root / name
+        folder = self.folder(name)
         found = []
         for path in folder.glob("v*.yaml"):
             digits = path.stem[1:]
@@ -88,7 +103,7 @@ class LocalPromptRegistry:
         return sorted(found)
 
     def get(self, name: str, version: int) -> PromptVersion:
-        path = self.root / name / f"v{version}.yaml"
+        path = self.folder(name) / f"v{version}.yaml"
         if not path.exists():
             known = ", ".join(f"v{v}" for v in self.versions(name)) or "none"
             raise PromptError(
@@ -142,7 +157,7 @@ class LocalPromptRegistry:
     def _write(self, name: str, data: Any, source: Path) -> PromptVersion:
         version = max(self.versions(name), default=0) + 1
         prompt = _parse(source, data, name, version, ())
-        target = self.root / name / f"v{version}.yaml"
+        target = self.folder(name) / f"v{version}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         body = {"type": prompt.type, "config": prompt.config, "prompt": prompt.prompt}
         target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
@@ -182,6 +197,6 @@ def _parse(
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return safe_yaml.load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise PromptError(f"{path}: cannot read: {exc}") from exc

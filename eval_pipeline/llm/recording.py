@@ -54,6 +54,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.redact import redact_url, scrub
 from eval_pipeline.core.running.agent import ItemProblem, current_item
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
@@ -106,8 +107,10 @@ def request_key(method: str, url: str, body: Any) -> str:
     """What identifies a request: method, path, sorted query and the body (JSON with sorted
     keys), a date with a time of day in it counting as any other (an agent that puts "now"
     into its prompt, as LangChain's react-agent template does, asks the same on every run).
-    Not the host or the headers (keys and tokens live there)."""
-    parts = urlsplit(url)
+    Not the host or the headers (keys and tokens live there); secrets in the URL and the
+    body count as masked (core/redact.py: recordings keep them masked, and still match)."""
+    parts = urlsplit(redact_url(url))
+    body = scrub(body)
     canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)), body],
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # fmt: skip
     return hashlib.sha256(TIMESTAMP.sub("<time>", canonical).encode()).hexdigest()
@@ -295,7 +298,8 @@ class RecordingSession:
             if item is not None and request.path.endswith(MODEL_ROUTES):
                 self.model_calls[item] += 1
         key = request_key(request.method, request.uri, body)
-        entry = Entry(request.method.upper(), request.uri, body, int(response["status"]["code"]),
+        entry = Entry(request.method.upper(), redact_url(request.uri), scrub(body),
+                      int(response["status"]["code"]),
                       content_type, _steady(_body(response["body"].get("string")), key),
                       item, order)  # fmt: skip
         with self.lock:

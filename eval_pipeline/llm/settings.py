@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.redact import register_secret
+from eval_pipeline.core.redact import redact_url, register_secret
 from eval_pipeline.core.running.memo import source_fingerprint
 from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
@@ -194,7 +194,7 @@ class LLMSettings(BaseModel):
             **offline,
             "provider": self.provider,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url) if self.base_url else None,
             "temperature": self.temperature,
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,

@@ -35,6 +35,7 @@ from eval_pipeline.agents.customer import LLMCustomer, customer_version
 from eval_pipeline.agents.errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.cases import DatasetError, parse_dataset_ref
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
@@ -63,7 +64,7 @@ def load_project(path: Path | str | None = None) -> Project:
     """Read and validate a project file (default: the one ``find_project`` finds)."""
     file = Path(path).resolve() if path is not None else find_project()
     try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+        raw = safe_yaml.load(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ProjectError([f"{file}: project file not found"]) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

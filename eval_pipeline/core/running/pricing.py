@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
+from eval_pipeline.core import safe_yaml
 
 if TYPE_CHECKING:
     from eval_pipeline.core.running.agent import UsageLedger
@@ -31,7 +31,7 @@ class PriceTable:
         table = cls()
         if path is None:
             return table
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = safe_yaml.load(Path(path).read_text(encoding="utf-8")) or {}
         for model, price in data.items():
             if not isinstance(price, dict) or not {"input", "output"} <= set(price):
                 raise ValueError(f"{path}: model {model!r} needs 'input' and 'output' prices")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.scoring.categories import CategoryScale
 
@@ -110,7 +111,7 @@ class Thresholds(BaseModel):
 
 def load_thresholds(path: Path) -> Thresholds:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ThresholdsError(f"{path}: thresholds file not found") from exc
     except yaml.YAMLError as exc:

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from eval_pipeline.core import evaluation
+from eval_pipeline.core import evaluation, safe_yaml
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.pricing import PriceTable
@@ -102,7 +102,7 @@ def latest_failures(folder: Path) -> tuple[Path | None, list[GoldenCase]]:
     files = sorted(folder.glob("????-??-??.yaml")) if folder.is_dir() else []
     if not files:
         return None, []
-    raw = yaml.safe_load(files[-1].read_text(encoding="utf-8")) or {}
+    raw = safe_yaml.load(files[-1].read_text(encoding="utf-8")) or {}
     return files[-1], [GoldenCase.model_validate(c) for c in raw.get("cases") or []]
 
 

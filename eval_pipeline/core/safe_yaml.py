@@ -1,0 +1,104 @@
+"""YAML that cannot hurt: every file eval-pipeline reads (project files, cases, thresholds,
+prompts, labels, prices, labelled judge sets) is loaded with ``load`` / ``compose``:
+
+- aliases that expand past ``MAX_NODES`` nodes are refused (a 554-byte file of nested
+  aliases took 62 s and 1.4 GB once its cases were hashed);
+- a key given twice in one mapping is refused (the last one silently won);
+- values JSON cannot hold (dates and timestamps, ``!!binary``, ``!!set``, ``!!omap``,
+  ``!!pairs``) are refused where they are read, not at run time with no file named.
+
+Each refusal is a ``yaml.YAMLError`` with the line it is on (``problem_mark``), so every
+caller's "file:line: malformed YAML: …" names the place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+MAX_NODES = 100_000  # nodes a document may expand to, its aliases followed
+MAX_DEPTH = 200  # how deep its values may nest
+
+
+class StrictLoader(yaml.SafeLoader):
+    def compose_document(self) -> Node | None:
+        node = super().compose_document()
+        if node is not None:
+            _check_expansion(node)
+        return node
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[arg-type]
+            if isinstance(key, list | dict):
+                continue  # (refused by the SafeLoader itself: unhashable)
+            if key in seen:
+                raise ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"the key {key!r} is given twice (line {seen[key].line + 1} and line "
+                    f"{key_node.start_mark.line + 1}): keep one", key_node.start_mark,
+                )  # fmt: skip
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse(what: str):
+    def construct(loader: yaml.SafeLoader, node: Node) -> Any:
+        raise ConstructorError(None, None, f"{what} ({node.tag}) is not a JSON value: quote "
+                               "it to keep it as text", node.start_mark)  # fmt: skip
+
+    return construct
+
+
+NOT_JSON = {"timestamp": "a date or time", "binary": "binary data", "set": "a set",
+            "omap": "an ordered map", "pairs": "a list of pairs"}  # fmt: skip
+for _tag, _what in NOT_JSON.items():
+    StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(_what))
+
+
+def _check_expansion(root: Node) -> None:
+    """The number of nodes ``root`` expands to, each alias followed (memoized by node, so
+    checking costs what the file holds, not what it expands to)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Node, depth: int = 0) -> int:
+        if depth > MAX_DEPTH:
+            raise ConstructorError(None, None, f"values nested deeper than {MAX_DEPTH} levels",
+                                   node.start_mark)  # fmt: skip
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # (a recursive structure counts once)
+        total = 1
+        if isinstance(node, SequenceNode):
+            total += sum(size(child, depth + 1) for child in node.value)
+        elif isinstance(node, MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        if total > MAX_NODES:
+            raise ConstructorError(None, None, f"aliases expand past {MAX_NODES:,} values: "
+                                   "write the values out, or split the file",
+                                   node.start_mark)  # fmt: skip
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
+def load(text: str) -> Any:
+    """One YAML document, strictly (module docstring)."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # (StrictLoader is a SafeLoader)
+    except RecursionError:
+        raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
+
+
+def compose(text: str) -> Node | None:
+    """The node tree of one YAML document (its marks: lines), checked as ``load`` checks."""
+    try:
+        return yaml.compose(text, Loader=StrictLoader)
+    except RecursionError:
+        raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
