@@ -48,12 +48,42 @@ def test_run_fails_on_a_worse_prompt(home):
         (["--suite", "nope"], "has no suite 'nope'"),
         (["--suite", "drive_thru", "--prompt-version", "99"], "has no version 99"),
         (["--suite", "drive_thru", "--label", "canary"], "has no label 'canary'"),
+        # click and the options model agree on every bound: these were tracebacks, exit 1
+        (["--suite", "drive_thru", "--max-cost", "0"], "0.0 is not in the range x>0"),
+        (["--suite", "drive_thru", "--margin", "nan"], "'nan' is not a finite number"),
+        (["--suite", "drive_thru", "--timeout", "inf"], "'inf' is not a finite number"),
     ],
 )
 def test_configuration_errors_exit_2(home, args, message):
     result = invoke("run", *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("EVAL_LLM_MAX_RETRIES", "-1"), ("EVAL_LLM_TEMPERATURE", "nan"),
+     ("EVAL_LLM_TIMEOUT_S", "0"), ("EVAL_LLM_MAX_TOKENS", "0")],
+)  # fmt: skip
+def test_a_setting_out_of_range_exits_2_naming_it(home, monkeypatch, variable, value):
+    """EVAL_LLM_MAX_RETRIES=-1 was a ZeroDivisionError (exit 1)."""
+    monkeypatch.setenv(variable, value)
+    result = invoke("run", "--suite", "drive_thru", "--tier", "smoke")
+    assert result.exit_code == 2, result.output
+    assert f"{variable}={value!r}: must be a finite number" in result.output
+
+
+def test_the_demo_works_with_a_results_store_url_set(home, tmp_path, monkeypatch):
+    """`eval-pipeline demo` crashed whenever EVAL_RESULTS_URL was set, even to SQLite (the
+    demo read the store through the Dagster resource, which holds the variable's name)."""
+    url = f"sqlite:///{tmp_path / 'elsewhere.sqlite'}"
+    monkeypatch.setenv("EVAL_RESULTS_URL", url)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    from eval_pipeline.cli.demo import run_demo
+    from eval_pipeline.cli.report import console
+
+    assert run_demo(console, ("product_discovery",)) == 0
+    assert ResultsStore(url).list_runs(suite="product_discovery")
 
 
 def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
@@ -196,8 +226,12 @@ def test_an_interrupted_run_exits_130_not_1(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
     env |= {"EVAL_HOME": str(tmp_path / "home"), "EVAL_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
-    env |= {"EVAL_LLM_API_KEY": "sk-none-interrupt", "EVAL_LLM_CHECK_MODEL": "0",
-            "EVAL_LLM_MAX_RETRIES": "0", "EVAL_PROJECT": str(EXAMPLES / "eval-pipeline.yaml")}
+    env |= {
+        "EVAL_LLM_API_KEY": "sk-none-interrupt",
+        "EVAL_LLM_CHECK_MODEL": "0",
+        "EVAL_LLM_MAX_RETRIES": "0",
+        "EVAL_PROJECT": str(EXAMPLES / "eval-pipeline.yaml"),
+    }
     proc = subprocess.Popen(  # the run itself replaced by a long sleep: SIGINT lands in it
         [sys.executable, "-c", "import sys, time\n"
          "import eval_pipeline.api as api\n"

@@ -26,6 +26,7 @@ from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.services import Services
+from eval_pipeline.service.environment import open_store
 
 # The report is the demo's output; Dagster's own step log (a failed gate's too) stays in
 # the run (see the UI).
@@ -91,7 +92,7 @@ class Demo:
                  services: Services):  # fmt: skip
         self.console, self.instance, self.services = console, instance, services
         self.job = defs.resolve_job_def("eval_job")
-        self.store = defs.resources["results_store"].open()
+        self.store = open_store(settings.results_url())  # (the resource holds an EnvVar)
 
     def evaluate(self, suite: Any, label: str, tier: str) -> evaluation.EvalResult | None:
         prompt = self.services.prompt(suite, label=label)

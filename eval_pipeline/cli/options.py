@@ -3,6 +3,7 @@ bounds or choices and help come from the model, declared there once."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
@@ -26,7 +27,20 @@ def run_option(
                         help=help or field.description)  # fmt: skip
 
 
+class FiniteFloat(click.FloatRange):
+    """A float flag that must be a finite number in its range (nan passed every bound)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 def click_type(field: Any) -> Any:
+    """The click type of a RunOptions field, with the model's bounds: ``gt`` open, ``ge``
+    closed (so click and the model agree on every bound: ``--max-cost 0`` is click's
+    refusal, not a traceback from the model)."""
     if get_origin(field.annotation) is Literal:
         return click.Choice(list(get_args(field.annotation)))
     bounds = {type(m).__name__: m for m in field.metadata}
@@ -35,8 +49,10 @@ def click_type(field: Any) -> Any:
     kind = next((t for t in (int, float) if t in (field.annotation, *get_args(field.annotation))),
                 str)  # fmt: skip
     if kind is int:
-        return click.IntRange(low, high)
-    return click.FloatRange(low, high) if kind is float else click.STRING
+        return click.IntRange(low, high, min_open="Gt" in bounds)
+    if kind is float:
+        return FiniteFloat(low, high, min_open="Gt" in bounds)
+    return click.STRING
 
 
 def flags_of(command: click.Command, options: RunOptions) -> list[str]:

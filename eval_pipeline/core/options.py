@@ -22,7 +22,7 @@ SequentialUntil = Literal["verdict", "decided"]
 
 
 class RunOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     tier: Tier = Field("full", description="Which cases: smoke (the quick subset) or full.")
     repeats: int | None = Field(

@@ -9,6 +9,7 @@ needs; each can also be set on its own.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -204,12 +205,22 @@ class LLMSettings(BaseModel):
         }
 
 
-def _number(kind: type) -> Any:
+def _number(kind: type, low: float | None = None, high: float | None = None) -> Any:
+    """A converter for a numeric variable: a finite ``kind`` within [low, high]."""
+
     def convert(value: str, name: str) -> Any:
         try:
-            return kind(value)
+            number = kind(value)
         except ValueError:
             raise SettingsError(f"{name}={value!r}: expected a {kind.__name__}") from None
+        if (
+            not math.isfinite(number)
+            or (low is not None and number < low)
+            or (high is not None and number > high)
+        ):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+            raise SettingsError(f"{name}={value!r}: must be a finite number {bounds}")
+        return number
 
     return convert
 
@@ -224,10 +235,10 @@ def _choice(*allowed: str) -> Any:
 
 
 _VARIABLES = {
-    "EVAL_LLM_TEMPERATURE": ("temperature", _number(float)),
-    "EVAL_LLM_TIMEOUT_S": ("timeout_s", _number(float)),
-    "EVAL_LLM_MAX_RETRIES": ("max_retries", _number(int)),
-    "EVAL_LLM_MAX_TOKENS": ("max_tokens", _number(int)),
+    "EVAL_LLM_TEMPERATURE": ("temperature", _number(float, 0, 2)),
+    "EVAL_LLM_TIMEOUT_S": ("timeout_s", _number(float, 0.001)),
+    "EVAL_LLM_MAX_RETRIES": ("max_retries", _number(int, 0, 20)),
+    "EVAL_LLM_MAX_TOKENS": ("max_tokens", _number(int, 1)),
     "EVAL_LLM_MAX_TOKENS_FIELD": ("max_tokens_field", _choice("max_completion_tokens",
                                                               "max_tokens")),
     "EVAL_LLM_TOOL_CHOICE": ("tool_choice", _choice("auto", "required", "none")),
