@@ -52,12 +52,21 @@ def test_run_fails_on_a_worse_prompt(home):
         (["--suite", "drive_thru", "--max-cost", "0"], "0.0 is not in the range x>0"),
         (["--suite", "drive_thru", "--margin", "nan"], "'nan' is not a finite number"),
         (["--suite", "drive_thru", "--timeout", "inf"], "'inf' is not a finite number"),
+        # an output file that cannot be written: refused before the run (it was a
+        # traceback, exit 1, after the run was stored)
+        (["--suite", "drive_thru", "--json", "/"], "--json /: is a directory"),
+        (
+            ["--suite", "drive_thru", "--report", "/proc/no/r.md"],
+            "--report /proc/no/r.md: cannot be written",
+        ),
     ],
 )
 def test_configuration_errors_exit_2(home, args, message):
     result = invoke("run", *args)
     assert result.exit_code == 2
     assert message in result.output
+    assert not (home / "results.sqlite").exists() or not ResultsStore(
+        f"sqlite:///{home / 'results.sqlite'}").list_runs()  # nothing was run  # fmt: skip
 
 
 @pytest.mark.parametrize(

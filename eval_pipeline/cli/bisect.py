@@ -38,7 +38,7 @@ from eval_pipeline.cli.options import flags_of, run_option
 from eval_pipeline.core.bisect import Bisection, Step, baseline_of, bisect, failed_step, step_of
 from eval_pipeline.core.cases import DatasetError
 from eval_pipeline.core.errors import ConfigurationError, EvalError
-from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.options import RunOptions, run_options
 from eval_pipeline.core.prompts import PromptError
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.reports.result_file import ResultFile
@@ -294,7 +294,10 @@ def bisect_command(suite_name: str, good: int | None, bad: int | None, commits: 
     if versions == (commits is not None) or (versions and (good is None or bad is None)):
         raise BisectError("give --good and --bad (two prompt versions) or --commits A..B "
                           "(two commits), not both")  # fmt: skip
-    request = RunOptions(**options)
+    from eval_pipeline.cli.run import writable
+
+    writable("--json", json_path)
+    request = run_options(**options)
 
     watch = Watch(started=lambda name: click.echo(f"evaluating {name} …", err=True),
                   decided=lambda step: click.echo(step.line()))  # fmt: skip

@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from eval_pipeline.cli.group import says_verdict
 from eval_pipeline.cli.options import run_option
 from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
-from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.options import run_options
 from eval_pipeline.core.redact import redact
 
 
@@ -85,7 +86,9 @@ def run(
     from eval_pipeline import api, settings
 
     says_verdict(ctx)
-    request = RunOptions(**options)
+    for flag, path in (("--json", json_path), ("--junit", junit_path), ("--report", report_path)):
+        writable(flag, path)  # before the run: a run stored, then no file, helps nobody
+    request = run_options(**options)
     prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
                            request=request, recording=recording or "off")  # fmt: skip
     with _progress(f"{suite_name} {request.tier}") as report:
@@ -97,6 +100,27 @@ def run(
     console.print(f"Results store: {redact(settings.results_url())}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
     sys.exit(result.exit_code)
+
+
+def writable(flag: str, path: Path | None) -> None:
+    """Refuse an output file that cannot be written (a directory, a folder that cannot be
+    made or written), naming the flag and the path."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ConfigurationError(f"{flag} {path}: is a directory; name a file in it")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()  # (made to try: the run writes it)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{flag} {path}: cannot be written ({exc.strerror or exc}); "
+            "name a file in a folder you can write to"
+        ) from None
 
 
 def _write_files(store, result, json_path, junit_path, report_path) -> None:
