@@ -29,7 +29,7 @@ from typing import Any, Literal
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.evaluation import BaselineMissing, EvalResult, RunPlan
+from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalResult, RunPlan
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
@@ -129,9 +129,11 @@ class Prepared:
         """The run's agent (its factory runs here, once), traced when Langfuse is set."""
         if self._agent is None:
             extra = {"dagster_run_id": d} if (d := self.request.dagster_run_id) else None
+            # (a run on production failures: its experiment is still the suite's dataset)
+            suite_cases = None if self.plan.run.tier == FAILURES_TIER else self.plan.all_cases
             self._agent = self.env.services.agent(self.suite, self.prompt, self.llm,
                                                   run=self.plan.run, metadata=extra,
-                                                  cases=self.plan.all_cases)  # fmt: skip
+                                                  cases=suite_cases)  # fmt: skip
         return self._agent
 
     def session(self) -> AbstractContextManager[Any]:

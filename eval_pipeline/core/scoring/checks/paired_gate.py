@@ -1,7 +1,8 @@
 """paired_gate: per gated metric, item by item against the baseline, is the candidate worse
-by more than the margin? Sequential (the default): an anytime-valid confidence sequence on
-the items in the order drawn (core/scoring/sequential.py); fixed: a paired test on the
-tier's items, Holm-adjusted with the binary metrics. Its WARN is UNDECIDED."""
+by more than the margin? Sequential (the default): anytime-valid tests on the pairs in the
+order drawn, the pass/fail metrics among them (core/scoring/sequential.py); fixed: a paired
+t-test on the tier's items, Holm-adjusted with the binary metrics, passing only what the
+anytime-valid bound backs, on the full suite. Its WARN is UNDECIDED."""
 
 from __future__ import annotations
 
