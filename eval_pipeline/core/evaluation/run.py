@@ -31,10 +31,10 @@ def conclude(
     cases while it cannot tell (``go_on_until_decided``; the agent is built only then)."""
     run_id = plan_.run.run_id
     summary = summarise(store, run_id, plan_.suite, cases)
-    result = verdict(
-        store, store.get_run(run_id) or plan_.run, plan_.suite, cases, summary, plan_.all_cases
-    )
-    if plan_.request.gate == "sequential":
+    sequential = plan_.request.gate == "sequential"  # (it says what it learned at the end)
+    result = verdict(store, store.get_run(run_id) or plan_.run, plan_.suite, cases, summary,
+                     plan_.all_cases, explain=not sequential)  # fmt: skip
+    if sequential:
         result = go_on_until_decided(store, plan_, agent, result, prices=prices,
                                      progress=progress)  # fmt: skip
     return result

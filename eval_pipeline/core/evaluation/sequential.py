@@ -64,9 +64,10 @@ def go_on_until_decided(
         score(store, run_id, suite, batch, prices=prices, batch=True)
         cases += batch
         summary = summarise(store, run_id, suite, cases)
-        result = verdict(
-            store, store.get_run(run_id) or plan_.run, suite, cases, summary, plan_.all_cases
-        )
+        result = verdict(store, store.get_run(run_id) or plan_.run, suite, cases, summary,
+                         plan_.all_cases, explain=False)  # fmt: skip
+    if result.gate is not None:  # what an undecided metric learned, for the verdict reported
+        result.gate = result.gate.explained()
     answers = Counter(o.item_id for o in result.outputs)  # (what ran: a budget may stop)
     result.sequential = SequentialReport(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,

@@ -214,14 +214,16 @@ def summarise(
 # --- verdict ----------------------------------------------------------------------------
 def verdict(
     store: ResultsStore, run: RunRecord, suite: Suite, cases: Sequence[GoldenCase],
-    summary: Summary, suite_cases: Sequence[GoldenCase],
+    summary: Summary, suite_cases: Sequence[GoldenCase], *, explain: bool = True,
 ) -> EvalResult:  # fmt: skip
     """The thresholds on ``cases`` (what the run went through), then the paired gate against
     the baseline chosen when the run was planned (``with_baseline``), with the run's own
     options (margin, min_primary): read from the results store, so every entry point
     reaches the same verdict on a stored run. The sequential gate decides on the pairs in
     ``draw_order`` of ``suite_cases`` (the suite's), as far as the run has gone without a
-    gap (``drawn_prefix``): a tier run first counts once the draw reaches its cases."""
+    gap (``drawn_prefix``): a tier run first counts once the draw reaches its cases.
+    ``explain`` False: a verdict the run goes on from, which need not say what an
+    undecided metric learned (``GateReport.explained`` says it for the one reported)."""
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
     options = run.options
     thresholds = suite.thresholds
@@ -244,7 +246,7 @@ def verdict(
         if options.gate == "sequential":
             paired = {o.item_id for o in base_data[0]}
             sequential = gating.Sequential(drawn_prefix(run, suite_cases, outputs, paired),
-                                           suite_size=len(paired))  # fmt: skip
+                                           suite_size=len(paired), explain=explain)  # fmt: skip
         result.gate = gating.compare_runs(baseline, run, base_data, (outputs, scores),
                                           thresholds, categories, margin=options.margin,
                                           rescored=rescored, sequential=sequential)  # fmt: skip

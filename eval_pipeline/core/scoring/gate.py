@@ -17,13 +17,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.memo import PARAMS_NOT_IN_KEY
-from eval_pipeline.core.scoring.checks import GateCheck, GateInputs, checks
+from eval_pipeline.core.scoring.checks import GateCheck, GateInputs, checks, spec
 from eval_pipeline.core.scoring.rows import Outcome
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
@@ -37,6 +38,19 @@ class GateReport:
     problems: list[str]
     checks: list[GateCheck]
     notes: list[str] = field(default_factory=list)  # e.g. the baseline was re-scored
+    inputs: GateInputs | None = field(default=None, repr=False, compare=False)
+
+    def explained(self) -> GateReport:
+        """The report with what its checks can say once it is the one reported
+        (``CheckSpec.explain``: an undecided metric's ``learned``), if they have not yet."""
+        if self.inputs is None or self.inputs.explain:
+            return self
+        checks_ = []
+        for check in self.checks:
+            declared = spec(check.name)
+            explain = declared.explain if declared is not None else None
+            checks_.append(explain(check, self.inputs) if explain is not None else check)
+        return dataclasses.replace(self, checks=checks_)
 
     @property
     def outcome(self) -> Outcome:
@@ -91,6 +105,7 @@ class Sequential:
 
     order: Sequence[str]
     suite_size: int | None = None  # the cases the gate could draw (the baseline's)
+    explain: bool = True  # False: a verdict the run goes on from (GateReport.explained)
 
 
 # How the model was reached, not what answered: a recorded or replayed run of the same
@@ -168,15 +183,16 @@ def compare_runs(
         categories, thresholds.regression.margin if margin is None else margin, items,
         sequential.order if sequential is not None else None, unchanged=False,
         suite_size=sequential.suite_size if sequential is not None else None,
+        explain=sequential.explain if sequential is not None else True,
     )  # fmt: skip
     # UNCHANGED: the same agent, outputs and scores (an evaluator that scores equal outputs
     # apart is not ignored)
     inputs.unchanged = unchanged(baseline, candidate, base_out, cand_out) and all(
-        not inputs.missing(m) and inputs.paired(m)[0] == inputs.paired(m)[1]
+        not inputs.missing(m) and (pair := inputs.paired(m))[0] == pair[1]
         for m in thresholds.gated_metrics
     )
     report = [spec.run(inputs) for spec in checks("gate") if spec.run is not None]
-    return GateReport(candidate.run_id, baseline.run_id, True, [], report, notes)
+    return GateReport(candidate.run_id, baseline.run_id, True, [], report, notes, inputs)
 
 
 def not_comparable_report(candidate: RunRecord, baseline: RunRecord | None,

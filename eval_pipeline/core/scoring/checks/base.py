@@ -39,6 +39,8 @@ class CheckSpec:
     description: str  # what it tests and whether it blocks, for people
     run: Callable[[Any], Any] | None = None  # see the module docstring; None: kind "run"
     undecided_on_warn: bool = False  # its WARN means "the gate could not tell" (UNDECIDED)
+    # a gate check whose result can say more once it is the one reported (GateInputs.explain)
+    explain: Callable[[Any, Any], Any] | None = None
 
 
 REGISTRY: dict[str, CheckSpec] = {}

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from eval_pipeline.core.scoring.checks.base import sig
 from eval_pipeline.core.scoring.reducers import reduce_items
@@ -45,6 +45,9 @@ class GateInputs:
     order: Sequence[str] | None  # sequential gate: the items in the order drawn; None: fixed
     unchanged: bool  # the baseline's agent again, with its outputs and scores (UNCHANGED)
     suite_size: int | None = None  # sequential: the cases it could draw in all
+    # say what an undecided metric learned (paired_gate ``learned``): costly, so a
+    # sequential run asks only for the verdict it reports (``GateReport.explained``)
+    explain: bool = True
 
     @property
     def config(self) -> RegressionConfig:
@@ -54,9 +57,19 @@ class GateInputs:
     def alpha(self) -> float:
         return self.config.alpha
 
-    def values(self, scores: Sequence[ItemScore], metric: str) -> dict[str, float]:
-        """The metric per item, its repeats reduced as the suite says."""
-        return reduce_items(scores, metric, self.config.reducer, self.config.pass_threshold)
+    @cached_property
+    def _reduced(self) -> dict[tuple[str, str], dict[str, float]]:
+        return {}
+
+    def values(self, side: Literal["base", "cand"], metric: str) -> dict[str, float]:
+        """The metric per item in the baseline's or the candidate's scores, its repeats
+        reduced as the suite says (once per metric: every check reads them)."""
+        key = (side, metric)
+        if key not in self._reduced:
+            scores = self.base_scores if side == "base" else self.cand_scores
+            self._reduced[key] = reduce_items(scores, metric, self.config.reducer,
+                                              self.config.pass_threshold)  # fmt: skip
+        return self._reduced[key]
 
     def paired(self, metric: str, items: Sequence[str] | None = None
                ) -> tuple[list[float], list[float]]:  # fmt: skip
@@ -70,14 +83,14 @@ class GateInputs:
     def pairs(self, metric: str, items: Sequence[str] | None = None
               ) -> tuple[list[str], list[float], list[float]]:  # fmt: skip
         """``paired``, with the items the pairs belong to."""
-        base, cand = self.values(self.base_scores, metric), self.values(self.cand_scores, metric)
+        base, cand = self.values("base", metric), self.values("cand", metric)
         both = [i for i in (self.items if items is None else items) if i in base and i in cand]
         return both, [base[i] for i in both], [cand[i] for i in both]
 
     def missing(self, metric: str, items: Sequence[str] | None = None) -> list[str]:
         """The items of ``items`` (default: all) without a value of ``metric`` in one run or
         the other (its evaluator could not score them), which ``paired`` leaves out."""
-        base, cand = self.values(self.base_scores, metric), self.values(self.cand_scores, metric)
+        base, cand = self.values("base", metric), self.values("cand", metric)
         return [i for i in (self.items if items is None else items)
                 if i not in base or i not in cand]  # fmt: skip
 

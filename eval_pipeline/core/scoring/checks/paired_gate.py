@@ -6,6 +6,7 @@ anytime-valid bound backs, on the full suite. Its WARN is UNDECIDED."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig, worst
@@ -34,11 +35,37 @@ def paired_gate(inputs: GateInputs) -> GateCheck:
         return _fixed(inputs, worse)
     rows, errors = _sequential_rows(inputs)
     outcome = worst([r.outcome or "warn" for r in rows]) if rows else "pass"
+    check = GateCheck("paired_gate", outcome, _sequential_text(inputs, rows), rows, worse,
+                      errors=errors)  # fmt: skip
+    return explain(check, inputs) if inputs.explain else check
+
+
+def _sequential_text(inputs: GateInputs, rows: Sequence[PairedRow]) -> str:
     text = "UNCHANGED: " if inputs.unchanged else ""
-    text += f"margin {inputs.margin}, sequential: " + "; ".join(
-        f"{r.metric}: {r.note}" + (f"; {r.learned}" if r.learned else "") for r in rows
+    return (
+        text
+        + f"margin {inputs.margin}, sequential: "
+        + "; ".join(f"{r.metric}: {r.note}" + (f"; {r.learned}" if r.learned else "") for r in rows)
     )
-    return GateCheck("paired_gate", outcome, text, rows, worse, errors=errors)
+
+
+def explain(check: GateCheck, inputs: GateInputs) -> GateCheck:
+    """The sequential check with what each undecided metric's pairs did establish
+    (``learned``) on its rows and in its description; the fixed gate's is as it is."""
+    if inputs.order is None:
+        return check
+    order = _order(inputs)
+    rows = [r.model_copy(update={"learned": learned(inputs, r.metric,
+                                                    differences(inputs, r.metric, order))})
+            if isinstance(r, PairedRow) and r.outcome == "warn" else r
+            for r in check.rows]  # fmt: skip
+    return dataclasses.replace(check, rows=rows, description=_sequential_text(inputs, rows))
+
+
+def _order(inputs: GateInputs) -> list[str]:
+    """The candidate's items in the order drawn."""
+    items = set(inputs.items)
+    return [i for i in inputs.order or () if i in items]
 
 
 def differences(inputs: GateInputs, metric: str, items: Sequence[str]) -> list[float]:
@@ -113,11 +140,12 @@ def _sequential_rows(inputs: GateInputs) -> tuple[list[PairedRow], list[str]]:
     drawn, and the decision (UNCHANGED: a pass). A pair with a missing score is left out
     and counted; when imputing the worst for those pairs (the best, for WORSE) would change
     the decision, the run cannot be decided from its scores: an error naming the metric."""
-    order = [i for i in inputs.order or () if i in set(inputs.items)]
+    order = _order(inputs)
     found = {m: differences(inputs, m, order) for m in inputs.sequential_metrics}
+    lacking = {m: inputs.missing(m, order) for m in found}
     decided = _decide(inputs, found)
     errors = []
-    for metric, missing in ((m, inputs.missing(m, order)) for m in found):
+    for metric, missing in lacking.items():
         if not missing or decided[metric].decision is Decision.CONTINUE:
             continue
         fill = -1.0 if decided[metric].decision is Decision.NOT_WORSE else 1.0
@@ -134,35 +162,33 @@ def _sequential_rows(inputs: GateInputs) -> tuple[list[PairedRow], list[str]]:
             "pass" if inputs.unchanged or d.decision is Decision.NOT_WORSE
             else "fail" if d.decision is Decision.WORSE else "warn"
         )  # fmt: skip
-        missing = inputs.missing(metric, order)
         note = UNCHANGED if inputs.unchanged else d.note
-        if missing:
-            note += f"; {len(missing)} pair(s) without a score left out"
+        if lacking[metric]:
+            note += f"; {len(lacking[metric])} pair(s) without a score left out"
         rows.append(
             PairedRow(
                 metric=metric, n=d.n, delta=round(d.estimate, 4), ci_low=round(d.lower, 4),
                 ci_high=round(d.upper, 4), p_value=None, mde=None, decision=outcome,
                 outcome=outcome, cases_needed=(d.n + d.more_to_decide) if d.more_to_decide
                 else None, note=note,
-                learned=learned(inputs, metric, d, found[metric]) if outcome == "warn" else None,
             )
         )  # fmt: skip
     return rows, errors
 
 
-def learned(inputs: GateInputs, metric: str, d: MetricDecision, pairs: list[float]) -> str:
+def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
     """What an undecided metric's pairs did establish, beyond the bound its note gives: how
     they split, the best bound so many pairs could ever give, whether the whole suite can
     decide this margin (else the finest margin it can), and the smallest drop it would
     catch with 80% probability (core/scoring/sequential.py ``detectable_drop``: as a
     pass/fail metric at the baseline's rate, churning as these pairs did)."""
-    alpha, margin = inputs.alpha, inputs.margin
+    alpha, margin, n = inputs.alpha, inputs.margin, len(pairs)
     worse = sum(1 for x in pairs if x < 0)
     better = sum(1 for x in pairs if x > 0)
-    parts = [f"{worse} pairs worse, {better} better, {d.n - worse - better} tied"]
-    if d.n:
-        parts.append(f"{d.n} pairs could at best show not worse by more than "
-                     f"{finest_margin(d.n, alpha):.3f}")  # fmt: skip
+    parts = [f"{worse} pairs worse, {better} better, {n - worse - better} tied"]
+    if n:
+        parts.append(f"{n} pairs could at best show not worse by more than "
+                     f"{finest_margin(n, alpha):.3f}")  # fmt: skip
     suite = inputs.suite_size
     if suite:
         finest = finest_margin(suite, alpha)
@@ -176,7 +202,7 @@ def learned(inputs: GateInputs, metric: str, d: MetricDecision, pairs: list[floa
             return "; ".join(parts)
         base = inputs.paired(metric)[0]
         rate = round(min(0.99, max(0.01, sum(base) / len(base))), 2) if base else 0.5
-        churn = min(better / d.n if d.n else 0.0, 1 - rate)
+        churn = min(better / n if n else 0.0, 1 - rate)
         drop = detectable_drop(suite, alpha_worse=alpha / len(inputs.sequential_metrics),
                                margin=margin, base_rate=rate, flip=round(churn, 2),
                                alpha_not_worse=alpha)  # fmt: skip
@@ -208,6 +234,7 @@ def _describe(rows: Sequence[PairedRow], margin: float) -> str:
 
 register(CheckSpec(
     "paired_gate", "gate", blocking=True, run=paired_gate, undecided_on_warn=True,
+    explain=explain,
     description="Blocks. Per gated metric, item by item against the baseline run (the "
     "latest full run of the baseline label's version). Sequential gate (the default): an "
     "anytime-valid confidence sequence for Δ, with more of the suite's cases drawn while it "
