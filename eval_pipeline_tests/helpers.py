@@ -132,3 +132,29 @@ def clean_cli_env(monkeypatch, home: Path, project: Path = PROJECT) -> Path:
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
     monkeypatch.setenv("EVAL_PROJECT", str(project))
     return home
+
+
+def write_team_project(root: Path, name: str, agent: str, cases: list[dict[str, Any]],
+                       thresholds: dict[str, Any], versions: dict[int, str]) -> Path:  # fmt: skip
+    """A team's project in a directory of its own: the agent package ``name`` (``agent``,
+    the source of its agent.py, answering with ``answer``), a suite of that name on
+    ``cases`` in evals/NAME with ``thresholds``, scored by completeness, and the text
+    prompt NAME/assistant in ``versions``, version 1 labelled production."""
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text("")
+    (root / name / "agent.py").write_text(agent)
+    (root / "evals" / name).mkdir(parents=True)
+    (root / "evals" / name / "cases.yaml").write_text(yaml.safe_dump(cases))
+    (root / "evals" / name / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
+    suite = {"agent": f"{name}.agent:answer", "dataset": f"evals/{name}",
+             "prompt": f"{name}/assistant", "evaluators": ["completeness"],
+             "thresholds": f"evals/{name}/thresholds.yaml"}  # fmt: skip
+    project = root / "eval-pipeline.yaml"
+    project.write_text(yaml.safe_dump({"prompts": "prompts", "suites": {name: suite}}))
+    prompts = root / "prompts" / name / "assistant"
+    prompts.mkdir(parents=True)
+    for version, text in versions.items():
+        body = {"type": "text", "config": {"temperature": 0.0}, "prompt": text}
+        (prompts / f"v{version}.yaml").write_text(yaml.safe_dump(body))
+    (root / "prompts" / "labels.yaml").write_text(f"{name}/assistant:\n  production: 1\n")
+    return project

@@ -25,7 +25,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.core.bisect import Step, bisect
 from eval_pipeline.core.scoring.sequential import confidence_sequence
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import clean_cli_env, write_team_project
 
 CASES = 60
 # The agent adds two numbers. "roughly" in its prompt makes it wrong on every even `a`
@@ -56,9 +56,6 @@ VERSIONS = {
 def write_project(root: Path, versions: dict[int, str] = VERSIONS) -> Path:
     """The team's project: its agent package, 60 cases (5 in the smoke tier), the prompt
     versions and thresholds with a 0.1 margin (and a floor of 0.6 the drop falls below)."""
-    (root / "adder").mkdir(parents=True)
-    (root / "adder" / "__init__.py").write_text("")
-    (root / "adder" / "agent.py").write_text(AGENT)
     cases = [
         {"id": f"add-{i:02d}", "input": {"message": f"{i} + {3 * i + 1}?", "a": i, "b": 3 * i + 1},
          "expected_output": {"expected_fields": [str(4 * i + 1)]},
@@ -66,23 +63,9 @@ def write_project(root: Path, versions: dict[int, str] = VERSIONS) -> Path:
                       "tier": "smoke" if i < 5 else "full"}}
         for i in range(CASES)
     ]  # fmt: skip
-    (root / "evals" / "adder").mkdir(parents=True)
-    (root / "evals" / "adder" / "cases.yaml").write_text(yaml.safe_dump(cases))
     thresholds = {"primary_metric": "completeness", "min_mean": {"completeness": 0.6},
                   "regression": {"margin": 0.1, "pass_threshold": 1.0}}  # fmt: skip
-    (root / "evals" / "adder" / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
-    suite = {"agent": "adder.agent:answer", "dataset": "evals/adder",
-             "prompt": "adder/assistant", "evaluators": ["completeness"],
-             "thresholds": "evals/adder/thresholds.yaml"}  # fmt: skip
-    project = root / "eval-pipeline.yaml"
-    project.write_text(yaml.safe_dump({"prompts": "prompts", "suites": {"adder": suite}}))
-    prompts = root / "prompts" / "adder" / "assistant"
-    prompts.mkdir(parents=True)
-    for version, text in versions.items():
-        body = {"type": "text", "config": {"temperature": 0.0}, "prompt": text}
-        (prompts / f"v{version}.yaml").write_text(yaml.safe_dump(body))
-    (root / "prompts" / "labels.yaml").write_text("adder/assistant:\n  production: 1\n")
-    return project
+    return write_team_project(root, "adder", AGENT, cases, thresholds, versions)
 
 
 @pytest.fixture

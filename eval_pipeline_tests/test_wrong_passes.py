@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from eval_pipeline.cli import main
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import clean_cli_env, write_team_project
 
 CASES, SMOKE = 200, 20
 # v1 (production) is wrong on every other smoke case; v2 was tuned on the smoke cases: right
@@ -48,10 +48,7 @@ VERSIONS = {1: "Add the two numbers.", 2: "Add the two numbers, tuned.",
             3: "Add the two numbers roughly."}  # fmt: skip
 
 
-def write_project(root: Path, thresholds: dict | None = None) -> Path:
-    (root / "summing").mkdir(parents=True)
-    (root / "summing" / "__init__.py").write_text("")
-    (root / "summing" / "agent.py").write_text(AGENT)
+def write_project(root: Path) -> Path:
     cases = [
         {"id": f"sum-{i:03d}", "input": {"message": f"{i} + {2 * i}?", "a": i, "b": 2 * i},
          "expected_output": {"expected_fields": [str(3 * i)]},
@@ -59,23 +56,9 @@ def write_project(root: Path, thresholds: dict | None = None) -> Path:
                       "tier": "smoke" if i < SMOKE else "full"}}
         for i in range(CASES)
     ]  # fmt: skip
-    (root / "evals").mkdir()
-    (root / "evals" / "cases.yaml").write_text(yaml.safe_dump(cases))
-    thresholds = thresholds or {"primary_metric": "completeness",
-                                "min_mean": {"completeness": 0.5},
-                                "regression": {"margin": 0.1, "pass_threshold": 1.0}}  # fmt: skip
-    (root / "evals" / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
-    suite = {"agent": "summing.agent:answer", "dataset": "evals", "prompt": "summing/assistant",
-             "evaluators": ["completeness"], "thresholds": "evals/thresholds.yaml"}  # fmt: skip
-    project = root / "eval-pipeline.yaml"
-    project.write_text(yaml.safe_dump({"prompts": "prompts", "suites": {"summing": suite}}))
-    prompts = root / "prompts" / "summing" / "assistant"
-    prompts.mkdir(parents=True)
-    for version, text in VERSIONS.items():
-        body = {"type": "text", "config": {"temperature": 0.0}, "prompt": text}
-        (prompts / f"v{version}.yaml").write_text(yaml.safe_dump(body))
-    (root / "prompts" / "labels.yaml").write_text("summing/assistant:\n  production: 1\n")
-    return project
+    thresholds = {"primary_metric": "completeness", "min_mean": {"completeness": 0.5},
+                  "regression": {"margin": 0.1, "pass_threshold": 1.0}}  # fmt: skip
+    return write_team_project(root, "summing", AGENT, cases, thresholds, VERSIONS)
 
 
 @pytest.fixture
@@ -147,7 +130,7 @@ def test_a_misspelt_metric_is_a_configuration_error(team, thresholds, field, val
     """A gated metric nobody scores gave pairs of 0 − 0 (NOT WORSE: PASS), a floor on one a
     "regression" (FAIL, exit 1): exit 2 now, naming the file, the field and the value,
     before anything runs."""
-    (team / "evals" / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
+    (team / "evals" / "summing" / "thresholds.yaml").write_text(yaml.safe_dump(thresholds))
     done = run("--prompt-version", "1")
     text = " ".join(done.output.split())
     assert done.exit_code == 2, done.output
@@ -162,7 +145,7 @@ def test_a_baseline_on_another_dataset_is_an_error_not_a_failure(team):
     so the verdict is ERROR, exit 2, as docs/gate.md says (it was FAIL, exit 1: a
     "regression" the agent did not make)."""
     assert run("--prompt-version", "1").exit_code == 0
-    cases = team / "evals" / "cases.yaml"
+    cases = team / "evals" / "summing" / "cases.yaml"
     cases.write_text(cases.read_text().replace("0 + 0?", "0 plus 0?"))
     done = run("--prompt-version", "2")
     assert done.exit_code == 2, done.output
