@@ -76,10 +76,6 @@ class RunRef:
         assert self.request.run_id is not None, "a run reference names its run"
         return self.request.run_id
 
-    @property
-    def suite(self) -> str:
-        return self.request.suite
-
 
 @dataclass(frozen=True)
 class RecordingPlan:

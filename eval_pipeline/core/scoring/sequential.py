@@ -407,14 +407,11 @@ def _tied_log_wealth(n: np.ndarray | int, margin: float) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=256)
-def pairs_to_clear(
-    margin: float, alpha: float, metrics: int = 1, most: int = PROJECTED
-) -> int | None:
+def pairs_to_clear(margin: float, alpha: float, most: int = PROJECTED) -> int | None:
     """The fewest paired cases after which ``decide`` calls a metric NOT WORSE when every
-    difference is 0 (nothing moved), at NOT WORSE level ``alpha``; None when more than
-    ``most`` would be needed. ``metrics`` no longer matters (each metric's NOT WORSE runs at
-    the full α: intersection–union); kept for callers. Exact (closed form)."""
-    del metrics
+    difference is 0 (nothing moved), at NOT WORSE level ``alpha`` (however many metrics:
+    each metric's NOT WORSE runs at the full α, intersection–union); None when more than
+    ``most`` would be needed. Exact (closed form)."""
     if not 0 < margin < 1:
         return None if margin <= 0 else 1
     n = np.arange(1, most + 1)
