@@ -308,17 +308,12 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
     recording session when the run records or replays; a recording that missed calls
     makes the run's verdict ERROR."""
     choose_baseline(prepared)
-    start(prepared)
-    plan = prepared.plan
     session = prepared.session()
+    worker = ShardWorker(prepared.env.project.path, prepared.ref())  # (several shards only)
     with session:
-        if len(plan.shards) == 1:
-            produce(prepared, progress=progress)
-        else:
-            worker = ShardWorker(prepared.env.project.path, prepared.ref())
-            evaluation.produce_in_processes(prepared.store, plan, worker, progress=progress)
-        score(prepared)
-        result = conclude(prepared, progress=progress)
+        result = evaluation.evaluate(prepared.store, prepared.plan, prepared.agent(),
+                                     prices=prepared.env.prices(), progress=progress,
+                                     shard_worker=worker)  # fmt: skip
     if isinstance(session, RecordingSession):
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
     evaluation.settle(prepared.store, result)  # (after the shortfall: it makes an ERROR)

@@ -49,8 +49,9 @@ def evaluate(
     progress: Progress | None = None,
     shard_worker: ShardWorker | None = None,
 ) -> EvalResult:
-    """Every stage of a planned run in this process: the agent's items here, or, for a
-    plan of several shards, in one ``shard_worker`` process per shard."""
+    """Every stage of a planned run in this process (service/run.py ``run_in_process``
+    drives it for the CLI and ``evaluate()``): the agent's items here, or, for a plan of
+    several shards, in one ``shard_worker`` process per shard."""
     store.create_run(plan_.run)
     if len(plan_.shards) == 1:
         produce(store, plan_, agent, prices=prices, progress=progress)
