@@ -5,23 +5,7 @@ bets at c = ½, a grid) and against the floor any level-α test has. Prints mark
 FAIL, (d) validity under peeking, (f) "about N more pairs"; every rate with its
 Monte-Carlo SE, and each figure as a share of the floor.
 
-The suite model (``Suite``): case i has a difficulty bᵢ ~ Logistic(0, 1), shared by both
-versions and by every metric. A version with ability θ answers case i with quality
-q = θ − bᵢ + τ·ε (ε ~ N(0, 1), one per answer, shared by that answer's metrics). A metric is
-the share of its K rubric points passed, point j passing when q + e_ij + s·η > 0 (e_ij the
-point's ease, fixed per case; η per answer and point): K = 1, e = 0, s = 0 is a pass/fail
-metric (pass iff q > 0); K = 4 a partial-credit metric in {0, ¼, …, 1} (ties common); a
-third metric for the 3-metric variant has K = 2. τ sets how much a case's outcome churns
-between two runs of the same agent (τ = 0.45: ≈ 5% of pass/fail cases flip each way). A
-drop of 0.2 in the pass/fail metric is a shift of θ calibrated so its pass rate falls by
-exactly 0.2 (the other metrics fall with it, through q).
-
-The floor ("best possible"): for one metric with pair distribution P and null H0: Δ ≤ −m,
-the most powerful level-α test at n pairs against the single null Q* (the reverse
-information projection of P on H0: dQ*/dP = 1/(1 + c*·y), c* the Kelly bet, so Q* has mean
-−m exactly) has power P(Πᵢ(1 + c* yᵢ) ≥ k), k with Q*(…) = α (Neyman–Pearson). Every
-level-α test of the composite H0 — sequential or not, knowing P or not — has at most that
-power (an upper bound). Computed by Monte Carlo with importance weights 1/LR. For PASS
+The suite model and the floors are benchmarks/simulated.py's (its docstring). For PASS
 (every metric NOT WORSE) the floor is the smallest of the metrics' floors (an upper bound).
 For identical scores the floor is exact: (1 − m)ⁿ ≤ α.
 
@@ -37,14 +21,30 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from simulated import (  # noqa: E402
+    AT_ZERO,
+    BATCH,
+    FAMILIES,
+    PARTIAL,
+    PASS_FAIL,
+    TAU,
+    at_margin,
+    distribution,
+    gate,
+    power_floor,
+    rate,
+    sequential_times,
+    shift_for_drop,
+    suite,
+)  # fmt: skip
+
 from eval_pipeline.core.scoring import sequential as new  # noqa: E402
 
 BEFORE = "162c8b7"  # the gate before issue 34
@@ -68,69 +68,14 @@ old = None  # set by main
 
 ALPHA = 0.05
 MARGIN = 0.1
-BATCH = 5
-TAU = 0.45  # churn: ≈5% of pass/fail outcomes flip each way between two runs of one agent
-THETA = 0.8  # baseline ability: pass/fail pass rate ≈ 0.69
-
-
-# --- the suite model -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    points: int  # rubric points: 1 = pass/fail
-    ease: float  # mean ease of a point (0 for pass/fail)
-    ease_sd: float
-    noise: float  # per-answer, per-point noise
-
-
-PASS_FAIL = Metric("pass/fail", 1, 0.0, 0.0, 0.0)
-PARTIAL = Metric("partial credit", 4, 0.5, 1.0, 0.35)
-THIRD = Metric("2-point rubric", 2, 0.3, 1.0, 0.5)
-FAMILIES = {1: (PASS_FAIL,), 2: (PASS_FAIL, PARTIAL), 3: (PASS_FAIL, PARTIAL, THIRD)}
-
-
-def suite(rng: np.random.Generator, runs: int, n: int, metrics: tuple[Metric, ...],
-          shift: float = 0.0, tau: float = TAU) -> np.ndarray:  # fmt: skip
-    """Paired differences (candidate − baseline), shape (metrics, runs, n); the candidate's
-    ability is THETA − shift."""
-    u = rng.uniform(1e-12, 1 - 1e-12, (runs, n))
-    b = np.log(u / (1 - u))
-    eases = [rng.normal(m.ease, m.ease_sd, (runs, n, m.points)) for m in metrics]
-    scores = []
-    for theta in (THETA, THETA - shift):
-        q = theta - b + tau * rng.standard_normal((runs, n))
-        scores.append(np.stack([
-            ((q[..., None] + e + m.noise * rng.standard_normal(e.shape)) > 0).mean(-1)
-            for m, e in zip(metrics, eases, strict=True)
-        ]))  # fmt: skip
-    return scores[1] - scores[0]
-
-
-def shift_for_drop(drop: float, tau: float = TAU) -> float:
-    """The ability shift that lowers the pass/fail pass rate by ``drop`` (big fixed-seed MC)."""
-
-    def fall(shift: float) -> float:
-        d = suite(np.random.default_rng(99), 1, 400_000, (PASS_FAIL,), shift, tau)
-        return -float(d.mean())
-
-    return brentq(lambda s: fall(s) - drop, -5.0, 5.0, xtol=1e-4)  # (a rise: drop < 0)
 
 
 # --- the gates, on many runs at once ---------------------------------------------------------
 
 
-def ceil_batch(t: np.ndarray, n: int) -> np.ndarray:
-    """The look at which a decision reached at pair t is seen (batches of BATCH, and the last)."""
-    return np.minimum(np.ceil(t / BATCH) * BATCH, n)
-
-
-def new_metric_times(x: np.ndarray, k: int, margin: float = MARGIN, alpha: float = ALPHA):
-    """(decision time, is WORSE) per run for one metric (runs, n): NOT WORSE at α, WORSE at α/k."""
-    t_nw, t_w = new.decision_times(x, margin=margin, alpha_not_worse=alpha,
-                                   alpha_worse=alpha / k)  # fmt: skip
-    return np.minimum(t_nw, t_w), t_w <= t_nw
+def new_metric_times(x: np.ndarray, k: int):
+    """The gate now (simulated.sequential_times) at this benchmark's margin and α."""
+    return sequential_times(x, k, MARGIN, ALPHA)
 
 
 def old_metric_times(x: np.ndarray, k: int, margin: float = MARGIN, alpha: float = ALPHA):
@@ -151,63 +96,6 @@ def old_metric_times(x: np.ndarray, k: int, margin: float = MARGIN, alpha: float
                 when[r] = t
                 break
     return when, worse
-
-
-def gate(d: np.ndarray, times, k_family: int | None = None):
-    """Run the gate on paired differences (metrics, runs, n): PASS when every metric is NOT
-    WORSE, FAIL when any is WORSE, else UNDECIDED at the suite's end. Returns (outcome per
-    run: 1 PASS, −1 FAIL, 0 undecided; pairs used; per-metric WORSE by the end)."""
-    k, _runs, n = d.shape
-    fam = k if k_family is None else k_family
-    res = [times(d[j], fam) for j in range(k)]
-    when = np.stack([r[0] for r in res])
-    worse = np.stack([r[1] for r in res]) & (when <= n)
-    nw = ~worse & (when <= n)
-    fail_at = np.where(worse, when, n + 1).min(axis=0)
-    pass_at = np.where(nw.all(axis=0), when.max(axis=0), n + 1)
-    outcome = np.where(fail_at <= n, -1, np.where(pass_at <= n, 1, 0))
-    used = np.where(outcome == -1, ceil_batch(fail_at, n),
-                    np.where(outcome == 1, ceil_batch(pass_at, n), n))  # fmt: skip
-    return outcome, used, worse
-
-
-def rate(hits: np.ndarray) -> str:
-    p = float(np.mean(hits))
-    return f"{100 * p:.1f}% ± {100 * math.sqrt(max(p * (1 - p), 1e-12) / hits.size):.1f}"
-
-
-# --- the floor ----------------------------------------------------------------------------
-
-
-def kelly(
-    values: np.ndarray, probs: np.ndarray, null: float, side: str
-) -> tuple[float, np.ndarray]:
-    """The Kelly bet c* (fraction of the largest bet) against H0 mean ≤ null (side above) or
-    ≥ null (below) for the pair distribution (values, probs) on [−1, 1], and y at each value."""
-    y = (values - null) / (null + 1) if side == "above" else (null - values) / (1 - null)
-    res = minimize_scalar(lambda c: -np.sum(probs * np.log1p(c * y)), bounds=(0, 1 - 1e-9),
-                          method="bounded")  # fmt: skip
-    return float(res.x), y
-
-
-def np_floor(values: np.ndarray, probs: np.ndarray, null: float, side: str, n: int,
-             alpha: float, draws: int = 200_000, seed: int = 7) -> float:  # fmt: skip
-    """Upper bound on any level-α test's power with n pairs (module docstring)."""
-    c, y = kelly(values, probs, null, side)
-    if c >= 1 - 1e-6:  # the projection is degenerate: no positive-probability loss
-        return float("nan")
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(len(values), size=(draws, n), p=probs)
-    llr = np.log1p(c * y)[idx].sum(axis=1)
-    order = np.argsort(-llr)
-    q_mass = np.cumsum(np.exp(-llr[order])) / draws  # Q*(LR ≥ ·) by importance weights
-    cut = int(np.searchsorted(q_mass, alpha, side="right"))
-    return cut / draws
-
-
-def distribution(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    values, counts = np.unique(np.round(d.ravel(), 6), return_counts=True)
-    return values, counts / counts.sum()
 
 
 # --- the tables ----------------------------------------------------------------------------
@@ -258,7 +146,7 @@ def table_b(runs: int, old_runs: int) -> None:
             big = suite(np.random.default_rng(5), 2000, 200, FAMILIES[k])
             for j in range(k):
                 v, p = distribution(big[j])
-                floors.append(np_floor(v, p, -MARGIN, "above", n, ALPHA))
+                floors.append(power_floor(v, p, -MARGIN, "above", n, ALPHA))
             floor = min(floors)
             mine = float(np.mean(out == 1))
             print(
@@ -274,7 +162,7 @@ def table_b(runs: int, old_runs: int) -> None:
         out, _, _ = gate(d, new_metric_times)
         out_old, _, _ = gate(d[:, :old_runs], old_metric_times)
         big = suite(np.random.default_rng(5), 2000, 200, FAMILIES[2], tau=tau)
-        floor = min(np_floor(*distribution(big[j]), -MARGIN, "above", 50, ALPHA) for j in (0, 1))
+        floor = min(power_floor(*distribution(big[j]), -MARGIN, "above", 50, ALPHA) for j in (0, 1))
         flips = float(np.mean(big[0] < 0))
         print(
             f"| {tau} | {100 * flips:.1f}% | {rate(out == 1)} | {rate(out_old == 1)} | "
@@ -298,7 +186,7 @@ def table_c(runs: int, old_runs: int) -> None:
                 out, used, worse = gate(d, new_metric_times)
                 out_old, _, worse_old = gate(d[:, :old_runs], old_metric_times)
                 big = suite(np.random.default_rng(6), 2000, 200, (PASS_FAIL,), shift, tau)
-                floor = np_floor(*distribution(big[0]), 0.0, "below", n, ALPHA / k)
+                floor = power_floor(*distribution(big[0]), 0.0, "below", n, ALPHA / k)
                 print(
                     f"| {tau} | {k} | {n} | {rate(worse[0])} | {rate(out == -1)} | "
                     f"{used.mean():.1f} | {rate(worse_old[0])} | {rate(out_old == -1)} | "
@@ -318,66 +206,9 @@ def table_c(runs: int, old_runs: int) -> None:
         print(f"| {n} | " + " | ".join("—" if v is None else f"{v:.3f}" for v in row) + " |")
 
 
-def three_point(p_down: float, p_up: float):
-    def draw(rng, shape):
-        u = rng.random(shape)
-        return np.where(u < p_down, -1.0, np.where(u < p_down + p_up, 1.0, 0.0))
-
-    return draw
-
-
-def independent(p_base: float, p_cand: float):
-    return lambda rng, shape: ((rng.random(shape) < p_cand).astype(float)
-                               - (rng.random(shape) < p_base))  # fmt: skip
-
-
-def partial(p_base: float, p_cand: float, k: int = 4):
-    return lambda rng, shape: (rng.binomial(k, p_cand, shape) - rng.binomial(k, p_base, shape)) / k
-
-
-def uniform(mean: float, half: float):
-    return lambda rng, shape: rng.uniform(mean - half, mean + half, shape)
-
-
-def skewed(p_down: float, p_quarter: float):
-    """−1 w.p. p_down, +0.25 w.p. p_quarter, else 0: a long left tail."""
-
-    def draw(rng, shape):
-        u = rng.random(shape)
-        return np.where(u < p_down, -1.0, np.where(u < p_down + p_quarter, 0.25, 0.0))
-
-    return draw
-
-
-def null_cases(m: float) -> tuple[list, list]:
-    """(name, sampler) at Δ = −m exactly (for NOT WORSE) and at Δ = 0 (for WORSE)."""
-    at_margin = [
-        ("pass/fail, independent, 0.5 → 0.4", independent(0.5, 0.5 - m)),
-        ("pass/fail, independent, 0.9 → 0.8", independent(0.9, 0.9 - m)),
-        ("pass/fail, independent, 0.15 → 0.05", independent(0.15, 0.15 - m)),
-        ("pass/fail, paired flips 15% / 5%", three_point(0.05 + m, 0.05)),
-        ("ties: −1 w.p. m, else 0 (least favourable)", three_point(m, 0.0)),
-        ("extreme ±1: −1 w.p. (1+m)/2", three_point((1 + m) / 2, (1 - m) / 2)),
-        ("partial credit (4 points), 0.7 → 0.6", partial(0.7, 0.7 - m)),
-        ("continuous, uniform ±0.5", uniform(-m, 0.5)),
-        ("skewed: −1 w.p. 0.15, +¼ w.p. 0.2", skewed(0.05 + m, 0.2)),
-    ]
-    at_zero = [
-        ("pass/fail, independent, 0.5 → 0.5", independent(0.5, 0.5)),
-        ("pass/fail, independent, 0.9 → 0.9", independent(0.9, 0.9)),
-        ("pass/fail, independent, 0.1 → 0.1", independent(0.1, 0.1)),
-        ("pass/fail, paired flips 5% / 5%", three_point(0.05, 0.05)),
-        ("extreme ±1: ½ / ½", three_point(0.5, 0.5)),
-        ("partial credit (4 points), 0.7 → 0.7", partial(0.7, 0.7)),
-        ("continuous, uniform ±0.5", uniform(0.0, 0.5)),
-        ("skewed: −1 w.p. 0.1, +¼ w.p. 0.4", skewed(0.1, 0.4)),
-    ]
-    return at_margin, at_zero
-
-
 def table_d(runs: int, old_runs: int, horizon: int = 200) -> None:
     m = MARGIN
-    at_margin, at_zero = null_cases(m)
+    cases_at_margin, cases_at_zero = at_margin(m).items(), AT_ZERO.items()
     print(
         f"\n## (d) Validity, looking after every batch of {BATCH} up to {horizon} pairs "
         f"(α = {ALPHA}; bound: level + 3 SE)\n"
@@ -389,7 +220,7 @@ def table_d(runs: int, old_runs: int, horizon: int = 200) -> None:
     print("| distribution | mean (check) | new | new ≤ α + 3SE | current (α/2) |")
     print("|---|---:|---:|:---:|---:|")
     rng = np.random.default_rng(404)
-    for name, draw in at_margin:
+    for name, draw in cases_at_margin:
         x = np.clip(draw(rng, (runs, horizon)), -1, 1)
         t_nw, _ = new.decision_times(x, margin=m, alpha_not_worse=ALPHA, alpha_worse=ALPHA)
         seen = t_nw <= horizon  # (reached at pair t, seen at the next look, ≤ horizon)
@@ -405,7 +236,7 @@ def table_d(runs: int, old_runs: int, horizon: int = 200) -> None:
     )
     print("| distribution | mean (check) | new | new ≤ α/2 + 3SE | current (α/2) |")
     print("|---|---:|---:|:---:|---:|")
-    for name, draw in at_zero:
+    for name, draw in cases_at_zero:
         x = np.clip(draw(rng, (runs, horizon)), -1, 1)
         _, t_w = new.decision_times(x, margin=m, alpha_not_worse=ALPHA, alpha_worse=ALPHA / 2)
         hit = t_w <= horizon

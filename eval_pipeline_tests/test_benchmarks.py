@@ -116,12 +116,15 @@ def test_newcomer_benchmark_times_the_smoke_run():
     assert "`eval-pipeline run --suite drive_thru --tier smoke`" in out
 
 
-def test_sequential_gate_benchmark():
-    out = bench("sequential_gate.py", "--runs", "20")
-    assert len(table_rows(out, "large (−0.6)")) == 2  # the fixed gate and the sequential one
-    assert "fixed n = " in out
-    equal = out.split("At equal power, no drop:")[1]
-    assert [row[0] for row in table_rows(equal, "0")] == ["0", "0, paired (5% flip each way)"]
+def test_sequential_gate_benchmark_compares_three_gates_against_the_floor():
+    out = bench("sequential_gate.py", "--runs", "20", "--cases", "50", "--cap", "60")
+    rows = table_rows(out, "50")
+    assert [r[2].split(" (")[0] for r in rows if r[1] == "−0.3"] == [
+        "sequential", "fixed", "t-test at size α"
+    ]  # fmt: skip
+    assert all(r[-1].endswith("%") for r in rows if r[1] == "0")  # pairs as % of the floor
+    equal = out.split("## Equal power")[1]
+    assert [r[0] for r in table_rows(equal, "") if r[0].isdigit()] == ["1", "2", "3"]
 
 
 def test_repeats_benchmark():

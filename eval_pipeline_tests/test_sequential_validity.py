@@ -11,12 +11,27 @@ fails with probability ≈ 0.001). Fixed seeds; vectorised; a few seconds in all
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 
 import numpy as np
 import pytest
 
 from eval_pipeline.core.scoring import sequential as seq
+from eval_pipeline_tests.helpers import ROOT
+
+
+def _simulated():
+    """benchmarks/simulated.py: the simulated suites the benchmarks measure on."""
+    spec = importlib.util.spec_from_file_location("simulated", ROOT / "benchmarks" / "simulated.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["simulated"] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+simulated = _simulated()
 
 ALPHA = 0.05
 MARGIN = 0.1
@@ -28,53 +43,9 @@ def slack(level: float, runs: int = RUNS) -> float:
     return 3 * math.sqrt(level * (1 - level) / runs)
 
 
-def three_point(p_down: float, p_up: float):
-    def draw(rng, shape):
-        u = rng.random(shape)
-        return np.where(u < p_down, -1.0, np.where(u < p_down + p_up, 1.0, 0.0))
-
-    return draw
-
-
-def independent(p_base: float, p_cand: float):
-    return lambda rng, shape: (rng.random(shape) < p_cand) * 1.0 - (rng.random(shape) < p_base)
-
-
-def partial(p_base: float, p_cand: float, points: int = 4):
-    return lambda rng, shape: (rng.binomial(points, p_cand, shape)
-                               - rng.binomial(points, p_base, shape)) / points  # fmt: skip
-
-
-def skewed(p_down: float, p_quarter: float):
-    def draw(rng, shape):
-        u = rng.random(shape)
-        return np.where(u < p_down, -1.0, np.where(u < p_down + p_quarter, 0.25, 0.0))
-
-    return draw
-
-
-m = MARGIN
-AT_MARGIN = {  # mean exactly −m
-    "pass/fail 0.5→0.4": independent(0.5, 0.5 - m),
-    "pass/fail 0.9→0.8": independent(0.9, 0.9 - m),
-    "pass/fail 0.15→0.05": independent(0.15, 0.15 - m),
-    "paired flips 15%/5%": three_point(0.05 + m, 0.05),
-    "ties (least favourable)": three_point(m, 0.0),
-    "extreme ±1": three_point((1 + m) / 2, (1 - m) / 2),
-    "partial credit": partial(0.7, 0.7 - m),
-    "uniform": lambda rng, shape: rng.uniform(-m - 0.5, -m + 0.5, shape),
-    "skewed": skewed(0.05 + m, 0.2),
-}
-AT_ZERO = {  # mean exactly 0
-    "pass/fail 0.5": independent(0.5, 0.5),
-    "pass/fail 0.9": independent(0.9, 0.9),
-    "pass/fail 0.1": independent(0.1, 0.1),
-    "paired flips 5%/5%": three_point(0.05, 0.05),
-    "extreme ±1": three_point(0.5, 0.5),
-    "partial credit": partial(0.7, 0.7),
-    "uniform": lambda rng, shape: rng.uniform(-0.5, 0.5, shape),
-    "skewed": skewed(0.1, 0.4),
-}
+AT_MARGIN = simulated.at_margin(MARGIN)  # mean exactly −m
+AT_ZERO = simulated.AT_ZERO  # mean exactly 0
+three_point = simulated.three_point
 
 
 @pytest.mark.parametrize("name", list(AT_MARGIN))
@@ -102,17 +73,8 @@ def test_three_metrics_keep_the_family_wise_worse_error_at_alpha():
     """Three correlated metrics, none changed (a shared latent difficulty and a shared
     per-answer quality): any metric's K⁻ ever ≥ 3/α in ≤ α of runs (Bonferroni over
     time-uniform events)."""
-    rng = np.random.default_rng(7)
     runs = RUNS // 2
-    u = rng.uniform(1e-9, 1 - 1e-9, (runs, HORIZON))
-    b = np.log(u / (1 - u))
-    ease = rng.normal(0.5, 1.0, (runs, HORIZON, 4))
-    scores = []
-    for _ in range(2):  # two runs of the same agent
-        q = 0.8 - b + 0.8 * rng.standard_normal((runs, HORIZON))
-        rubric = (q[..., None] + ease + 0.35 * rng.standard_normal(ease.shape)) > 0
-        scores.append(np.stack([(q > 0) * 1.0, rubric.mean(-1), rubric[..., :2].mean(-1)]))
-    d = scores[1] - scores[0]
+    d = simulated.suite(np.random.default_rng(7), runs, HORIZON, simulated.FAMILIES[3], tau=0.8)
     crossed = (seq.log_wealth(d, 0.0, side="below") >= math.log(3 / ALPHA)).any(axis=-1)
     rate = float(crossed.any(axis=0).mean())
     assert rate <= ALPHA + slack(ALPHA, runs), f"family-wise false WORSE {rate:.4f}"
