@@ -103,8 +103,8 @@ def test_a_team_runs_gates_records_and_replays_its_own_agent(tmp_path, server, a
     recorded = cli(root, server, "run", "--suite", "weather", "--record", "--json", "rec.json")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     served = server.app.state.stats["requests"]
-    entries = [json.loads(line) for line in
-               (root / "recordings" / "weather" / "v1.jsonl").read_text().splitlines()]  # fmt: skip
+    lines = (root / "recordings" / "weather" / "v1.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines[1:]]  # (after the header line)
     assert len(entries) == served - before > len(json.loads(cases_yaml_ids()))  # every call
     assert {e["request"]["model"] for e in entries} == {"weather-model"}
 

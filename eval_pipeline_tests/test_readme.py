@@ -129,6 +129,8 @@ def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
     )
     recorded = root / "recordings" / "support"
     assert sorted(p.name for p in recorded.iterdir()) == ["v1.jsonl", "v2.jsonl"]
-    assert json.loads((recorded / "v1.jsonl").read_text().splitlines()[0])["item"]
+    lines = (recorded / "v1.jsonl").read_text().splitlines()
+    header, first = json.loads(lines[0]), json.loads(lines[1])
+    assert header["recording"]["suite"] == "support" and first["item"]
     tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
     assert "recordings/support/v2.jsonl" in tracked.stdout

@@ -20,7 +20,7 @@ import pytest
 import requests
 import yaml
 
-from eval_pipeline.llm.recording import RecordingSession, request_key
+from eval_pipeline.llm.recording import Belongs, RecordingSession, request_key
 from eval_pipeline_tests.model_server import BackgroundServer, LocalOpenAIServer
 from eval_pipeline_tests.stranger import WeatherModel, cases_yaml
 from eval_pipeline_tests.zoo.weather_api import weather_api
@@ -195,13 +195,125 @@ def test_a_connection_outside_the_clients_we_record_is_refused_during_replay(tea
     # The raw socket reached the API while recording; nothing recorded the model (there is
     # none), so the recording holds nothing: refused.
     assert recorded.returncode == 2 and "nothing was recorded" in recorded.stderr
-    (team.root / "recordings" / "raw" / "v0.jsonl").write_text("")  # replay it anyway
+    # (the file is written all the same, with nothing in it: replay it anyway)
     before = team.api_requests
     replayed = team.cli("run", "--suite", "raw", "--replay")
     assert replayed.returncode == 2, replayed.stdout + replayed.stderr
     assert team.api_requests == before  # refused before a byte was sent
     assert "(escaped call ×5)" in last_line(replayed.stdout)
     assert f"a connection to 127.0.0.1:{team.api.port} was refused" in replayed.stderr
+
+
+# The fallback agent, which also reaches out by ESCAPE's route when it is set (and swallows
+# whatever happens there): what a replay must refuse however it is done.
+ESCAPING_AGENT = FALLBACK_AGENT.replace(
+    "import requests",
+    """import requests
+import subprocess
+import sys
+
+
+def escape(city):
+    route, url = os.environ.get("ESCAPE"), os.environ["WEATHER_API_URL"] + "/weather?city=" + city
+    port = int(os.environ["WEATHER_API_URL"].rsplit(":", 1)[1])
+    try:
+        if route == "_socket":  # the C-level module, under socket.socket's methods
+            import _socket
+            raw = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+            raw.settimeout(5)
+            raw.connect(("127.0.0.1", port))
+            raw.send(b"GET /weather?city=Paris HTTP/1.0\\r\\n\\r\\n")
+            raw.recv(100)
+        elif route == "udp":
+            import socket
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(
+                city.encode(), ("127.0.0.1", int(os.environ["UDP_PORT"])))
+        elif route == "curl":
+            subprocess.run(["curl", "-s", "--max-time", "5", url], capture_output=True)
+        elif route == "python":
+            subprocess.run([sys.executable, "-c",
+                            f"import urllib.request; urllib.request.urlopen({url!r}).read()"])
+        elif route == "os.system":
+            os.system(f"curl -s --max-time 5 '{url}' > /dev/null")
+    except Exception:
+        pass  # a defensive agent: the refusal must fail the item all the same
+""",
+).replace(
+    """    called = ["get_weather"]""",
+    """    escape(city)
+    called = ["get_weather"]""",
+)
+
+
+@pytest.mark.parametrize("route", ["_socket", "udp", "curl", "python", "os.system"])
+def test_a_replay_is_sealed_against_every_route_out_of_the_process(team, route):
+    """C-level sockets, UDP, a subprocess (curl, python -c urllib) and os.system: each
+    reached the network during a replay and the run passed; each is now refused before it
+    happens (an audit hook, core/running/seal.py), its item an escaped call, the run ERROR."""
+    import socket
+
+    team.suite("escaping", "escaping.agent:answer", ESCAPING_AGENT)
+    recorded = team.cli("run", "--suite", "escaping", "--record")
+    assert recorded.returncode in (0, 1), recorded.stdout + recorded.stderr
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    before = team.api_requests
+    env = team.env() | {"ESCAPE": route, "UDP_PORT": str(listener.getsockname()[1])}
+    replayed = subprocess.run([CLI, "run", "--suite", "escaping", "--replay"], cwd=team.root,
+                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    datagrams = 0
+    with listener:
+        try:
+            while True:
+                listener.recv(100)
+                datagrams += 1
+        except TimeoutError:
+            pass
+    assert replayed.returncode == 2, replayed.stdout + replayed.stderr
+    assert team.api_requests == before and datagrams == 0  # nothing got out
+    assert "escaped call ×5" in last_line(replayed.stdout), last_line(replayed.stdout)
+    said = " ".join(replayed.stderr.split())
+    expected = {"_socket": "a connection to 127.0.0.1", "udp": "a datagram to 127.0.0.1",
+                "curl": "a new process (subprocess.Popen: curl)",
+                "python": "a new process (subprocess.Popen:",
+                "os.system": "a new process (os.system: curl"}[route]  # fmt: skip
+    assert expected in said, said
+
+
+def test_a_recording_edited_by_hand_copied_or_older_is_refused_with_the_command(team):
+    """An answer edited by hand replayed silently, and a recording copied into another
+    suite's folder replayed and passed. A recording now names its suite and version and
+    carries a digest of its requests; each of these is refused before anything runs
+    (exit 2) with the command that records it again."""
+    recorded = team.cli("run", "--suite", "weather", "--record")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    path = team.root / "recordings" / "weather" / "v0.jsonl"
+    original = path.read_text()
+    header = json.loads(original.splitlines()[0])["recording"]
+    assert (header["suite"], header["version"], header["format"]) == ("weather", "v0", 2)
+    assert team.cli("run", "--suite", "weather", "--replay").returncode == 0
+
+    path.write_text(original.replace("sunny", "rainy"))  # an answer edited by hand
+    edited = team.cli("run", "--suite", "weather", "--replay")
+    assert edited.returncode == 2, edited.stdout + edited.stderr
+    said = " ".join(edited.stderr.split())
+    assert "its requests changed after they were recorded" in said
+    assert "re-record with `eval-pipeline run --suite weather --record`" in said
+
+    team.suite("copy", "zoo_sync_nodes.agent:graph")  # the same agent, another suite
+    copied = team.root / "recordings" / "copy" / "v0.jsonl"
+    copied.parent.mkdir(parents=True)
+    copied.write_text(original)
+    other = team.cli("run", "--suite", "copy", "--replay")
+    assert other.returncode == 2, other.stdout + other.stderr
+    said = " ".join(other.stderr.split())
+    assert "recorded for suite 'weather' v0, not for suite 'copy' v0" in said
+    assert "re-record with `eval-pipeline run --suite copy --record`" in said
+
+    path.write_text("".join(original.splitlines(keepends=True)[1:]))  # as before format 2
+    older = team.cli("run", "--suite", "weather", "--replay")
+    assert older.returncode == 2 and "no header line" in older.stderr, older.stderr
 
 
 def test_a_recording_that_captured_no_model_call_is_refused(team):
@@ -248,15 +360,16 @@ def test_many_threads_and_tasks_record_and_replay_every_request(tmp_path):
 
     path = tmp_path / "threads.jsonl"
     try:
-        with RecordingSession(path, "record"):
+        belongs = Belongs("threads", "v0")
+        with RecordingSession(path, "record", belongs):
             live = everything()
         sent = app.state.stats["requests"]
-        with RecordingSession(path, "replay") as session:
+        with RecordingSession(path, "replay", belongs) as session:
             again = everything()
         assert again == live and session.misses == 0
         assert app.state.stats["requests"] == sent  # every answer came from the file
-        entries = [json.loads(line) for line in path.read_text().splitlines()]
-        assert len(entries) == 8  # four cities × two routes, each recorded once
+        header, *entries = [json.loads(line) for line in path.read_text().splitlines()]
+        assert header["recording"]["requests"] == len(entries) == 8  # 4 cities × 2 routes
     finally:
         api.stop()
 
@@ -270,7 +383,7 @@ def test_re_recording_an_unchanged_run_writes_the_same_file(team):
     second = team.cli("run", "--suite", "weather", "--record")
     assert second.returncode == 0, second.stderr
     assert path.read_bytes() == before
-    entries = [json.loads(line) for line in before.decode().splitlines()]
+    _header, *entries = [json.loads(line) for line in before.decode().splitlines()]
     assert [e["item"] for e in entries] == sorted(e["item"] for e in entries)
     assert all(e["response"]["id"].startswith("rec-") and e["response"]["created"] == 0
                for e in entries)  # fmt: skip

@@ -1,6 +1,7 @@
 """One run split into shards: the split and its budget, the CLI's worker processes, the
 Dagster steps (the SIGKILL of one shard is in test_crash_recovery.py)."""
 
+import hashlib
 import json
 
 import pytest
@@ -268,7 +269,10 @@ def test_cli_workers_replay_recordings_without_an_endpoint(tmp_path, monkeypatch
     assert first["summary"]["metrics"] == second["summary"]["metrics"]
     assert second["summary"]["n_errors"] == 0
     (recordings,) = (project.parent / "recordings").rglob("*.jsonl")
-    recordings.write_text("")  # the workers answered from it: now every request misses
+    header = json.loads(recordings.read_text().splitlines()[0])  # (the file's first line)
+    header["recording"] |= {"requests": 0, "sha256": hashlib.sha256(b"").hexdigest()}
+    recordings.write_text(json.dumps(header) + "\n")  # the workers answered from it: now
+    # it holds no request, and every request misses
     missed = cli_run("--tier", "smoke", "--replay", "--workers", "2", "--concurrency", "4",
                      "--cache", "off")  # fmt: skip
     assert missed.exit_code == 2, missed.output

@@ -71,7 +71,7 @@ class Team:
     def recorded(self, style: str) -> list[dict]:
         version = "v1" if STYLES[style][1] == "label" else "v0"
         path = self.root / "recordings" / style / f"{version}.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        return [json.loads(line) for line in path.read_text().splitlines()[1:]]  # (header)
 
     def prompt_file(self, style: str) -> Path:
         """The module holding the style's prompt constant."""

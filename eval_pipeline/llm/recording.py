@@ -16,9 +16,10 @@ cassette protocol); urllib3's ``urlopen`` (requests, botocore) is wrapped here (
 body with sorted keys, timestamps to the second masked (not the host: a recording made
 against ``http://127.0.0.1:8080/v1`` answers the same request sent to
 ``https://api.openai.com/v1``), so a lookup is one hash however many requests are
-recorded, and concurrent items never wait on each other. During replay, a socket guard
-refuses any connection the interception did not answer (another client, a raw socket)
-except to our own hosts.
+recorded, and concurrent items never wait on each other. During replay the process is
+sealed (core/running/seal.py): a connection or datagram the interception did not answer
+(another client, a raw or C-level socket, UDP) and any new process (``subprocess``,
+``os.system``) are refused, except our own hosts.
 
 Nothing passes silently. A request the recordings cannot answer (a changed prompt, case,
 model or parameter) gets an error answer naming what differs from the closest recorded
@@ -39,12 +40,10 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import errno
 import hashlib
 import io
 import json
 import re
-import socket
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -56,6 +55,7 @@ from urllib.parse import parse_qsl, urlsplit
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.redact import redact_url, scrub
 from eval_pipeline.core.running.agent import ItemProblem, current_item
+from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
@@ -116,12 +116,67 @@ def request_key(method: str, url: str, body: Any) -> str:
     return hashlib.sha256(TIMESTAMP.sub("<time>", canonical).encode()).hexdigest()
 
 
-def load_entries(path: Path) -> dict[str, Entry]:
-    """The recorded requests of ``path`` by key (an absent file holds none)."""
-    entries: dict[str, Entry] = {}
+@dataclass(frozen=True)
+class Belongs:
+    """What a recording was made for: the suite and its prompt version (``v0``: none)."""
+
+    suite: str
+    version: str
+
+
+FORMAT = 2  # 2: a first line naming the suite, the version and the digest of the rest
+RERECORD = "re-record with `eval-pipeline run … --record`"
+
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _header(belongs: Belongs, body: str, requests: int) -> str:
+    """The file's first line: whose requests these are, and a digest of them."""
+    return json.dumps({"recording": {"format": FORMAT, "suite": belongs.suite,
+                                     "version": belongs.version, "requests": requests,
+                                     "sha256": _digest(body)}}) + "\n"  # fmt: skip
+
+
+def load_entries(path: Path, belongs: Belongs | None = None,
+                 rerecord: str = RERECORD) -> dict[str, Entry]:  # fmt: skip
+    """The recorded requests of ``path`` by key (an absent file holds none). A file is
+    refused (``RecordingsError``, naming it and the command that records it again) when
+    it has no header line (recorded before recordings carried one, or cut short while
+    recording), when it belongs to another suite or version than ``belongs``, or when its
+    requests no longer match the digest its header gives (edited by hand, or merged)."""
     if not path.exists():
-        return entries
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingsError(f"{path}: not UTF-8 text (byte {exc.start}); {rerecord}") from None
+    first, _, body = text.partition("\n")
+    try:
+        info = json.loads(first)["recording"] if first.strip() else None
+    except (ValueError, KeyError, TypeError):
+        info = None
+    if not isinstance(info, dict):
+        raise RecordingsError(
+            f"{path}: no header line naming the suite, the version and a digest of the "
+            "requests (recorded by an older eval-pipeline, or cut short while "
+            f"recording); {rerecord}"
+        )
+    made_for = (info.get("suite"), info.get("version"))
+    if belongs is not None and made_for != (belongs.suite, belongs.version):
+        raise RecordingsError(
+            f"{path}: recorded for suite {made_for[0]!r} {made_for[1]}, not for suite "
+            f"{belongs.suite!r} {belongs.version} (copied from another suite or version?); "
+            f"{rerecord}"
+        )
+    if info.get("sha256") != _digest(body):
+        raise RecordingsError(
+            f"{path}: its requests changed after they were recorded (they do not match the "
+            f"digest in its first line: edited by hand, or merged); {rerecord}"
+        )
+    entries: dict[str, Entry] = {}
+    for number, line in enumerate(body.splitlines(), 2):
         if not line.strip():
             continue
         try:
@@ -131,17 +186,20 @@ def load_entries(path: Path) -> dict[str, Entry]:
                           int(raw.get("call") or 0))  # fmt: skip
         except (ValueError, KeyError, TypeError) as exc:
             raise RecordingsError(
-                f"{path}:{number}: not a recorded request ({type(exc).__name__}: {exc}); "
-                "re-record with `eval-pipeline run --record`"
+                f"{path}:{number}: not a recorded request ({type(exc).__name__}: {exc}); {rerecord}"
             ) from None
         entries[entry.key] = entry
     return entries
 
 
 def recorded_model(path: Path) -> str | None:
-    """The one model the recordings' requests name (replay needs no EVAL_LLM_MODEL)."""
-    models = {e.request.get("model") for e in load_entries(path).values()
-              if isinstance(e.request, dict)}  # fmt: skip
+    """The one model the recordings' requests name (replay needs no EVAL_LLM_MODEL); None
+    for a file that cannot be read (``load_entries`` says why when the run checks it)."""
+    try:
+        found = load_entries(path)
+    except RecordingsError:
+        return None
+    models = {e.request.get("model") for e in found.values() if isinstance(e.request, dict)}
     models.discard(None)
     return str(next(iter(models))) if len(models) == 1 else None
 
@@ -164,12 +222,14 @@ class RecordingSession:
     # http.client or urllib.request call is not, and replay's socket guard refuses it.
     skip_patchers = ("httplib", "requests", "urllib3", "boto3", "httplib2")
 
-    def __init__(self, path: Path, mode: Mode, *, ours: Iterable[str] = (), rerecord: str = ""):
-        self.path, self.mode = Path(path), mode
+    def __init__(self, path: Path, mode: Mode, belongs: Belongs, *, ours: Iterable[str] = (),
+                 rerecord: str = RERECORD):  # fmt: skip
+        self.path, self.mode, self.belongs = Path(path), mode, belongs
         self._path = str(self.path)  # (vcrpy names its patched classes after it)
         self.ours = {_host_port(h) for h in ours}
-        self.rerecord = rerecord or "re-record with `eval-pipeline run … --record`"
-        self.entries: dict[str, Entry] = load_entries(self.path) if mode == "replay" else {}
+        self.rerecord = rerecord
+        self.entries: dict[str, Entry] = (load_entries(self.path, belongs, rerecord)
+                                          if mode == "replay" else {})  # fmt: skip
         self.lock = threading.Lock()
         self.calls: Counter[str] = Counter()  # requests per item, for their order
         self.model_calls: Counter[str] = Counter()  # recorded model requests per item
@@ -192,7 +252,7 @@ class RecordingSession:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.path.write_text("", encoding="utf-8")  # exactly this run's requests
             else:
-                stack.enter_context(_socket_guard(self))
+                stack.enter_context(sealed(self.ours, self.rerecord))
         except BaseException:
             stack.close()
             raise
@@ -209,11 +269,13 @@ class RecordingSession:
                 stack.close()
 
     def save(self) -> None:
-        """The file, rewritten sorted: by item, then the order of its requests."""
+        """The file, rewritten sorted (by item, then the order of its requests) under its
+        header line (``_header``)."""
         with self.lock:
             ordered = sorted(self.entries.values(), key=_file_order)
+        body = "".join(e.line() for e in ordered)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(e.line() for e in ordered), encoding="utf-8")
+        tmp.write_text(_header(self.belongs, body, len(ordered)) + body, encoding="utf-8")
         tmp.replace(self.path)
 
     def shortfall(self, outputs: Sequence[ItemOutput]) -> list[str]:
@@ -448,51 +510,6 @@ def _urllib3(session: RecordingSession) -> Iterator[None]:
         yield
     finally:
         HTTPConnectionPool.urlopen = original  # type: ignore[method-assign]
-
-
-# --- replay's guard: no connection but ours -------------------------------------------------
-class ReplayBlocked(ConnectionRefusedError):
-    """A connection replay refused: nothing outside the recordings may be reached."""
-
-    fault = "infrastructure"
-
-
-@contextlib.contextmanager
-def _socket_guard(session: RecordingSession) -> Iterator[None]:
-    """Refuse every outbound TCP connection but to our own hosts while replaying: what
-    vcrpy's stubs did not answer (another client, a raw socket) must not reach a server."""
-    allowed: set[tuple[str, int]] = set()
-    for host, port in session.ours:
-        with contextlib.suppress(OSError):
-            allowed |= {(info[4][0], port) for info in socket.getaddrinfo(host, port)}
-    original_connect, original_connect_ex = socket.socket.connect, socket.socket.connect_ex
-
-    def check(sock: socket.socket, address: Any) -> None:
-        if sock.family not in (socket.AF_INET, socket.AF_INET6):
-            return
-        host, port = address[0], address[1]
-        if (host, port) in allowed:
-            return
-        message = (f"replay: a connection to {host}:{port} was refused: the agent reached for "
-                   "the network outside the HTTP clients we record (another client or a raw "
-                   f"socket), so nothing answers it during replay; {session.rerecord}")  # fmt: skip
-        _report(ItemProblem("escaped call", message))
-        raise ReplayBlocked(errno.ECONNREFUSED, message)
-
-    def connect(sock: socket.socket, address: Any) -> None:
-        check(sock, address)
-        return original_connect(sock, address)
-
-    def connect_ex(sock: socket.socket, address: Any) -> int:
-        check(sock, address)
-        return original_connect_ex(sock, address)
-
-    socket.socket.connect, socket.socket.connect_ex = connect, connect_ex  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        socket.socket.connect = original_connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = original_connect_ex  # type: ignore[method-assign]
 
 
 # --- what differs -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ shown. Everything else is here:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -40,7 +41,7 @@ from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
 from eval_pipeline.llm.endpoint import model_source, require_model
-from eval_pipeline.llm.recording import RecordingSession, load_entries, recorded_model
+from eval_pipeline.llm.recording import Belongs, RecordingSession, load_entries, recorded_model
 from eval_pipeline.llm.settings import LLMSettings, replaying
 from eval_pipeline.service.environment import Environment
 
@@ -83,11 +84,13 @@ class RecordingPlan:
 
     path: Path
     mode: Literal["record", "replay"]
+    belongs: Belongs  # the suite and prompt version it records
     ours: tuple[str, ...]  # host:port of our own traffic (Langfuse, an HTTP agent)
     rerecord: str  # the command that records them again
 
     def session(self) -> RecordingSession:
-        return RecordingSession(self.path, self.mode, ours=self.ours, rerecord=self.rerecord)
+        return RecordingSession(self.path, self.mode, self.belongs, ours=self.ours,
+                                rerecord=self.rerecord)  # fmt: skip
 
 
 @dataclass
@@ -156,7 +159,8 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
     with replaying(mode == "replay"):  # the suite's LLM judges replay too, never offline
         suite = services.suite(env.project.suite(request.suite))
     prompt = services.prompt(suite, version=request.prompt_version, label=request.label)
-    recordings = env.project.recordings_path(suite.name, evaluation.prompt_key(prompt))
+    belongs = Belongs(suite.name, evaluation.prompt_key(prompt))
+    recordings = env.project.recordings_path(belongs.suite, belongs.version)
     llm = _model_settings(env.llm, mode, recordings).for_run(prompt, options.timeout_s)
     recording = None
     if mode != "off":
@@ -165,10 +169,10 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
         if mode == "replay" and not recordings.exists():
             raise ConfigurationError(f"--replay: no recordings at {recordings}; record them "
                                      f"with `{command}`")  # fmt: skip
-        if mode == "replay":
-            load_entries(recordings)  # a malformed file is refused before anything runs
-        recording = RecordingPlan(recordings, mode, services.own_hosts(),
-                                  f"re-record with `{command}`")  # fmt: skip
+        rerecord = f"re-record with `{command}`"
+        if mode == "replay":  # a file that is not this run's is refused before anything runs
+            load_entries(recordings, belongs, rerecord)
+        recording = RecordingPlan(recordings, mode, belongs, services.own_hosts(), rerecord)
     if cases is None and mode != "replay":
         require_model(llm, model_source(prompt))
     plan = evaluation.plan(suite, prompt, llm.public_params(), options, run_id=request.run_id,
@@ -178,9 +182,7 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
     if cases is None:  # a factory that fails fails here, before anything is written
         service = getattr(prepared.agent(), "service_url", None)
         if recording is not None and service:  # an HTTP agent's service: the thing under test
-            prepared.recording = RecordingPlan(
-                recording.path, recording.mode, (*recording.ours, service), recording.rerecord
-            )
+            prepared.recording = dataclasses.replace(recording, ours=(*recording.ours, service))
     return prepared
 
 

@@ -11,9 +11,8 @@ from typing import Protocol
 
 from eval_pipeline.core.evaluation.plan import RunPlan
 from eval_pipeline.core.evaluation.stages import check_complete, failure_recorded
-from eval_pipeline.core.running.runner import (
-    Progress,
-)
+from eval_pipeline.core.running import seal
+from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -50,7 +49,7 @@ def produce_in_processes(
     """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
     gets), all at once; then the run's outputs are checked complete (``check_complete``)."""
     context = multiprocessing.get_context("spawn")
-    with failure_recorded(store, plan_.run.run_id), context.Manager() as manager:
+    with seal.ours(), failure_recorded(store, plan_.run.run_id), context.Manager() as manager:
         updates = manager.Queue()
         done = [0] * len(plan_.shards)
         with ProcessPoolExecutor(len(plan_.shards), mp_context=context) as pool:
