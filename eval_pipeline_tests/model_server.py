@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 import threading
@@ -23,7 +24,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_openai.chat_models.base import _convert_dict_to_message, _convert_message_to_dict
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from eval_pipeline.llm.offline import OfflineChatModel
@@ -150,6 +151,29 @@ def _answer_cap(body: dict[str, Any], honours: str) -> int | None:
     return cap
 
 
+def _bad_tool_arguments(answer: dict[str, Any]) -> Response:
+    """The completion, its first tool call's arguments cut off mid-JSON (or a made-up
+    tool call with such arguments, when the model called none)."""
+    message = answer["choices"][0]["message"]
+    calls = message.get("tool_calls") or [{"id": "call_0", "type": "function",
+                                            "function": {"name": "lookup", "arguments": ""}}]
+    calls[0]["function"]["arguments"] = '{"item": "hash br'
+    message["tool_calls"], answer["choices"][0]["finish_reason"] = calls, "tool_calls"
+    return JSONResponse(answer)
+
+
+# Answers with status 200 that are not a valid completion, as proxies and gateways send
+# them: an HTML page (a captive portal, a login wall), no choices (a content filter), an
+# error object (some gateways' way of failing), tool-call arguments that are not JSON.
+MALFORMED: dict[str, Callable[[dict[str, Any]], Response]] = {
+    "html": lambda _: HTMLResponse("<html><body><h1>Sign in to continue</h1></body></html>"),
+    "no_choices": lambda answer: JSONResponse({**answer, "choices": []}),
+    "error_body": lambda _: JSONResponse({"error": {"message": "upstream model overloaded",
+                                                    "type": "server_error", "code": 503}}),
+    "bad_tool_args": _bad_tool_arguments,
+}
+
+
 def create_app(
     latency_s: float = 0.0,
     fault: FaultRule | None = None,
@@ -252,6 +276,8 @@ def create_app(
         )
         if injected == "reset":
             return await answer_at(due, _reset_midway(answer.body))
+        if injected in MALFORMED:  # a 200 that is not a completion (a proxy, a gateway)
+            return await answer_at(due, MALFORMED[injected](json.loads(answer.body)))
         if quirks.single_slot:  # computed to the end even if the client has gone
             async with slot:
                 await asyncio.sleep(latency_s + generation_s)

@@ -3,16 +3,28 @@ every item exactly once, transient faults retried, permanent ones recorded as er
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
 from eval_pipeline.defs.partitions import build_partitions
 from eval_pipeline.defs.resources import LLMResource
-from eval_pipeline_tests.helpers import SUITE_NAMES, copy_project, eval_resources
+from eval_pipeline_tests.helpers import (
+    CONFIG_ENV,
+    EXAMPLES,
+    SUITE_NAMES,
+    copy_project,
+    eval_resources,
+)
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES)).evaluation
@@ -102,3 +114,55 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
     refused = sum(stats[f"fault_{kind}"] for kind in (429, 500, 400, "hang"))
     assert meta["provider_failed_requests"].value == refused  # resets arrive as a 200
     assert meta["provider_requests"].value == stats["requests"]
+
+
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
+
+
+def run_against(tmp_path: Path, fault) -> tuple[subprocess.CompletedProcess, dict]:
+    """``eval-pipeline run --suite drive_thru`` in a copy of the examples outside this
+    repository, its model endpoint answering with ``fault``; the run and its --json."""
+    project = copy_project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    with LocalOpenAIServer(fault=fault) as server:
+        env |= {"EVAL_HOME": str(tmp_path / "home"), "EVAL_LLM_BASE_URL": server.base_url,
+                "EVAL_LLM_API_KEY": "sk-faults", "EVAL_LLM_MODEL": "gpt-4o-mini"}  # fmt: skip
+        done = subprocess.run([CLI, "run", "--suite", "drive_thru", "--json", "out.json"],
+                              cwd=project.parent, env=env, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+    result = json.loads((project.parent / "out.json").read_text())
+    return done, result
+
+
+MALFORMED_KINDS = [("html", "invalid answer (HTML)"), ("no_choices", "invalid answer (no choices)"),
+                   ("error_body", "invalid answer (error body)")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fault", "kind"), MALFORMED_KINDS)
+def test_a_200_that_is_not_a_completion_is_the_providers_fault(tmp_path, fault, kind):
+    """HTTP 200 with an HTML page, with no choices, or with an error object: each was the
+    agent's failure ([agent], FAIL, exit 1: a "regression"); now the provider's (ERROR,
+    exit 2), counted by kind."""
+
+    def on_hash_browns(body):
+        text = " ".join(str(m.get("content")) for m in body["messages"] if m["role"] == "user")
+        return fault if "hash brown" in text.lower() else None
+
+    done, result = run_against(tmp_path, on_hash_browns)
+    assert done.returncode == 2, done.stdout + done.stderr
+    failed = [o for o in result["items"] if o["error"]]
+    assert failed and {(o["fault"], o["error_kind"]) for o in failed} == {("infrastructure", kind)}
+    cases = yaml.safe_load((EXAMPLES / "datasets" / "drive_thru" / "cases.yaml").read_text())
+    asked = {c["id"] for c in cases["cases"] if "hash brown" in str(c["input"]).lower()}
+    assert {o["item_id"] for o in failed} == asked
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("VERDICT: ERROR") and f"{kind} ×{len(failed)}" in last, last
+
+
+def test_tool_calls_with_broken_arguments_are_named_not_blamed_on_the_endpoint(tmp_path):
+    """Tool-call arguments that are not JSON were diagnosed as "the endpoint may ignore
+    tools"; the run now says what happened."""
+    done, _ = run_against(tmp_path, lambda body: "bad_tool_args" if body.get("tools") else None)
+    said = " ".join(done.stdout.split())
+    assert "returned tool calls whose arguments are not valid JSON" in said, said
+    assert "may ignore tools" not in said

@@ -170,6 +170,11 @@ class EvalResult:
         """Said with the verdict: the agent's model was offered tools in many calls and
         never called one (an endpoint that ignores tools, not a prompt that got worse)."""
         offered, answered = self.summary.calls_with_tools, self.summary.tool_call_answers
+        invalid = self.summary.invalid_tool_calls
+        if invalid:
+            return (f"{invalid} of {offered} model calls with tools returned tool calls whose "
+                    "arguments are not valid JSON: the model wrote them (a weaker model or "
+                    "a prompt that confuses it), not an endpoint that ignores tools")  # fmt: skip
         if offered < 3 or answered:
             return None
         return (

@@ -40,6 +40,7 @@ class ModelUsage:
     calls: int = 0
     calls_with_tools: int = 0  # calls that offered the model tools
     tool_call_answers: int = 0  # … of them, answered with a tool call
+    invalid_tool_calls: int = 0  # … of those, with arguments that are not valid JSON
 
 
 @dataclass
@@ -54,11 +55,13 @@ class UsageLedger:
         usage.output_tokens += int(output_tokens or 0)
         usage.calls += 1
 
-    def tools_offered(self, model: str, answered_with_a_call: bool) -> None:
-        """A call that offered tools, and whether the model called one."""
+    def tools_offered(self, model: str, answered_with_a_call: bool, invalid: bool = False) -> None:
+        """A call that offered tools, whether the model called one, and whether the
+        arguments of a call it made could not be parsed (``invalid``)."""
         usage = self.by_model.setdefault(model or "unknown", ModelUsage())
         usage.calls_with_tools += 1
         usage.tool_call_answers += int(answered_with_a_call)
+        usage.invalid_tool_calls += int(invalid)
 
     @property
     def input_tokens(self) -> int:

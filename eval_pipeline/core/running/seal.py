@@ -112,7 +112,7 @@ def sealed(allowed: Iterable[tuple[str, int]], advice: str) -> Iterator[None]:
     """Refuse what would leave the process (module docstring) until the block ends."""
     global _open
     _install()
-    platform.uname().processor  # (computed once, lazily, by running `uname -p`: now)
+    platform.processor()  # (computed once, lazily, by running `uname -p`: now, not sealed)
     if _open is not None:
         raise RuntimeError("a seal is already open in this process")
     _open = _Seal(addresses(allowed), advice)

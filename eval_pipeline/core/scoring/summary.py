@@ -100,6 +100,7 @@ class Summary:
     # (none of many: the endpoint may ignore tools, e.g. llama.cpp without tool_choice)
     calls_with_tools: int = 0
     tool_call_answers: int = 0
+    invalid_tool_calls: int = 0  # … answered with tool calls whose arguments did not parse
     # Model-backed evaluators (LLM judges): their calls, tokens and cost, apart from the agent's
     judge_calls: int = 0
     judge_tokens: Tokens = field(default_factory=Tokens)
@@ -230,6 +231,7 @@ def summarize(
         errors_by_kind=errors_by_kind(outputs),
         calls_with_tools=_usage_sum(outputs, "calls_with_tools"),
         tool_call_answers=_usage_sum(outputs, "tool_call_answers"),
+        invalid_tool_calls=_usage_sum(outputs, "invalid_tool_calls"),
         n_score_errors=sum(1 for s in scores if s.error_kind),
         score_errors_by_kind=score_errors_by_kind(scores),
         **_judge_fields(JudgeSpending.of(scores)),
