@@ -127,9 +127,27 @@ class Suite:
             raise DatasetError([f"suite '{self.name}': {p}" for p in exc.problems]) from exc
 
     def _check(self, case: GoldenCase) -> list[tuple[str, str]]:
-        """What the evaluators read that the case lacks, then the suite's own validator."""
-        own = self.validate_case(case) if self.validate_case else []
-        return [*self.field_needs.problems(case), *own]
+        """What the evaluators read that the case lacks, then the suite's own validator (a
+        validator that raises, exits or answers something else than (field, problem) pairs
+        is a problem of the case, naming it: the dataset is refused, exit 2)."""
+        return [*self.field_needs.problems(case), *self._own_problems(case)]
+
+    def _own_problems(self, case: GoldenCase) -> list[tuple[str, str]]:
+        if self.validate_case is None:
+            return []
+        name = getattr(self.validate_case, "__qualname__", repr(self.validate_case))
+        try:
+            found = self.validate_case(case)
+        except (Exception, SystemExit) as exc:
+            return [("case_validator", f"{name} raised {type(exc).__name__}: {exc}; fix the "
+                     "suite's case_validator")]  # fmt: skip
+        if found is None:
+            return []
+        pairs = list(found) if isinstance(found, list | tuple) else None
+        if pairs is None or not all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
+            return [("case_validator", f"{name} returned {found!r:.80}: it must return a list "
+                     "of (field, problem) pairs (empty when the case is fine)")]  # fmt: skip
+        return [(str(f), str(problem)) for f, problem in pairs]
 
     @cached_property
     def field_needs(self) -> FieldNeeds:

@@ -63,7 +63,7 @@ class LocalPromptRegistry:
         except PromptError as exc:  # a half-edited labels file: try again next tick
             raise RegistryUnavailable(str(exc)) from exc
         found = {
-            name: {label: int(v) for label, v in by_label.items() if label in wanted}
+            name: {label: v for label, v in by_label.items() if label in wanted}
             for name, by_label in everything.items()
         }
         return {name: by_label for name, by_label in found.items() if by_label}
@@ -78,10 +78,18 @@ class LocalPromptRegistry:
         data = _load_yaml(self.labels_file)
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
             raise PromptError(f"{self.labels_file}: expected 'prompt name: {{label: version}}'")
+        for name, by_label in data.items():
+            for label, version in by_label.items():
+                if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                    raise PromptError(
+                        f"{self.labels_file}: {name}: {label}: {version!r} is not a version "
+                        f"number (1, 2, …); point the label at one of {name}'s versions, or "
+                        f"use `eval-pipeline prompts label {name} VERSION {label}`"
+                    )
         return data
 
     def labels(self, name: str) -> dict[str, int]:
-        return {label: int(v) for label, v in self._all_labels().get(name, {}).items()}
+        return dict(self._all_labels().get(name, {}))
 
     def folder(self, name: str) -> Path:
         """Where prompt ``name``'s versions live: a folder inside the registry, whatever the

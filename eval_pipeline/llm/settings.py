@@ -148,14 +148,16 @@ class LLMSettings(BaseModel):
         """
         update: dict[str, Any] = {}
         wanted = config.get("temperature")
+        if wanted is not None:
+            wanted = TEMPERATURE(wanted, "config.temperature")
         if self.temperature is None:
-            update["temperature"] = float(wanted) if wanted is not None else 0.0
-        elif wanted is not None and float(wanted) != self.temperature:
+            update["temperature"] = wanted if wanted is not None else 0.0
+        elif wanted is not None and wanted != self.temperature:
             note = (f"temperature {self.temperature:g} (EVAL_LLM_TEMPERATURE) overrides the "
-                    f"prompt's config.temperature {float(wanted):g}")  # fmt: skip
+                    f"prompt's config.temperature {wanted:g}")  # fmt: skip
             update["notes"] = (*self.notes, note)
         if self.max_tokens is None and config.get("max_tokens"):
-            update["max_tokens"] = int(config["max_tokens"])
+            update["max_tokens"] = MAX_TOKENS(config["max_tokens"], "config.max_tokens")
         if self.provider == "openai" and config.get("model"):
             update["model"] = str(config["model"])
         return self.model_copy(update=update)
@@ -164,7 +166,12 @@ class LLMSettings(BaseModel):
         """The settings one run's model calls use: the prompt version's config on top (a
         ``PromptVersion`` or None), each request fitting in an item attempt."""
         config = prompt.config if prompt is not None else {}
-        return self.with_prompt_config(config).for_item_timeout(item_timeout_s)
+        try:
+            configured = self.with_prompt_config(config)
+        except SettingsError as exc:
+            raise SettingsError(f"prompt {prompt.name} v{prompt.version}: {exc}; fix the "
+                                "prompt version's config") from None  # fmt: skip
+        return configured.for_item_timeout(item_timeout_s)
 
     def for_item_timeout(self, item_timeout_s: float) -> LLMSettings:
         """The request timeout inside an item attempt of ``item_timeout_s`` seconds: one
@@ -206,12 +213,15 @@ class LLMSettings(BaseModel):
 
 
 def _number(kind: type, low: float | None = None, high: float | None = None) -> Any:
-    """A converter for a numeric variable: a finite ``kind`` within [low, high]."""
+    """A converter for a numeric setting (a variable's text, or a file's value): a finite
+    ``kind`` within [low, high]; ``name`` says where it was read."""
 
-    def convert(value: str, name: str) -> Any:
+    def convert(value: Any, name: str) -> Any:
         try:
+            if isinstance(value, bool) or (kind is int and isinstance(value, float)):
+                raise ValueError
             number = kind(value)
-        except ValueError:
+        except (TypeError, ValueError):
             raise SettingsError(f"{name}={value!r}: expected a {kind.__name__}") from None
         if (
             not math.isfinite(number)
@@ -234,11 +244,13 @@ def _choice(*allowed: str) -> Any:
     return convert
 
 
+TEMPERATURE = _number(float, 0, 2)
+MAX_TOKENS = _number(int, 1)
 _VARIABLES = {
-    "EVAL_LLM_TEMPERATURE": ("temperature", _number(float, 0, 2)),
+    "EVAL_LLM_TEMPERATURE": ("temperature", TEMPERATURE),
     "EVAL_LLM_TIMEOUT_S": ("timeout_s", _number(float, 0.001)),
     "EVAL_LLM_MAX_RETRIES": ("max_retries", _number(int, 0, 20)),
-    "EVAL_LLM_MAX_TOKENS": ("max_tokens", _number(int, 1)),
+    "EVAL_LLM_MAX_TOKENS": ("max_tokens", MAX_TOKENS),
     "EVAL_LLM_MAX_TOKENS_FIELD": ("max_tokens_field", _choice("max_completion_tokens",
                                                               "max_tokens")),
     "EVAL_LLM_TOOL_CHOICE": ("tool_choice", _choice("auto", "required", "none")),

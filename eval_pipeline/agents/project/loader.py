@@ -10,6 +10,7 @@ import difflib
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import re
 import typing
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from eval_pipeline import settings
 from eval_pipeline.agents.adapters.kinds import (
@@ -44,7 +45,7 @@ from eval_pipeline.core.suite import Suite
 from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline.llm.factory import pinned_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.settings import TEMPERATURE, LLMSettings, SettingsError
 
 
 def find_project() -> Path:
@@ -96,7 +97,7 @@ def _import_plugins(file: Path, modules: list[str]) -> list[str]:
             else:
                 problems.append(f"{file}: field 'plugins': {name!r}: no such module (not beside "
                                 f"the project file, not installed)")  # fmt: skip
-        except Exception as exc:  # the plugin's own code raised
+        except (Exception, SystemExit) as exc:  # the plugin's own code raised, or exited
             problems.append(_plugin_raised(file, name, exc))
     return problems
 
@@ -376,10 +377,16 @@ class _Resolver:
             accepted = ", ".join(inspect.signature(factory).parameters) or "no parameters"
             self.problem(fieldname, f"{name}: {exc} (it takes: {accepted})")
             return None
+        problems = typed_params(factory, params)
+        for problem in problems:
+            self.problem(fieldname, f"{name}: {problem}")
+        if problems:
+            return None
         try:
             return factory(**params)
-        except (TypeError, ValueError) as exc:
-            self.problem(fieldname, f"{name}: {exc}")
+        except (Exception, SystemExit) as exc:  # the factory's own code raised (or exited)
+            self.problem(fieldname, f"{name}{params or ''}: its factory raised "
+                                    f"{type(exc).__name__}: {exc} ({where(exc)})")  # fmt: skip
             return None
 
     def judge_params(self, fieldname: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -388,7 +395,11 @@ class _Resolver:
         if not isinstance(params.get("rubric"), str):
             self.problem(fieldname, "llm_judge needs a rubric (a string)")
             return None
-        temperature = float(params.pop("temperature", 0.0))  # a judge is pinned
+        try:  # a judge is pinned: temperature 0 unless the entry says otherwise
+            temperature = TEMPERATURE(params.pop("temperature", 0.0), "temperature")
+        except SettingsError as exc:
+            self.problem(fieldname, f"llm_judge: {exc}")
+            return None
         model = pinned_chat_model(LLMSettings.from_env(), params.get("model"), temperature)
         return {**params, "model": model}
 
@@ -417,7 +428,8 @@ class _Resolver:
         """Every metric the thresholds name is one of the suite's evaluators: a misspelt
         gated metric would give pairs of 0 − 0 (NOT WORSE, a pass nothing tested), a
         misspelt floor a "regression" that is a typo. Each unknown one is a problem naming
-        the file, the field, the value and the nearest name."""
+        the file, the field, the value and the nearest name; so is a category floor for a
+        category the suite does not declare (it would floor nothing)."""
         known = [evaluator_name(f) for f in evaluators]
         traced = [evaluator_name(f) for f in trace_evaluators]
         regression = thresholds.regression
@@ -440,6 +452,15 @@ class _Resolver:
                 listed = ", ".join(names) or "none"
                 self.problem("thresholds", f"{where}: field {field_!r}: {value!r} is not a "
                              f"metric of the suite (its evaluators: {listed}){hint}")  # fmt: skip
+        declared = self.config.categories
+        for metric, floors in thresholds.category_floors.items() if declared is not None else ():
+            for category in floors:
+                if category not in declared:
+                    near = difflib.get_close_matches(category, declared, n=1)
+                    hint = f"; did you mean {near[0]!r}?" if near else ""
+                    self.problem("thresholds", f"{where}: field 'category_floors.{metric}': "
+                                 f"{category!r} is not one of the suite's categories "
+                                 f"({', '.join(declared)}){hint}")  # fmt: skip
 
 
 def build_agent(
@@ -461,3 +482,29 @@ def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
 
 def _expand(value: str) -> str:
     return os.path.expandvars(value)
+
+
+def typed_params(factory: Callable[..., Any], params: dict[str, Any]) -> list[str]:
+    """Each parameter a factory annotates, checked against its type (pydantic's lax mode:
+    "5000" is a float, "abc" is not) and, for a number, finite; ``params`` takes the
+    converted values. ``latency_within: {budget_ms: abc}`` was accepted, and then every
+    item's score was an error."""
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # annotations that do not resolve: nothing to check them against
+        return []
+    problems = []
+    for key, value in params.items():
+        if key not in hints:
+            continue
+        try:
+            converted = TypeAdapter(hints[key]).validate_python(value)
+        except ValidationError as exc:
+            wanted = exc.errors()[0]["msg"].lower()
+            problems.append(f"{key}={value!r}: {wanted}")
+            continue
+        if isinstance(converted, float) and not math.isfinite(converted):
+            problems.append(f"{key}={value!r}: must be a finite number")
+            continue
+        params[key] = converted
+    return problems

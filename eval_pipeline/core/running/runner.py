@@ -189,7 +189,7 @@ async def _run_with_retries(
             with item_scope(scope):
                 async with deadline:
                     result = await agent.run(case, repeat=repeat)
-        except Exception as raised:  # every failure becomes data on the item
+        except (Exception, SystemExit) as raised:  # every failure becomes data on the item
             exc = raised
             if deadline.expired():  # (not a TimeoutError the agent's own code raised)
                 exc = ItemTimeout(f"no answer within {config.timeout_s:g} s (per-item timeout)")

@@ -162,14 +162,33 @@ def _normalise_url(url: str) -> str:
     return url
 
 
+SUPPORTED = {"sqlite": "sqlite:///path/to/results.sqlite",
+             "postgresql": "postgresql+psycopg://host/db"}  # fmt: skip
+
+
+def _check_backend(url: str) -> None:
+    """A URL of a database the store supports, else a message naming it and what to use
+    (a mysql:// URL failed half-way into a run with ModuleNotFoundError)."""
+    try:
+        backend = make_url(url).get_backend_name()
+    except ArgumentError:
+        backend = None
+    if backend not in SUPPORTED:
+        raise ResultsStoreError(
+            f"EVAL_RESULTS_URL={_masked(url)}: the results store is SQLite or Postgres "
+            f"({' or '.join(SUPPORTED.values())}), not {backend or 'this'}"
+        )
+
+
 class ResultsStore:
     def __init__(self, url: str):
         self.url = _normalise_url(url)
+        _check_backend(self.url)
         try:
             self.engine = _create_engine(self.url)
             metadata.create_all(self.engine)
             _add_missing_columns(self.engine)
-        except (SQLAlchemyError, ArgumentError, OSError, ValueError) as exc:
+        except (SQLAlchemyError, ArgumentError, OSError, ValueError, ImportError) as exc:
             reason = type(exc).__name__
             raise ResultsStoreError(
                 f"cannot open the results store at {_masked(self.url)} ({reason}). "
