@@ -9,17 +9,20 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
 from sqlalchemy import func, select
 
 from eval_pipeline.core.running.runner import jobs_of
+from eval_pipeline.core.store.records import RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore, item_memo
-from eval_pipeline_tests.helpers import ROOT, suite
+from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT, copy_project, suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ITEMS = 47  # drive_thru, full tier
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
 
 
 def memoized(store: ResultsStore) -> int:
@@ -169,3 +172,67 @@ def test_killed_shard_reruns_only_its_own_unfinished_items(deployment):
     reused = [o for o in outputs if o.item_id in shard_1 and o.source_run_id == run.run_id]
     assert len(reused) >= finished_before
     assert store.read_summary(run.run_id).n_items == ITEMS
+
+
+def children(pid: int) -> set[int]:
+    """The live processes whose parent is ``pid`` (Linux: /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc (Linux)")
+def test_a_killed_cli_run_leaves_no_worker_calling_the_model_and_is_marked_abandoned(tmp_path):
+    """``kill -9`` of ``run --workers 2`` left its two worker processes running: they kept
+    calling the model (the memo grew from 0 to 2,000 rows), then hung; the run stayed
+    ``running`` in the store for ever. Now the workers end with their parent, and the next
+    run marks the dead one abandoned, keeping what it finished."""
+    project = copy_project(tmp_path)
+    store_url = f"sqlite:///{tmp_path / 'results.sqlite'}"
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    with LocalOpenAIServer(latency_s=0.3) as server:
+        env |= {"EVAL_HOME": str(tmp_path / "home"), "EVAL_RESULTS_URL": store_url,
+                "EVAL_LLM_BASE_URL": server.base_url, "EVAL_LLM_API_KEY": "sk-test"}  # fmt: skip
+        command = [CLI, "run", "--suite", "drive_thru", "--workers", "2", "--concurrency", "2"]
+        parent = subprocess.Popen(command, cwd=project.parent, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        store = ResultsStore(store_url)
+        deadline = time.monotonic() + 120
+        while memoized(store) < 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = children(parent.pid)
+        assert memoized(store) >= 4 and len(workers) >= 2, (memoized(store), workers)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(w) for w in workers), "a worker outlived its parent"
+        asked = server.app.state.stats["requests"]
+        time.sleep(1.5)
+        assert server.app.state.stats["requests"] == asked  # nobody is calling the model
+        (dead,) = store.list_runs(suite="drive_thru")
+        assert dead.status is RunStatus.RUNNING  # as the kill left it
+        kept = memoized(store)  # the items it finished: a later run reuses them
+        again = subprocess.run([*command[:4], "--tier", "smoke"], cwd=project.parent, env=env,
+                               capture_output=True, text=True, timeout=300)  # fmt: skip
+    said = " ".join(again.stdout.split())
+    assert f"1 earlier run(s) whose process had ended are marked abandoned, what they " \
+           f"finished kept: {dead.run_id}" in said, said  # fmt: skip
+    marked = store.get_run(dead.run_id)
+    assert marked.status is RunStatus.ABANDONED and "ended before the run did" in marked.error
+    assert memoized(store) >= kept >= 4

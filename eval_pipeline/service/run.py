@@ -33,6 +33,7 @@ from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalResult, RunPlan
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.running import process
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
@@ -309,6 +310,8 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
     shards of a ``--workers`` run each in a worker process of this machine), all in one
     recording session when the run records or replays; a recording that missed calls
     makes the run's verdict ERROR."""
+    abandoned = prepared.store.abandon_ended(process.ended)
+    prepared.plan.run.owner = process.this_process()  # (a later start can tell it ended)
     choose_baseline(prepared)
     session = prepared.session()
     worker = ShardWorker(prepared.env.project.path, prepared.ref())  # (several shards only)
@@ -319,6 +322,10 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
     if isinstance(session, RecordingSession):
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
     evaluation.settle(prepared.store, result)  # (after the shortfall: it makes an ERROR)
+    if abandoned:
+        shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
+        result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended are "
+                               f"marked abandoned, what they finished kept: {shown}")  # fmt: skip
     return write_back(prepared, result).result
 
 

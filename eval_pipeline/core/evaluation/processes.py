@@ -4,6 +4,7 @@ interpreter, as a Dagster step gets), with their progress gathered."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -12,6 +13,7 @@ from typing import Protocol
 from eval_pipeline.core.evaluation.plan import RunPlan
 from eval_pipeline.core.evaluation.stages import check_complete, failure_recorded
 from eval_pipeline.core.running import seal
+from eval_pipeline.core.running.process import end_with_parent
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput
@@ -47,21 +49,38 @@ def produce_in_processes(
     store: ResultsStore, plan_: RunPlan, worker: ShardWorker, *, progress: Progress | None = None
 ) -> list[ItemOutput]:
     """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
-    gets), all at once; then the run's outputs are checked complete (``check_complete``)."""
+    gets), all at once; then the run's outputs are checked complete (``check_complete``).
+    The workers end with this process (a ``kill -9`` of it leaves none calling the model)."""
     context = multiprocessing.get_context("spawn")
-    with seal.ours(), failure_recorded(store, plan_.run.run_id), context.Manager() as manager:
-        updates = manager.Queue()
-        done = [0] * len(plan_.shards)
-        with ProcessPoolExecutor(len(plan_.shards), mp_context=context) as pool:
-            futures = [pool.submit(worker, shard, updates) for shard in plan_.shards]
-            while not all(f.done() for f in futures) or not updates.empty():
-                try:
-                    index, shard_done, _ = updates.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                done[index] = shard_done
-                if progress:
-                    progress(sum(done), plan_.n_items)
-            for future in futures:
-                future.result()  # a shard that failed fails the run (its error, re-raised)
+    updates = context.Queue()
+    done = [0] * len(plan_.shards)
+    pool = ProcessPoolExecutor(len(plan_.shards), mp_context=context, initializer=_started,
+                               initargs=(updates, os.getpid()))  # fmt: skip
+    with seal.ours(), failure_recorded(store, plan_.run.run_id), pool:
+        futures = [pool.submit(_run_shard, worker, shard) for shard in plan_.shards]
+        while not all(f.done() for f in futures) or not updates.empty():
+            try:
+                index, shard_done, _ = updates.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            done[index] = shard_done
+            if progress:
+                progress(sum(done), plan_.n_items)
+        for future in futures:
+            future.result()  # a shard that failed fails the run (its error, re-raised)
     return check_complete(store, plan_.run, plan_.cases)
+
+
+_updates: ShardUpdates | None = None  # in a worker process: where its progress goes
+
+
+def _started(updates: ShardUpdates, parent: int) -> None:
+    """A worker process's start: it ends with ``parent``; its progress goes to ``updates``."""
+    global _updates
+    end_with_parent(parent)
+    _updates = updates
+
+
+def _run_shard(worker: ShardWorker, shard: Shard) -> None:
+    assert _updates is not None, "a shard runs in a worker process started by _started"
+    worker(shard, _updates)

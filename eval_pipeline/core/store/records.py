@@ -26,13 +26,16 @@ class RunStatus(StrEnum):
     - error: it ended without measuring the agent (its verdict is ERROR: items failed
       outside the agent, replay misses, escaped calls, scores that could not be given);
     - stopped: a budget stopped it before its items ran out (it lacks cases);
-    - failed: a stage raised (``RunRecord.error`` says why)."""
+    - failed: a stage raised (``RunRecord.error`` says why);
+    - abandoned: the process driving it ended before it did (killed, or its store went
+      away); marked at the next run's start, what it finished kept."""
 
     RUNNING = "running"
     COMPLETE = "complete"
     ERROR = "error"
     STOPPED = "stopped"
     FAILED = "failed"
+    ABANDONED = "abandoned"
 
 
 def utcnow() -> datetime:
@@ -68,6 +71,7 @@ class RunRecord:
     options: RunOptions = field(default_factory=RunOptions)  # what the caller asked of it
     code_commit: str | None = None  # of the agent's repository (core/running/commit.py)
     stopped: str | None = None  # why items were left unstarted (a budget reached), or None
+    owner: str | None = None  # host:pid:start of the process driving it (in-process runs)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (the options as their fields)."""

@@ -6,7 +6,7 @@ crash leaves either the previous state or the new one, never half of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,6 +72,7 @@ runs = Table(
     Column("agent_versioned", Boolean),  # NULL in stores written before it: treated as not
     Column("code_commit", String(80)),  # NULL in stores written before it
     Column("stopped", Text),  # why the run stopped before its items ran out (a budget)
+    Column("owner", String(300)),  # the process driving an in-process run (abandoned runs)
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(
@@ -299,6 +300,21 @@ class ResultsStore:
             said = [s for s in ((row[0] if row else None) or "").split("; ") if s]
             stopped = "; ".join([*said, why]) if why not in said else "; ".join(said)
             conn.execute(update(runs).where(runs.c.run_id == run_id).values(stopped=stopped))
+
+    def abandon_ended(self, ended: Callable[[str], bool]) -> list[str]:
+        """Mark ``abandoned`` the running runs whose owner process has ``ended`` (their
+        outputs and scores are kept); their ids."""
+        running = (runs.c.status == RunStatus.RUNNING.value) & runs.c.owner.is_not(None)
+        with self.engine.begin() as conn:
+            owners = dict(conn.execute(select(runs.c.run_id, runs.c.owner).where(running)).all())
+            gone = [run_id for run_id, owner in owners.items() if ended(owner)]
+            for run_id in gone:
+                owner = owners[run_id]
+                conn.execute(update(runs).where(runs.c.run_id == run_id).values(
+                    status=RunStatus.ABANDONED.value, finished_at=utcnow(),
+                    error=f"its process ({owner}) ended before the run did; what it finished "
+                          "is kept"))  # fmt: skip
+        return gone
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.engine.begin() as conn:
