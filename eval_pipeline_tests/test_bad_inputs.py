@@ -57,7 +57,8 @@ def _walk(data: Any, dotted: str) -> tuple[Any, Any]:
 
 def apply_setup(setup: dict[str, Any], root: Path) -> dict[str, str]:
     """A setup's changes to a copy of the examples (``set``/``append`` in the project file
-    at a dotted path, ``replace`` text in a file, ``files`` written); its ``env``."""
+    at a dotted path, ``replace`` text in a file, ``files`` written, ``latin1`` text
+    appended in Latin-1); its ``env``."""
     project_file = root / "eval-pipeline.yaml"
     project = yaml.safe_load(project_file.read_text())
     for dotted, value in (setup.get("set") or {}).items():
@@ -73,6 +74,9 @@ def apply_setup(setup: dict[str, Any], root: Path) -> dict[str, str]:
         path.write_text(path.read_text().replace(old, new, 1))
     for name, text in (setup.get("files") or {}).items():
         (root / name).write_text(text)
+    for name, text in (setup.get("latin1") or {}).items():  # appended, not UTF-8
+        path = root / name
+        path.write_bytes(path.read_bytes() + text.encode("latin-1"))
     return setup.get("env") or {}
 
 

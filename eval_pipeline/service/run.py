@@ -156,6 +156,7 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
         options = options.model_copy(update={"cache": "refresh"})
     elif mode == "replay":  # every answer must come from the recordings
         options = options.model_copy(update={"cache": "off"})
+    env.prices()  # a prices file that cannot be used is refused before anything runs
     services = env.services
     with replaying(mode == "replay"):  # the suite's LLM judges replay too, never offline
         suite = services.suite(env.project.suite(request.suite))

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from eval_pipeline.core import safe_yaml
+from eval_pipeline.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from eval_pipeline.core.running.agent import UsageLedger
@@ -28,14 +32,28 @@ class PriceTable:
 
     @classmethod
     def from_file(cls, path: Path | None) -> PriceTable:
+        """The default prices, with those of ``path`` (EVAL_PRICES_FILE) on top; a file
+        that cannot be used raises PricesError naming it, the model and the field."""
         table = cls()
         if path is None:
             return table
-        data = safe_yaml.load(Path(path).read_text(encoding="utf-8")) or {}
+        try:
+            data = safe_yaml.load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise PricesError(f"EVAL_PRICES_FILE {path}: cannot read it ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise PricesError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") \
+                from None  # fmt: skip
+        except yaml.YAMLError as exc:
+            raise PricesError(f"{path}: malformed YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise PricesError(f"{path}: expected 'model: {{input: USD per 1M tokens, output: …}}'")
         for model, price in data.items():
             if not isinstance(price, dict) or not {"input", "output"} <= set(price):
-                raise ValueError(f"{path}: model {model!r} needs 'input' and 'output' prices")
-            table.prices[str(model)] = (float(price["input"]), float(price["output"]))
+                raise PricesError(f"{path}: model {model!r} needs 'input' and 'output' prices "
+                                  "(USD per 1M tokens)")  # fmt: skip
+            table.prices[str(model)] = (_usd(path, model, "input", price["input"]),
+                                        _usd(path, model, "output", price["output"]))  # fmt: skip
         return table
 
     def price(self, model: str) -> tuple[float, float] | None:
@@ -58,3 +76,19 @@ class PriceTable:
         unpriced = sorted(m for m in usage.by_model if not self.knows(m))
         cost = sum(self.cost(m, u.input_tokens, u.output_tokens) for m, u in usage.by_model.items())
         return cost, unpriced
+
+
+class PricesError(ConfigurationError):
+    """EVAL_PRICES_FILE cannot be used; the message names the file, model and field."""
+
+
+def _usd(path: Path, model: Any, field: str, value: Any) -> float:
+    """A price: a finite number of USD per 1M tokens, not negative."""
+    try:
+        usd = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        usd = math.nan
+    if not math.isfinite(usd) or usd < 0:
+        raise PricesError(f"{path}: model {model!r}: {field}: {value!r} is not a price (a "
+                          "number of USD per 1M tokens, 0 or more)")  # fmt: skip
+    return usd

@@ -101,7 +101,16 @@ def evaluate_one(
         message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
         kind = getattr(exc, "kind", None) or type(exc).__name__  # ScoreError names its kind
         return [ItemScore(item_id, repeat, evaluator_name(fn), None, message, error_kind=kind)]
-    return item_scores(item_id, repeat, result if isinstance(result, list) else [result])
+    found = result if isinstance(result, list) else [result]
+    wrong = [r for r in found if not isinstance(r, Evaluation)]
+    if wrong:
+        message = (f"evaluator error: {evaluator_name(fn)} returned {wrong[0]!r:.60} "
+                   f"({type(wrong[0]).__name__}): a function in Langfuse's convention returns "
+                   "Evaluation(name=…, value=…) or a list of them; declared with @evaluator "
+                   "it may return a number (docs/evaluators.md)")  # fmt: skip
+        return [ItemScore(item_id, repeat, evaluator_name(fn), None, message,
+                          error_kind="not an Evaluation")]  # fmt: skip
+    return item_scores(item_id, repeat, found)
 
 
 def item_results(outputs: Iterable[ItemOutput], scores: Iterable[ItemScore]) -> list[ItemResult]:

@@ -114,6 +114,9 @@ def load_thresholds(path: Path) -> Thresholds:
         data = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ThresholdsError(f"{path}: thresholds file not found") from exc
+    except UnicodeDecodeError as exc:
+        raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                              "save it as UTF-8") from None  # fmt: skip
     except yaml.YAMLError as exc:
         raise ThresholdsError(f"{path}: malformed YAML: {exc}") from exc
     try:
