@@ -154,10 +154,9 @@ AGENT_OK = """
         ("{pkg}.agent:build", "[tone_of_voice]",
          "field 'evaluators.0': unknown evaluator 'tone_of_voice' (built-in:"),
         ("{pkg}.agent:build", "[{{trajectory_match: {{mode: sideways}}}}]",
-         "unknown trajectory match mode 'sideways'"),
-        ("{pkg}.agent:build", "[{{tool_call_accuracy: {{strict: true}}}}]",
-         "tool_call_accuracy: got an unexpected keyword argument 'strict' (it takes: no "
-         "parameters)"),
+         "trajectory_match: mode='sideways': input should be 'strict', 'unordered'"),
+        ("{pkg}.agent:build", "[{{correctness: {{strict: true}}}}]",
+         "correctness: got an unexpected keyword argument 'strict' (it takes: no parameters)"),
         ("{pkg}.agent:build", "[nowhere.evals:score]",
          "field 'evaluators.0': cannot import nowhere.evals:score"),
         ("{pkg}.agent:build", "[{{llm_judge: {{model: gpt-4o}}}}]", "llm_judge needs a rubric"),

@@ -1,0 +1,104 @@
+"""Load: one suite of 2,000 cases through ``eval-pipeline run`` at concurrency 64.
+
+    .venv/bin/python benchmarks/load.py [--cases 2000] [--concurrency 64]
+
+A copy of the examples whose drive_thru cases are replicated to ``--cases`` ids (each a
+distinct case to the memo: its id is in its input), on the offline model (no HTTP: what is
+measured is our own overhead), in a fresh EVAL_HOME with a SQLite store. Three runs, each
+its own CLI process: cold; again (every item reused from the memo); and cold again with
+``--cache off`` (every item run, the memo rewritten). For each: the wall time, the
+process's peak RSS (``/usr/bin/time -f %M``), and how much the results store grew
+(its file, and the rows added per table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
+TABLES = ("runs", "item_outputs", "item_scores", "item_memo", "summaries")
+
+
+def project(folder: Path, cases: int) -> Path:
+    """The examples, drive_thru's cases replicated to ``cases`` distinct ones."""
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".eval_home", "recordings",
+                                                                     "__pycache__"))  # fmt: skip
+    path = folder / "datasets" / "drive_thru" / "cases.yaml"
+    seed = yaml.safe_load(path.read_text())["cases"]
+    grown = []
+    for i in range(cases):
+        case = dict(seed[i % len(seed)])
+        case["id"] = f"{case['id']}-{i:05d}"
+        case["input"] = {**case["input"], "customer_utterance":
+                         f"{case['input']['customer_utterance']} (order {i})"}  # fmt: skip
+        grown.append(case)
+    path.write_text(yaml.safe_dump({"cases": grown}, sort_keys=False))
+    return folder
+
+
+def rows(store: Path) -> dict[str, int]:
+    if not store.exists():
+        return dict.fromkeys(TABLES, 0)
+    with sqlite3.connect(store) as conn:
+        return {t: conn.execute(f"select count(*) from {t}").fetchone()[0] for t in TABLES}
+
+
+def run(
+    folder: Path, env: dict[str, str], concurrency: int, *extra: str
+) -> tuple[float, float, int]:
+    """One CLI run: (seconds, peak RSS MiB, exit code)."""
+    command = ["/usr/bin/time", "-f", "%M", CLI, "run", "--suite", "drive_thru",
+               "--concurrency", str(concurrency), *extra]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    peak_kib = int(done.stderr.strip().splitlines()[-1])
+    if done.returncode not in (0, 1):
+        sys.exit(f"run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return seconds, peak_kib / 1024, done.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="eval-load-") as tmp:
+        folder = project(Path(tmp) / "project", args.cases)
+        home = Path(tmp) / "home"
+        store = home / "results.sqlite"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
+        env["EVAL_HOME"] = str(home)
+        print(f"{args.cases} cases, concurrency {args.concurrency}, offline model, SQLite\n")
+        print("| run | wall s | items/s | peak RSS MiB | store grew MiB | rows added |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, extra in (("cold", ()), ("again (memo)", ()),
+                            ("cold, --cache off", ("--cache", "off"))):  # fmt: skip
+            size, before = (store.stat().st_size if store.exists() else 0), rows(store)
+            seconds, peak, _ = run(folder, env, args.concurrency, *extra)
+            after = rows(store)
+            added = ", ".join(
+                f"{t} +{after[t] - before[t]}" for t in TABLES if after[t] > before[t]
+            )
+            grew = (store.stat().st_size - size) / 2**20
+            print(
+                f"| {name} | {seconds:.1f} | {args.cases / seconds:.0f} | {peak:.0f} | "
+                f"{grew:.1f} | {added} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
