@@ -3,17 +3,19 @@
     .venv/bin/python benchmarks/load.py [--cases 2000] [--concurrency 64]
 
 A copy of the examples whose drive_thru cases are replicated to ``--cases`` ids (each a
-distinct case to the memo: its id is in its input), on the offline model (no HTTP: what is
-measured is our own overhead), in a fresh EVAL_HOME with a SQLite store. Three runs, each
+distinct case to the memo: its utterance is), on the offline model (no HTTP: what is
+measured is our own overhead; ``--http``: behind a local server), in a fresh EVAL_HOME
+with a SQLite store. Three runs, each
 its own CLI process: cold; again (every item reused from the memo); and cold again with
-``--cache off`` (every item run, the memo rewritten). For each: the wall time, the
-process's peak RSS (``/usr/bin/time -f %M``), and how much the results store grew
-(its file, and the rows added per table).
+``--cache off`` (every item run, the memo neither read nor written). For each: the wall
+time, the process's peak RSS (``/usr/bin/time -f %M``), and how much the results store
+grew (its file, and the rows added per table).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -70,19 +73,42 @@ def run(
     return seconds, peak_kib / 1024, done.returncode
 
 
+@contextlib.contextmanager
+def model_server(http: bool) -> Iterator[dict[str, str]]:
+    """The environment of the model: the offline one in the process, or (``http``) the
+    offline model behind a local server in a process of its own, 50 ms per call."""
+    if not http:
+        yield {}
+        return
+    port = 8199
+    server = subprocess.Popen(
+        [sys.executable, "-m", "eval_pipeline_tests.model_server", "--port", str(port),
+         "--latency-ms", "50"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(3)
+        yield {"EVAL_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "EVAL_LLM_API_KEY": "sk-x",
+               "EVAL_LLM_MODEL": "gpt-4o-mini"}  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--http", action="store_true", help="the model behind a local server")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="eval-load-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="eval-load-") as tmp, model_server(args.http) as llm:
         folder = project(Path(tmp) / "project", args.cases)
         home = Path(tmp) / "home"
         store = home / "results.sqlite"
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
-        env["EVAL_HOME"] = str(home)
-        print(f"{args.cases} cases, concurrency {args.concurrency}, offline model, SQLite\n")
+        env |= {"EVAL_HOME": str(home), **llm}
+        where = "a local HTTP server (50 ms per call)" if args.http else "the offline model"
+        print(f"{args.cases} cases, concurrency {args.concurrency}, {where}, SQLite\n")
         print("| run | wall s | items/s | peak RSS MiB | store grew MiB | rows added |")
         print("|---|---:|---:|---:|---:|---|")
         for name, extra in (("cold", ()), ("again (memo)", ()),
@@ -90,14 +116,11 @@ def main() -> None:
             size, before = (store.stat().st_size if store.exists() else 0), rows(store)
             seconds, peak, _ = run(folder, env, args.concurrency, *extra)
             after = rows(store)
-            added = ", ".join(
-                f"{t} +{after[t] - before[t]}" for t in TABLES if after[t] > before[t]
-            )
+            added = ", ".join(f"{t} +{after[t] - before[t]}" for t in TABLES
+                              if after[t] > before[t])  # fmt: skip
             grew = (store.stat().st_size - size) / 2**20
-            print(
-                f"| {name} | {seconds:.1f} | {args.cases / seconds:.0f} | {peak:.0f} | "
-                f"{grew:.1f} | {added} |"
-            )
+            print(f"| {name} | {seconds:.1f} | {args.cases / seconds:.0f} | {peak:.0f} | "
+                  f"{grew:.1f} | {added} |")  # fmt: skip
 
 
 if __name__ == "__main__":

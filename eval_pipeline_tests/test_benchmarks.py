@@ -138,3 +138,10 @@ def test_gate_decisiveness_prints_the_pairs_to_decide_against_the_floor():
     out = bench("gate_decisiveness.py", "--tables", "a", "--quick")
     rows = {r[0]: r for r in table_rows(out, "0.")}
     assert rows["0.1"][1:4] == ["29", "34", "1.17"]  # floor, this gate, × the floor
+
+
+def test_load_benchmark_prints_time_memory_and_store_growth_per_run():
+    out = bench("load.py", "--cases", "60", "--concurrency", "8")
+    rows = {r[0]: r for r in table_rows(out, "") if r[0] in ("cold", "again (memo)")}
+    assert "item_memo +60" in rows["cold"][-1] and "item_memo" not in rows["again (memo)"][-1]
+    assert all(float(r[3]) > 50 for r in rows.values())  # peak RSS, MiB
