@@ -3,6 +3,7 @@ its error messages (as OpenAI's 401 does); the local test servers bind to loopba
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from eval_pipeline_tests.helpers import CONFIG_ENV, EXAMPLES
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
@@ -137,3 +139,93 @@ def test_credentials_in_urls_reach_no_output_and_recordings_still_replay(tmp_pat
     for stream in (recorded.stdout, recorded.stderr, replayed.stdout, replayed.stderr):
         assert URL_PASSWORD not in stream
     assert "team:***@" in (out / "result.json").read_text()
+
+
+MODEL_KEY = "sk-planted-model-key-5be0a1"
+URL_SECRET = "planted-url-password-77c1"
+LANGFUSE_SECRET = "sk-lf-planted-secret-0f93d2"
+
+
+def test_planted_secrets_reach_no_dagster_event_log_nor_langfuse_payload(tmp_path):
+    """The demo (every suite through Dagster, traced to and scored in Langfuse) with a key,
+    a URL password and a Langfuse secret planted: none is in what it prints, in any file it
+    writes (the Dagster instance's event logs and run storage, the results store) nor in
+    anything Langfuse received (traces, observations, scores, datasets, experiments)."""
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    with LocalOpenAIServer() as model, LangfuseTestServer(secret_key=LANGFUSE_SECRET) as langfuse:
+        seed_examples_prompts(langfuse)
+        env |= {"EVAL_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster"),
+                "EVAL_LLM_BASE_URL": model.base_url.replace("http://", f"http://ci:{URL_SECRET}@"),
+                "EVAL_LLM_API_KEY": MODEL_KEY, "EVAL_LLM_MODEL": "offline",
+                **langfuse.env()}  # fmt: skip
+        demo = subprocess.run([CLI, "demo"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+        assert model.requests > 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+        with langfuse.state.lock:
+            sent = json.dumps(asdict_state(langfuse.state), default=str)
+    assert demo.returncode in (0, 1), demo.stdout + demo.stderr
+    assert '"observations"' in sent and len(sent) > 10_000  # Langfuse got the runs
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".db" for p in written)  # Dagster's event log storage
+    for secret in (MODEL_KEY, URL_SECRET, LANGFUSE_SECRET):
+        assert secret not in demo.stdout + demo.stderr, secret
+        assert secret not in sent, secret
+        leaks = [p for p in written if secret.encode() in p.read_bytes()]
+        assert not leaks, (secret, leaks)
+
+
+def asdict_state(state) -> dict:
+    return {name: getattr(state, name) for name in ("prompts", "datasets", "dataset_items",
+                                                     "dataset_runs", "dataset_run_items",
+                                                     "scores", "score_configs",
+                                                     "observations")}  # fmt: skip
+
+
+def seed_examples_prompts(langfuse: LangfuseTestServer) -> None:
+    """The examples' prompt versions and labels, in the Langfuse server (where a project
+    with Langfuse configured reads them)."""
+    prompts = EXAMPLES / "prompts"
+    labels = yaml.safe_load((prompts / "labels.yaml").read_text())
+    for name, by_label in labels.items():
+        for version in sorted(int(p.stem[1:]) for p in (prompts / name).glob("v*.yaml")):
+            text = yaml.safe_load((prompts / name / f"v{version}.yaml").read_text())
+            pointed = [label for label, v in by_label.items() if v == version]
+            langfuse.seed_prompt(name, text["prompt"], type=text["type"],
+                                 config=text.get("config"), labels=pointed)  # fmt: skip
+
+
+TOOL_SECRET = "planted-tool-token-31f7a9"
+
+
+def test_a_tools_secrets_in_urls_and_bodies_are_recorded_masked_and_still_replay(tmp_path):
+    """Recordings, which teams commit, kept a tool's ``?api_key=…`` and ``{"key": …}``; the
+    file now holds them masked, and the same requests still replay from it."""
+    import httpx
+    import requests
+
+    from eval_pipeline.llm.recording import Belongs, RecordingSession
+    from eval_pipeline_tests.model_server import BackgroundServer
+    from eval_pipeline_tests.zoo.weather_api import weather_api
+
+    api = BackgroundServer(weather_api())
+    api.start()
+    url = f"http://127.0.0.1:{api.port}"
+
+    def calls() -> list:
+        got = requests.get(f"{url}/weather", params={"city": "Paris", "api_key": TOOL_SECRET},
+                           timeout=5)  # fmt: skip
+        posted = httpx.post(f"{url}/weather", json={"city": "Oslo", "key": TOOL_SECRET})
+        return [got.status_code, got.json(), posted.status_code]
+
+    path, belongs = tmp_path / "tools.jsonl", Belongs("tools", "v0")
+    try:
+        with RecordingSession(path, "record", belongs):
+            live = calls()
+        sent = api.app.state.stats["requests"]
+        with RecordingSession(path, "replay", belongs) as session:
+            again = calls()
+    finally:
+        api.stop()
+    assert again == live and session.misses == 0 and api.app.state.stats["requests"] == sent
+    text = path.read_text()
+    assert TOOL_SECRET not in text and "api_key=***" in text and '"key": "***"' in text
