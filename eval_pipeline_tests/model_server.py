@@ -155,8 +155,9 @@ def _bad_tool_arguments(answer: dict[str, Any]) -> Response:
     """The completion, its first tool call's arguments cut off mid-JSON (or a made-up
     tool call with such arguments, when the model called none)."""
     message = answer["choices"][0]["message"]
-    calls = message.get("tool_calls") or [{"id": "call_0", "type": "function",
-                                            "function": {"name": "lookup", "arguments": ""}}]
+    calls = message.get("tool_calls") or [
+        {"id": "call_0", "type": "function", "function": {"name": "lookup", "arguments": ""}}
+    ]
     calls[0]["function"]["arguments"] = '{"item": "hash br'
     message["tool_calls"], answer["choices"][0]["finish_reason"] = calls, "tool_calls"
     return JSONResponse(answer)
@@ -168,8 +169,9 @@ def _bad_tool_arguments(answer: dict[str, Any]) -> Response:
 MALFORMED: dict[str, Callable[[dict[str, Any]], Response]] = {
     "html": lambda _: HTMLResponse("<html><body><h1>Sign in to continue</h1></body></html>"),
     "no_choices": lambda answer: JSONResponse({**answer, "choices": []}),
-    "error_body": lambda _: JSONResponse({"error": {"message": "upstream model overloaded",
-                                                    "type": "server_error", "code": 503}}),
+    "error_body": lambda _: JSONResponse(
+        {"error": {"message": "upstream model overloaded", "type": "server_error", "code": 503}}
+    ),
     "bad_tool_args": _bad_tool_arguments,
 }
 
