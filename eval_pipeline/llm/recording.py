@@ -55,6 +55,7 @@ from urllib.parse import parse_qsl, urlsplit
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.redact import redact_url, scrub
 from eval_pipeline.core.running.agent import ItemProblem, current_item
+from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
@@ -104,16 +105,33 @@ class Entry:
 
 
 def request_key(method: str, url: str, body: Any) -> str:
-    """What identifies a request: method, path, sorted query and the body (JSON with sorted
-    keys), a date with a time of day in it counting as any other (an agent that puts "now"
-    into its prompt, as LangChain's react-agent template does, asks the same on every run).
-    Not the host or the headers (keys and tokens live there); secrets in the URL and the
-    body count as masked (core/redact.py: recordings keep them masked, and still match)."""
+    """What identifies a request: method, path, sorted query and the body as ``matched``
+    sees it (JSON with sorted keys), a date with a time of day in it counting as any other
+    (an agent that puts "now" into its prompt, as LangChain's react-agent template does,
+    asks the same on every run). Not the host or the headers (keys and tokens live there);
+    secrets in the URL and the body count as masked (core/redact.py: recordings keep them
+    masked, and still match)."""
     parts = urlsplit(redact_url(url))
-    body = scrub(body)
-    canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)), body],
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # fmt: skip
+    canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)),
+                            matched(scrub(body), parts.path)], sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)  # fmt: skip
     return hashlib.sha256(TIMESTAMP.sub("<time>", canonical).encode()).hexdigest()
+
+
+def matched(body: Any, path: str) -> Any:
+    """A request body as replay compares it. In a model call (``MODEL_ROUTES``): the ids
+    the agent or a library made up (tool-call ids, message and run ids) made steady
+    (core/running/ids.py: the same id, the same placeholder, in order of first appearance),
+    and the tool definitions as a set (sorted), since a library may build them from a set
+    whose order changes with the hash seed (langgraph-supervisor's handoff tools). Anything
+    else that differs still misses; a request to any other API (a tool's) is compared as
+    it is."""
+    if not path.endswith(MODEL_ROUTES):
+        return body
+    found = steady(body)
+    if isinstance(found, dict) and isinstance(found.get("tools"), list):
+        found["tools"] = sorted(found["tools"], key=lambda t: json.dumps(t, sort_keys=True))
+    return found
 
 
 @dataclass(frozen=True)
@@ -389,10 +407,24 @@ class RecordingSession:
             differs = (f"the query (recorded {urlsplit(closest.url).query!r}, now "
                        f"{urlsplit(url).query!r})")  # fmt: skip
         else:
-            differs = first_difference(closest.request, body)
+            differs = first_difference(matched(closest.request, path), matched(body, path))
         return (f"replay: no recorded answer for {route} in {where}; the closest recorded "
-                f"request differs at {differs}. The prompt, the case, the model or its "
-                f"parameters changed since recording: {self.rerecord}")  # fmt: skip
+                f"request differs at {differs}. {_what_changed(differs)} since recording: "
+                f"{self.rerecord}")  # fmt: skip
+
+
+def _what_changed(differs: str) -> str:
+    """What a difference at this place in a request means, in the agent's terms."""
+    if differs.startswith("tools"):
+        return "The tools offered changed (a tool's name, description or parameters)"
+    if differs.startswith("messages"):
+        return ("A message changed (the prompt, the case, or what a tool or another agent "
+                "answered earlier in the item)")  # fmt: skip
+    if differs.startswith("model"):
+        return "The model changed (EVAL_LLM_MODEL, the prompt's config or the agent's code)"
+    if differs.startswith("the query"):
+        return "The request's query changed (a tool's arguments)"
+    return "The prompt, the case, the model or its parameters changed"
 
 
 def _query(url: str) -> list[tuple[str, str]]:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.memo import PARAMS_NOT_IN_KEY
 from eval_pipeline.core.scoring.checks import GateCheck, GateInputs, checks, spec
 from eval_pipeline.core.scoring.rows import Outcome
@@ -128,8 +129,9 @@ def unchanged(
     """The candidate is the baseline's agent again: both agents' versions are known (an
     HTTP service without ``version:`` never is), the same ``fingerprint`` (its code, its
     installed dependencies, its prompt, its model) and the same output on every item the
-    baseline ran, each of them run again (a tier alone cannot tell: an unchanged agent's
-    other items come from the memo at no cost). Such a run is UNCHANGED, a pass that needs
+    baseline ran (the ids a model or a library draws afresh aside), each of them run again
+    (a tier alone cannot tell: an unchanged agent's other items come from the memo at no
+    cost). Such a run is UNCHANGED, a pass that needs
     no statistics. Evaluators are the comparability check's business: they are the same
     versions, or the baseline was re-scored with the candidate's."""
     if not (baseline.agent_versioned and candidate.agent_versioned):
@@ -138,7 +140,9 @@ def unchanged(
         return False
     before = {(o.item_id, o.repeat): o.output for o in base_out}
     after = {(o.item_id, o.repeat): o.output for o in cand_out}
-    return before.keys() <= after.keys() and all(after[k] == v for k, v in before.items())
+    return before.keys() <= after.keys() and all(
+        after[k] == v or steady(after[k]) == steady(v) for k, v in before.items()
+    )  # (alike but for the ids a model or a library drew: core/running/ids.py)
 
 
 def compare_runs(

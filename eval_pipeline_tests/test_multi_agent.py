@@ -1,0 +1,87 @@
+"""Multi-agent systems as teams build them (issue 36): a langgraph-supervisor desk
+(zoo/supervisor_desk), run from a team's directory outside this repository through the
+CLI, each run in a fresh process with ``PYTHONHASHSEED=random``.
+
+Replay must survive what the library makes up on every run: a ``uuid4()`` tool-call id on
+each handoff-back message, and handoff tools built from a ``set`` of agent names (their
+order follows the hash seed). Before, CI's ``--replay`` of a clean recording ended ERROR,
+"replay miss ×11 … differs at messages[5].tool_calls[0].id"."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_pipeline_tests.desk import WORSE_PROMPT, DeskModel, write_desk_project
+from eval_pipeline_tests.helpers import CONFIG_ENV
+from eval_pipeline_tests.model_server import LocalOpenAIServer
+
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
+
+
+class Desk:
+    def __init__(self, root: Path, model: LocalOpenAIServer):
+        self.root, self.model = root, model
+
+    def cli(self, *args: str, endpoint: bool = True) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items()
+               if k not in CONFIG_ENV and not k.startswith("OPENAI_")}  # fmt: skip
+        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random",
+                "OPENAI_API_KEY": "sk-team" if endpoint else "replay"}  # fmt: skip
+        if endpoint:
+            env["OPENAI_BASE_URL"] = self.model.base_url
+        return subprocess.run([CLI, *args], cwd=self.root, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    def result(self, name: str) -> dict:
+        return json.loads((self.root / name).read_text())
+
+
+@pytest.fixture
+def desk(tmp_path):
+    root = tmp_path / "desk-repo"
+    root.mkdir()
+    write_desk_project(root)
+    with LocalOpenAIServer(chat_model=lambda name: DeskModel(model_name=name),
+                           models=["gpt-4o-mini"]) as model:  # fmt: skip
+        yield Desk(root, model)
+
+
+def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misses(desk):
+    live = desk.cli("run", "--suite", "desk", "--json", "live.json")
+    assert live.returncode == 0, live.stdout + live.stderr
+    assert desk.result("live.json")["summary"]["metrics"]["correctness"] == 1.0
+
+    recorded = desk.cli("run", "--suite", "desk", "--record", "--json", "rec.json")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    # The same agent again, its model's tool-call ids and the library's uuids drawn afresh:
+    # UNCHANGED, where every re-run was UNDECIDED (outputs compared with their ids).
+    assert "UNCHANGED" in recorded.stdout, recorded.stdout.strip().splitlines()[-1]
+    recording = (desk.root / "recordings" / "desk" / "v0.jsonl").read_text()
+    assert re.search(r'"tool_call_id": "[0-9a-f]{8}-[0-9a-f]{4}-', recording)  # uuid4s
+    served = desk.model.requests
+    for attempt in range(2):  # two fresh processes, two hash seeds, no model server
+        replayed = desk.cli("run", "--suite", "desk", "--replay", "--json", "rep.json",
+                            endpoint=False)  # fmt: skip
+        assert replayed.returncode == 0, (attempt, replayed.stdout + replayed.stderr)
+        assert desk.model.requests == served
+        again = desk.result("rep.json")
+        assert again["summary"]["metrics"] == desk.result("rec.json")["summary"]["metrics"]
+        assert not [o for o in again["items"] if o["error"]]
+
+    agent = desk.root / "desk" / "agent.py"  # a worse supervisor prompt, replayed: a miss
+    source = agent.read_text()
+    agent.write_text(source.replace('    "You are the supervisor of a support desk. Hand '
+                                    'billing questions', f'    "{WORSE_PROMPT} Hand billing '
+                                    'questions', 1))  # fmt: skip
+    stale = desk.cli("run", "--suite", "desk", "--replay", endpoint=False)
+    assert stale.returncode == 2, stale.stdout + stale.stderr
+    assert "replay miss" in stale.stdout.strip().splitlines()[-1]
+    said = " ".join(stale.stderr.split())
+    assert "messages[0].content (recorded 'You are the supervisor of a support desk." in said
