@@ -55,9 +55,11 @@ def test_outputs_follow_the_generic_contract_and_items_do_not_share_state(cases)
     first, second = run_all(drive_thru(), [cases[0], cases[0]])
     assert first.output == second.output  # a fresh thread per item: nothing carried over
     out = first.output
-    assert set(out) == {"messages", "tool_calls", "tools_called", "response", "current_order"}
+    assert set(out) == {"messages", "tool_calls", "tools_called", "response", "answered_by",
+                        "current_order"}  # fmt: skip
     assert order_lines(out)[0].keys() >= {"item_id", "name", "quantity", "size", "modifiers"}
-    assert [c["name"] for c in out["tool_calls"]] == out["tools_called"]
+    assert [c["name"] for c in out["tool_calls"]] == out["tools_called"]  # (no handoffs)
+    assert {(c["kind"], c["by"]) for c in out["tool_calls"]} == {("tool", "model")}
     assert all(c["id"] and isinstance(c["args"], dict) for c in out["tool_calls"])
     assert out["messages"][0] == {"role": "user", "content": cases[0].input["customer_utterance"]}
     assert first.input_tokens > 0 and first.output_tokens > 0  # counted per model call

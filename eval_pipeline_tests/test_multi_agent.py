@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.desk import WORSE_PROMPT, DeskModel, write_desk_project
 from eval_pipeline_tests.helpers import CONFIG_ENV
 from eval_pipeline_tests.model_server import LocalOpenAIServer
@@ -56,7 +57,20 @@ def desk(tmp_path):
 def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misses(desk):
     live = desk.cli("run", "--suite", "desk", "--json", "live.json")
     assert live.returncode == 0, live.stdout + live.stderr
-    assert desk.result("live.json")["summary"]["metrics"]["correctness"] == 1.0
+    first = desk.result("live.json")
+    assert first["summary"]["metrics"]["correctness"] == 1.0
+    # Handoffs are handoffs: marked, once each, the library's own marked as such, and not
+    # among the tools called (what the evaluators count).
+    store = ResultsStore(f"sqlite:///{desk.root / '.eval_home' / 'results.sqlite'}")
+    outputs = store.read_outputs(first["run"]["run_id"])
+    bill = next(o for o in outputs if o.item_id == "bill-a100").output
+    assert bill["tools_called"] == ["get_invoice"]
+    assert [(c["name"], c["kind"], c["by"], c["agent"]) for c in bill["tool_calls"]] == [
+        ("transfer_to_billing_agent", "handoff", "model", "supervisor"),
+        ("get_invoice", "tool", "model", "billing_agent"),
+        ("transfer_back_to_supervisor", "handoff", "library", "billing_agent"),
+    ]
+    assert bill["answered_by"] == "supervisor" and "$42.00" in bill["response"]
 
     recorded = desk.cli("run", "--suite", "desk", "--record", "--json", "rec.json")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
@@ -75,12 +89,16 @@ def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misse
         assert again["summary"]["metrics"] == desk.result("rec.json")["summary"]["metrics"]
         assert not [o for o in again["items"] if o["error"]]
 
-    agent = desk.root / "desk" / "agent.py"  # a worse supervisor prompt, replayed: a miss
+    agent = desk.root / "desk" / "agent.py"  # a worse supervisor prompt: it answers itself
     source = agent.read_text()
-    agent.write_text(source.replace('    "You are the supervisor of a support desk. Hand '
-                                    'billing questions', f'    "{WORSE_PROMPT} Hand billing '
-                                    'questions', 1))  # fmt: skip
-    stale = desk.cli("run", "--suite", "desk", "--replay", endpoint=False)
+    start = source.index("SUPERVISOR_PROMPT = (")
+    end = source.index(")\n", start) + 2
+    agent.write_text(f"{source[:start]}SUPERVISOR_PROMPT = {WORSE_PROMPT!r}\n{source[end:]}")
+    worse = desk.cli("run", "--suite", "desk", "--baseline-run", first["run"]["run_id"])
+    assert worse.returncode == 1, worse.stdout + worse.stderr  # no handoff counts as a tool
+    assert worse.stdout.strip().splitlines()[-1].startswith("VERDICT: FAIL")
+
+    stale = desk.cli("run", "--suite", "desk", "--replay", endpoint=False)  # a miss
     assert stale.returncode == 2, stale.stdout + stale.stderr
     assert "replay miss" in stale.stdout.strip().splitlines()[-1]
     said = " ".join(stale.stderr.split())

@@ -5,9 +5,15 @@ was compiled with one, so items never share state). The case input becomes the g
 input state; the output contract is read from the run:
 
 - ``messages``: the final state's messages in OpenAI format;
-- ``tool_calls``: ``[{name, args, id}]`` of every tool call the model made, in call order,
-  parallel calls and calls inside subgraphs included;
-- ``tools_called``: their names; ``response``: the last AI text;
+- ``tool_calls``: ``[{name, args, id, kind, by, agent}]`` of every tool call, in call
+  order, parallel calls and calls inside subgraphs included, each once: ``kind`` "tool",
+  or "handoff" for a transfer to another agent (langgraph-supervisor's and
+  langgraph-swarm's ``transfer_to_…`` tools); ``by`` "model", or "library" for the calls
+  a library wrote itself (langgraph-supervisor's handoff-back); ``agent`` the name of the
+  agent whose message made it (None for an unnamed one);
+- ``tools_called``: the names of the tool calls, handoffs left out (what the built-in
+  evaluators count); ``response``: the last AI text; ``answered_by``: the name of the
+  agent that gave it;
 - every field listed in ``state_fields``, taken from the final state and made JSON-able.
 
 A conversation case (core/conversation.py) runs turn by turn on one thread: each customer
@@ -53,7 +59,13 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
 from eval_pipeline.core.running.agent import Agent, AgentResult
 
-RESERVED = ("messages", "tool_calls", "tools_called", "response")
+RESERVED = ("messages", "tool_calls", "tools_called", "response", "answered_by")
+# Handing over to another agent is not using a tool: langgraph-supervisor's and
+# langgraph-swarm's handoff tools are named transfer_to_<agent> (and transfer_back_to_<…>);
+# the handoff-back messages langgraph-supervisor writes itself carry this metadata key
+# (langgraph_supervisor/handoff.py, METADATA_KEY_IS_HANDOFF_BACK).
+HANDOFF_PREFIXES = ("transfer_to_", "transfer_back_to_")
+HANDOFF_BACK = "__is_handoff_back"
 
 
 class GraphInputError(ValueError):
@@ -266,14 +278,24 @@ def output_contract(
     final: Mapping[str, Any], made: Sequence[AIMessage], state_fields: Sequence[str]
 ) -> dict[str, Any]:
     messages = [m for m in final.get("messages") or [] if isinstance(m, BaseMessage)]
-    calls = [{"name": c["name"], "args": c["args"], "id": c.get("id")}
-             for m in made for c in m.tool_calls]  # fmt: skip
+    calls, ids = [], set()
+    for message in made:
+        by = "library" if (message.response_metadata or {}).get(HANDOFF_BACK) else "model"
+        for c in message.tool_calls:
+            if c.get("id") and c["id"] in ids:  # (a subgraph's message, seen again above)
+                continue
+            ids.add(c.get("id"))
+            kind = "handoff" if c["name"].startswith(HANDOFF_PREFIXES) else "tool"
+            calls.append({"name": c["name"], "args": c["args"], "id": c.get("id"),
+                          "kind": kind, "by": by, "agent": message.name})  # fmt: skip
     ai = [m for m in messages if isinstance(m, AIMessage)] or list(made)
+    answer = next((m for m in reversed(ai) if _text(m)), None)
     output: dict[str, Any] = {
         "messages": convert_to_openai_messages(messages) if messages else [],
         "tool_calls": calls,
-        "tools_called": [c["name"] for c in calls],
-        "response": next((t for m in reversed(ai) if (t := _text(m))), ""),
+        "tools_called": [c["name"] for c in calls if c["kind"] == "tool"],
+        "response": _text(answer) if answer is not None else "",
+        "answered_by": answer.name if answer is not None else None,
     }
     for name in state_fields:
         output[name] = jsonable(final.get(name))
