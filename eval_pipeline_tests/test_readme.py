@@ -34,7 +34,8 @@ from eval_pipeline_tests.stranger import (
     cases_yaml,
 )
 
-OWN_AGENT = Path(__file__).resolve().parents[1] / "docs" / "own-agent.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+OWN_AGENT = DOCS / "own-agent.md"
 FLOW = "## From install to a gated CI run"
 BIN = Path(sys.executable).parent
 
@@ -134,3 +135,40 @@ def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
     assert header["recording"]["suite"] == "support" and first["item"]
     tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
     assert "recordings/support/v2.jsonl" in tracked.stdout
+
+
+def python_block(heading: str, page: Path) -> str:
+    """The first python block after ``heading`` in ``page``, as printed."""
+    text = page.read_text()
+    section = text[text.index(f"\n{heading}\n") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, f"no python block under {heading}"
+    return block.group(1)
+
+
+def test_the_docs_pytest_example_asserts_the_replayed_verdict(team, tmp_path):
+    """docs/running.md "From Python", run as printed by pytest in the team's repository
+    after the own-agent flow, in CI (no endpoint, no key): with staging pointing at the
+    production prompt it passes; pointed at the worse prompt, the test fails on its
+    assertion (the verdict FAIL), never on an exception evaluate() raised."""
+    root, env = team
+    test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path)
+    (root / "test_support.py").write_text(python_block("## From Python", DOCS / "running.md"))
+    ci = {k: v for k, v in env.items() if not k.startswith("EVAL_LLM_")}
+    ci["EVAL_HOME"] = str(tmp_path / "ci-home")
+
+    def pytest_in_repo() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               "test_support.py"], cwd=root, env=ci, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    worse = pytest_in_repo()  # staging is the worse prompt v2: its recording replays
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    said = worse.stdout  # the test's own assertion, with what failed: the verdict was FAIL
+    assert "AssertionError: ['min_mean_scores'" in said and "SetupError" not in said, said
+    label = subprocess.run(["eval-pipeline", "prompts", "label", "support/assistant", "1",
+                            "staging"], cwd=root, env=ci, capture_output=True,
+                           text=True)  # fmt: skip
+    assert label.returncode == 0, label.stderr
+    same = pytest_in_repo()
+    assert same.returncode == 0, same.stdout + same.stderr
