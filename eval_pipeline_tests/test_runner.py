@@ -184,6 +184,7 @@ def test_tokens_of_every_attempt_are_counted_and_an_errored_item_keeps_them():
         "calls": 3,
         "calls_with_tools": 0,
         "tool_call_answers": 0,
+        "invalid_tool_calls": 0,
     }
     assert out.cost_usd == pytest.approx(PriceTable().cost("gpt-4o-mini", 1500, 60))
     assert out.unpriced_models == ["my-local-model"]
