@@ -103,3 +103,39 @@ def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misse
     assert "replay miss" in stale.stdout.strip().splitlines()[-1]
     said = " ".join(stale.stderr.split())
     assert "messages[0].content (recorded 'You are the supervisor of a support desk." in said
+
+
+def test_init_seeds_the_prompt_from_the_constant_named_after_it(desk):
+    """``init --prompt shopdesk/supervisor`` seeded the prompt with BILLING_PROMPT, the
+    first of the desk's three ``…_PROMPT`` constants, without saying so (the supervisor
+    then never delegated). It takes the one named after the prompt; when none is, it lists
+    them and asks, writing nothing."""
+    project = desk.root / "eval-pipeline.yaml"
+    before = project.read_text()
+    picked = desk.cli("init", "--agent", "desk.agent:build", "--name", "desk2",
+                      "--prompt", "shopdesk/supervisor")  # fmt: skip
+    assert picked.returncode == 0, picked.stdout + picked.stderr
+    assert "from desk.agent:SUPERVISOR_PROMPT" in " ".join(picked.stdout.split())
+    seeded = (desk.root / "prompts" / "shopdesk" / "supervisor" / "v1.yaml").read_text()
+    assert "Hand billing questions" in seeded
+
+    project.write_text(before)
+    asked = desk.cli("init", "--agent", "desk.agent:build", "--name", "helpdesk",
+                     "--prompt", "shopdesk/assistant")  # fmt: skip
+    said = " ".join((asked.stdout + asked.stderr).split())
+    assert asked.returncode == 2, said
+    assert (
+        "3 prompt constants (desk.agent:SUPERVISOR_PROMPT, desk.agent:BILLING_PROMPT, "
+        "desk.agent:SHIPPING_PROMPT)"
+        in said
+        and "--prompt-from MODULE:CONSTANT" in said
+    )
+    assert project.read_text() == before and not (desk.root / "evals" / "helpdesk").exists()
+    assert not (desk.root / "prompts" / "shopdesk" / "assistant").exists()
+
+    chosen = desk.cli("init", "--agent", "desk.agent:build", "--name", "helpdesk",
+                      "--prompt", "shopdesk/assistant", "--prompt-from",
+                      "desk.agent:BILLING_PROMPT")  # fmt: skip
+    assert chosen.returncode == 0, chosen.stdout + chosen.stderr
+    text = (desk.root / "prompts" / "shopdesk" / "assistant" / "v1.yaml").read_text()
+    assert "billing agent" in text

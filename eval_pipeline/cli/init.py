@@ -6,9 +6,11 @@ there is none), ``<dataset>/cases.yaml`` with three example cases and
 names something that is not an agent, writes nothing.
 
 With ``--prompt NAME``, a prompt the registry does not have yet gets version 1, labelled
-``production``: the agent's own system prompt when its module holds one (a string named
-``SYSTEM_PROMPT``, or another ``…_PROMPT``), else a placeholder to edit; so the command init
-prints next runs as printed. A prompt the registry has is left as it is.
+``production``: the agent's own system prompt when its module holds one (its one
+``…_PROMPT`` string; among several, the one named after the prompt or the suite, else
+``SYSTEM_PROMPT``, else the user says which with ``--prompt-from``), else a placeholder to
+edit; so the command init prints next runs as printed. A prompt the registry has is left as
+it is.
 """
 
 from __future__ import annotations
@@ -101,8 +103,9 @@ class Scaffolded:
 
 
 def scaffold_suite(
-    agent: str, name: str, *, dataset_dir: str | None = None, prompt: str | None = None
-) -> Scaffolded:
+    agent: str, name: str, *, dataset_dir: str | None = None, prompt: str | None = None,
+    prompt_from: str | None = None,
+) -> Scaffolded:  # fmt: skip
     if not SUITE_NAME.match(name):
         raise ScaffoldError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
     project = settings.project_file() or Path.cwd() / settings.PROJECT_FILE
@@ -127,7 +130,9 @@ def scaffold_suite(
             f"{project}: could not add the suite at the end of the file (is 'suites:' the last "
             f"section?); add this entry under suites: yourself:\n{entry}"
         )
-    note = _seed_prompt(project, prompt, agent) if prompt else ""
+    if prompt_from and not prompt:
+        raise ScaffoldError("--prompt-from names the text of a prompt: give --prompt NAME too")
+    note = _seed_prompt(project, prompt, agent, name, prompt_from) if prompt else ""
     folder.mkdir(parents=True, exist_ok=True)
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
     thresholds.write_text(THRESHOLDS.format(name=name, **_margin_note()), encoding="utf-8")
@@ -146,7 +151,8 @@ def _margin_note() -> dict[str, str]:
                       "examples cannot: add cases, or widen it)"}  # fmt: skip
 
 
-def _seed_prompt(project: Path, name: str, agent: str) -> str:
+def _seed_prompt(project: Path, name: str, agent: str, suite: str,
+                 prompt_from: str | None) -> str:  # fmt: skip
     """Version 1 of ``name`` labelled production, unless the registry has the prompt."""
     from eval_pipeline.core.prompts import PromptError
     from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
@@ -159,7 +165,7 @@ def _seed_prompt(project: Path, name: str, agent: str) -> str:
         return f"prompt {name}: the registry's production version (v{existing.version})"
     except PromptError:
         pass
-    found = _agent_prompt(agent)
+    found = _agent_prompt(agent, name, suite, prompt_from)
     try:
         made = registry.create(name, found[1] if found else PLACEHOLDER, "production")
     except (PromptError, RegistryUnavailable) as exc:
@@ -173,9 +179,22 @@ def _seed_prompt(project: Path, name: str, agent: str) -> str:
             f"add {name} FILE --label production)")  # fmt: skip
 
 
-def _agent_prompt(agent: str) -> tuple[str, str] | None:
-    """(where, text) of the system prompt the agent's module (or its package) holds: a
-    string named SYSTEM_PROMPT first, else the one other ``…_PROMPT`` string."""
+def _agent_prompt(agent: str, name: str, suite: str,
+                  prompt_from: str | None) -> tuple[str, str] | None:  # fmt: skip
+    """(where, text) of the prompt ``name``'s first version: ``prompt_from``'s constant when
+    given; else the one ``…_PROMPT`` string of the agent's module (or its package), or,
+    among several, the one named after the prompt or the suite (``SUPERVISOR_PROMPT`` for
+    ``shopdesk/supervisor``), else ``SYSTEM_PROMPT``. Several and none of these: which one
+    is the user's to say (``--prompt-from``), and nothing is written."""
+    if prompt_from:
+        try:
+            value = import_target(prompt_from)
+        except ImportError as exc:
+            raise ScaffoldError(f"--prompt-from {prompt_from}: {exc}") from None
+        if not isinstance(value, str) or not value.strip():
+            raise ScaffoldError(f"--prompt-from {prompt_from}: a {type(value).__name__}, not "
+                                "the text of a prompt")  # fmt: skip
+        return prompt_from, value
     module_name = agent.partition(":")[0]
     if module_name not in sys.modules:  # an agent service: its prompt is its own
         return None
@@ -183,12 +202,25 @@ def _agent_prompt(agent: str) -> tuple[str, str] | None:
     modules = [sys.modules[module_name]] + [m for n, m in sorted(sys.modules.items())
                                             if n.startswith(f"{package}.") and m is not None
                                             and n != module_name]  # fmt: skip
-    for wanted in (lambda key: key == "SYSTEM_PROMPT", lambda key: key.endswith("_PROMPT")):
-        for module in modules:
-            for key, value in vars(module).items():
-                if wanted(key) and isinstance(value, str) and value.strip():
-                    return f"{module.__name__}.{key}", value
-    return None
+    found: dict[str, tuple[str, str]] = {}  # where → (constant, text)
+    for module in modules:
+        for key, value in vars(module).items():
+            if key.endswith("_PROMPT") and isinstance(value, str) and value.strip():
+                found.setdefault(f"{module.__name__}:{key}", (key, value))
+    if len(found) <= 1:
+        return next(((where, text) for where, (_, text) in found.items()), None)
+    wanted = {name.rsplit("/", 1)[-1], suite}
+    wanted = {w.lower().replace("-", "_") for w in wanted}
+    for rule in (lambda key: key.lower().removesuffix("_prompt") in wanted,
+                 lambda key: key == "SYSTEM_PROMPT"):  # fmt: skip
+        chosen = [(where, text) for where, (key, text) in found.items() if rule(key)]
+        if len(chosen) == 1:
+            return chosen[0]
+    listed = ", ".join(found)
+    raise ScaffoldError(f"--prompt {name}: the agent's modules hold {len(found)} prompt "
+                        f"constants ({listed}) and none is named after the prompt or the "
+                        "suite: say which is its text with --prompt-from MODULE:CONSTANT "
+                        "(nothing was written)")  # fmt: skip
 
 
 def _suites_file_prompts(project: Path) -> str:
@@ -259,10 +291,15 @@ def _tool_hint(target: object) -> str:
                    "(default evals/NAME).")  # fmt: skip
 @click.option("--prompt", "prompt_name", default=None,
               help="The prompt in the registry the agent reads (optional).")  # fmt: skip
-def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str | None) -> None:
+@click.option("--prompt-from", "prompt_from", default=None, metavar="MODULE:CONSTANT",
+              help="The constant whose text is the new prompt's first version (when the "
+                   "agent holds several …_PROMPT strings).")  # fmt: skip
+def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str | None,
+         prompt_from: str | None) -> None:  # fmt: skip
     """Declare a suite for your agent: its entry in eval-pipeline.yaml (created if there is
     none), a dataset directory with three example cases and a thresholds file."""
-    made = scaffold_suite(agent_path, name, dataset_dir=dataset_dir, prompt=prompt_name)
+    made = scaffold_suite(agent_path, name, dataset_dir=dataset_dir, prompt=prompt_name,
+                          prompt_from=prompt_from)  # fmt: skip
     for path in made.written:
         console.print(f"wrote {path}")
     if made.prompt_note:
