@@ -333,7 +333,7 @@ def test_init_creates_the_prompt_from_the_agents_own_and_labels_it_production(
     assert made.exit_code == 0, made.output
     text = " ".join(made.output.split())
     assert "prompt helper/assistant: created v1" in text
-    assert "from helper_agent.graph.SYSTEM_PROMPT, labelled production" in text
+    assert "from helper_agent.graph:SYSTEM_PROMPT, labelled production" in text
     version = yaml.safe_load((root / "prompts" / "helper" / "assistant" / "v1.yaml").read_text())
     assert version["prompt"] == "You answer questions about the weather."
     labels = yaml.safe_load((root / "prompts" / "labels.yaml").read_text())

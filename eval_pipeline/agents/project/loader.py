@@ -498,7 +498,11 @@ def typed_params(factory: Callable[..., Any], params: dict[str, Any]) -> list[st
         if key not in hints:
             continue
         try:
-            converted = TypeAdapter(hints[key]).validate_python(value)
+            adapter = TypeAdapter(hints[key])
+        except Exception:  # a type pydantic cannot check (a protocol, a class of its own)
+            continue
+        try:
+            converted = adapter.validate_python(value)
         except ValidationError as exc:
             wanted = exc.errors()[0]["msg"].lower()
             problems.append(f"{key}={value!r}: {wanted}")
