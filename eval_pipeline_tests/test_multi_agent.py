@@ -139,3 +139,49 @@ def test_init_seeds_the_prompt_from_the_constant_named_after_it(desk):
     assert chosen.returncode == 0, chosen.stdout + chosen.stderr
     text = (desk.root / "prompts" / "shopdesk" / "assistant" / "v1.yaml").read_text()
     assert "billing agent" in text
+
+
+def test_trajectory_match_can_leave_the_handoffs_out():
+    """A supervisor desk's trajectory as the graph adapter stores it (OpenAI format): with
+    ``handoffs: false`` it matches a reference written as the work itself (the data tool
+    and the answer); with handoffs it does not, and a missing data tool fails either way."""
+    from eval_pipeline.evaluators.trajectory import trajectory_match
+
+    def call(name: str, call_id: str, **args: str) -> dict:
+        return {"id": call_id, "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
+
+    def ai(content: str, *calls: dict) -> dict:
+        return {"role": "assistant", "content": content, **({"tool_calls": list(calls)}
+                                                            if calls else {})}  # fmt: skip
+
+    def result(call_id: str, content: str) -> dict:
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+    question = {"role": "user", "content": "How much was the invoice for order A100?"}
+    answer = "Order A100: $42.00, paid."
+    desk_run = [
+        question,
+        ai("", call("transfer_to_billing_agent", "c1")),
+        result("c1", "Successfully transferred to billing_agent"),
+        ai("", call("get_invoice", "c2", order_id="A100")),
+        result("c2", "$42.00, paid"),
+        ai(answer),
+        ai("Transferring back to supervisor", call("transfer_back_to_supervisor", "5f0e-0")),
+        result("5f0e-0", "Successfully transferred back to supervisor"),
+        ai(answer),
+    ]
+    reference = {"trajectory": [
+        {"role": "user", "content": "How much was the invoice for order A100?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"name": "get_invoice", "args": {"order_id": "A100"}}]},
+        {"role": "tool", "content": "$42.00, paid"},
+        {"role": "assistant", "content": "Order A100: $42.00, paid."},
+        {"role": "assistant", "content": "Order A100: $42.00, paid."},
+    ]}  # fmt: skip
+    output = {"messages": desk_run}
+    without = trajectory_match(mode="strict", handoffs=False)
+    assert without(output=output, expected_output=reference).value == 1.0
+    assert trajectory_match(mode="strict")(output=output, expected_output=reference).value == 0.0
+    no_tool = {"messages": desk_run[:3] + desk_run[5:]}
+    assert without(output=no_tool, expected_output=reference).value == 0.0

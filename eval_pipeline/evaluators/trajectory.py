@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from eval_pipeline.core.handoffs import is_handoff
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
@@ -30,8 +31,10 @@ ArgsMatcher = Callable[[dict, dict], bool]
 ROLES = {"ai": "assistant", "human": "user", "system": "system", "tool": "tool"}
 
 
-def normalize_messages(value: Any) -> list[dict[str, Any]]:
-    """A trajectory as OpenAI-style messages whose tool calls are ``{name, args}`` dicts."""
+def normalize_messages(value: Any, *, handoffs: bool = True) -> list[dict[str, Any]]:
+    """A trajectory as OpenAI-style messages whose tool calls are ``{name, args}`` dicts;
+    without ``handoffs``, the handoff calls (core/handoffs.py), the tool results answering
+    them and the messages left with nothing to say are dropped."""
     if value is None:
         return []
     if isinstance(value, Mapping):
@@ -41,7 +44,26 @@ def normalize_messages(value: Any) -> list[dict[str, Any]]:
             value = value.get("messages", value.get("trajectory"))
         else:
             raise ValueError("a trajectory dict needs a 'messages' or 'trajectory' key")
-    return [_message(m) for m in value]
+    return [_message(m) for m in (value if handoffs else _without_handoffs(value))]
+
+
+def _without_handoffs(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    handed: set[Any] = set()
+    kept: list[Mapping[str, Any]] = []
+    for message in messages:
+        if message.get("tool_call_id") in handed:
+            continue
+        calls = message.get("tool_calls") or []
+        handoff = [c for c in calls if is_handoff(_call(c)["name"])]
+        if not handoff:
+            kept.append(message)
+            continue
+        handed |= {c.get("id") for c in handoff if c.get("id")}
+        rest = [c for c in calls if c not in handoff]
+        if rest or (message.get("content") and not str(message["content"]).startswith(
+                "Transferring back")):  # fmt: skip
+            kept.append({**message, "tool_calls": rest or None})
+    return kept
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,21 +194,24 @@ def trajectory_match(
     mode: TrajectoryMode = "strict",
     tool_args_match_mode: ArgsMode = "exact",
     tool_args_match_overrides: Mapping[str, Any] | None = None,
+    handoffs: bool = True,
 ) -> Evaluator:
     """An item evaluator: 1.0 if the output trajectory matches the reference, else 0.0.
     The output is ``output["messages"]`` (or the output itself), the reference
-    ``expected_output["trajectory"]`` / ``["messages"]`` (or the expected output itself)."""
+    ``expected_output["trajectory"]`` / ``["messages"]`` (or the expected output itself).
+    ``handoffs: false`` compares both without their handoffs to other agents."""
     if mode not in ("strict", "unordered", "subset", "superset"):
         raise ValueError(f"unknown trajectory match mode {mode!r}")
     args_matcher(tool_args_match_mode)  # validates the mode early
     params = {"mode": mode, "tool_args_match_mode": tool_args_match_mode,
-              "tool_args_match_overrides": tool_args_match_overrides}  # fmt: skip
+              "tool_args_match_overrides": tool_args_match_overrides,
+              **({} if handoffs else {"handoffs": False})}  # fmt: skip
 
     @evaluator(name=f"trajectory_{mode}_match", params=params, data_type="BOOLEAN",
                reads=("expected_output.trajectory|expected_output.messages",))  # fmt: skip
     def match(*, output, expected_output=None, **kwargs) -> Score:
-        out = normalize_messages(output)
-        ref = normalize_messages(expected_output)
+        out = normalize_messages(output, handoffs=handoffs)
+        ref = normalize_messages(expected_output, handoffs=handoffs)
         args = (tool_args_match_mode, tool_args_match_overrides)
         if mode == "strict":
             ok, why = _strict(out, ref, *args)

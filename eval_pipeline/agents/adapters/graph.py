@@ -57,15 +57,10 @@ from eval_pipeline.agents.targets import (
 )
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
+from eval_pipeline.core.handoffs import HANDOFF_BACK, is_handoff
 from eval_pipeline.core.running.agent import Agent, AgentResult
 
 RESERVED = ("messages", "tool_calls", "tools_called", "response", "answered_by")
-# Handing over to another agent is not using a tool: langgraph-supervisor's and
-# langgraph-swarm's handoff tools are named transfer_to_<agent> (and transfer_back_to_<…>);
-# the handoff-back messages langgraph-supervisor writes itself carry this metadata key
-# (langgraph_supervisor/handoff.py, METADATA_KEY_IS_HANDOFF_BACK).
-HANDOFF_PREFIXES = ("transfer_to_", "transfer_back_to_")
-HANDOFF_BACK = "__is_handoff_back"
 
 
 class GraphInputError(ValueError):
@@ -285,7 +280,7 @@ def output_contract(
             if c.get("id") and c["id"] in ids:  # (a subgraph's message, seen again above)
                 continue
             ids.add(c.get("id"))
-            kind = "handoff" if c["name"].startswith(HANDOFF_PREFIXES) else "tool"
+            kind = "handoff" if is_handoff(c["name"]) else "tool"
             calls.append({"name": c["name"], "args": c["args"], "id": c.get("id"),
                           "kind": kind, "by": by, "agent": message.name})  # fmt: skip
     ai = [m for m in messages if isinstance(m, AIMessage)] or list(made)
