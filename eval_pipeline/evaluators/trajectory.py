@@ -21,8 +21,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from eval_pipeline.core.handoffs import is_handoff
 from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.handoffs import is_handoff
 from eval_pipeline.evaluators.registry import register
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]

@@ -57,8 +57,8 @@ from eval_pipeline.agents.targets import (
 )
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
-from eval_pipeline.core.handoffs import HANDOFF_BACK, is_handoff
 from eval_pipeline.core.running.agent import Agent, AgentResult
+from eval_pipeline.evaluators.handoffs import HANDOFF_BACK, is_handoff
 
 RESERVED = ("messages", "tool_calls", "tools_called", "response", "answered_by")
 
