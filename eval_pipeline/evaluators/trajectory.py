@@ -33,7 +33,7 @@ ROLES = {"ai": "assistant", "human": "user", "system": "system", "tool": "tool"}
 
 def normalize_messages(value: Any, *, handoffs: bool = True) -> list[dict[str, Any]]:
     """A trajectory as OpenAI-style messages whose tool calls are ``{name, args}`` dicts;
-    without ``handoffs``, the handoff calls (core/handoffs.py), the tool results answering
+    without ``handoffs``, the handoff calls (evaluators/handoffs.py), the tool results answering
     them and the messages left with nothing to say are dropped."""
     if value is None:
         return []
