@@ -157,8 +157,10 @@ def shift_for_partial_drop(drop: float) -> float:
     return brentq(lambda s: fall(s) - drop, -5.0, 5.0, xtol=1e-4)
 
 
+@functools.cache
 def pair_distributions(metrics, shift: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each metric's distribution of paired differences (a large fixed-seed sample)."""
+    """Each metric's distribution of paired differences (a large fixed-seed sample, drawn
+    once per metrics and shift: every row's floors and the size calibration read it)."""
     big = suite(np.random.default_rng(5), 2000, 200, metrics, shift)
     return [distribution(big[j]) for j in range(len(metrics))]
 

@@ -18,6 +18,7 @@ from pydantic import AfterValidator
 
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.errors import AgentBuildError
+from eval_pipeline.core.errors import USER_CODE_FAILURES
 
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -45,7 +46,7 @@ def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> A
         if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
             return factory(ctx=ctx)
         return factory(ctx) if required_positional(factory) >= 1 else factory()
-    except (Exception, SystemExit) as exc:  # (an exit is a failure here, never a pass)
+    except USER_CODE_FAILURES as exc:  # (an exit is a failure here, never a pass)
         raise AgentBuildError(
             [
                 f"the agent factory {path} raised {type(exc).__name__}: {exc} ({where(exc)}); "
@@ -107,7 +108,7 @@ def import_target(path: str) -> Any:
         raise ImportError(
             f"cannot import {path}: {exc} (is the package installed, or next to the project file?)"
         ) from exc
-    except (Exception, SystemExit) as exc:  # the user's module raised (or exited) importing
+    except USER_CODE_FAILURES as exc:  # the user's module raised (or exited) importing
         raise ImportError(
             f"importing {module_name} for {path} raised {type(exc).__name__}: {exc} "
             f"({where(exc)}); check the module's own imports and the environment variables "

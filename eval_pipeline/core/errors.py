@@ -19,6 +19,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import ClassVar
 
+# What the user's code (agent, factory, evaluator, plugin, case validator) may raise that
+# we catch at its boundary and report as its failure: any exception, and ``sys.exit()``
+# (SystemExit is no Exception: it passed through, a plugin's exit(0) became a pass, an
+# agent's hung the run). KeyboardInterrupt stays the user's stop (exit 130).
+USER_CODE_FAILURES: tuple[type[BaseException], ...] = (Exception, SystemExit)
+
 
 class ExitCode(IntEnum):
     """What a run's exit status means to CI."""

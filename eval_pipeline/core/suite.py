@@ -22,6 +22,7 @@ from eval_pipeline.core.cases import (
     load_cases,
     validate_cases,
 )
+from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
@@ -138,7 +139,7 @@ class Suite:
         name = getattr(self.validate_case, "__qualname__", repr(self.validate_case))
         try:
             found = self.validate_case(case)
-        except (Exception, SystemExit) as exc:
+        except USER_CODE_FAILURES as exc:
             return [("case_validator", f"{name} raised {type(exc).__name__}: {exc}; fix the "
                      "suite's case_validator")]  # fmt: skip
         if found is None:

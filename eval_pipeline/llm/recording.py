@@ -210,14 +210,9 @@ def load_entries(path: Path, belongs: Belongs | None = None,
     return entries
 
 
-def recorded_model(path: Path) -> str | None:
-    """The one model the recordings' requests name (replay needs no EVAL_LLM_MODEL); None
-    for a file that cannot be read (``load_entries`` says why when the run checks it)."""
-    try:
-        found = load_entries(path)
-    except RecordingsError:
-        return None
-    models = {e.request.get("model") for e in found.values() if isinstance(e.request, dict)}
+def recorded_model(entries: dict[str, Entry]) -> str | None:
+    """The one model the recorded requests name (replay needs no EVAL_LLM_MODEL)."""
+    models = {e.request.get("model") for e in entries.values() if isinstance(e.request, dict)}
     models.discard(None)
     return str(next(iter(models))) if len(models) == 1 else None
 

@@ -8,7 +8,7 @@ that is the same code (service/run.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 from eval_pipeline import settings
@@ -42,7 +42,10 @@ class Environment:
     def store(self) -> ResultsStore:
         return open_store(self.store_url)
 
+    @cached_property
     def prices(self) -> PriceTable:
+        """The price table, its file read once for this environment (every stage of a
+        run prices with it)."""
         return PriceTable.from_file(self.prices_file)
 
 

@@ -42,7 +42,13 @@ from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
 from eval_pipeline.llm.endpoint import model_source, require_model
-from eval_pipeline.llm.recording import Belongs, RecordingSession, load_entries, recorded_model
+from eval_pipeline.llm.recording import (
+    Belongs,
+    Entry,
+    RecordingSession,
+    load_entries,
+    recorded_model,
+)
 from eval_pipeline.llm.settings import LLMSettings, replaying
 from eval_pipeline.service.environment import Environment
 
@@ -156,15 +162,14 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
         options = options.model_copy(update={"cache": "refresh"})
     elif mode == "replay":  # every answer must come from the recordings
         options = options.model_copy(update={"cache": "off"})
-    env.prices()  # a prices file that cannot be used is refused before anything runs
+    _ = env.prices  # read once, here: a prices file that cannot be used is refused first
     services = env.services
     with replaying(mode == "replay"):  # the suite's LLM judges replay too, never offline
         suite = services.suite(env.project.suite(request.suite))
     prompt = services.prompt(suite, version=request.prompt_version, label=request.label)
     belongs = Belongs(suite.name, evaluation.prompt_key(prompt))
     recordings = env.project.recordings_path(belongs.suite, belongs.version)
-    llm = _model_settings(env.llm, mode, recordings).for_run(prompt, options.timeout_s)
-    recording = None
+    recording, entries = None, None
     if mode != "off":
         which = f" --prompt-version {prompt.version}" if prompt else ""
         command = f"eval-pipeline run --suite {suite.name}{which} --record"
@@ -173,8 +178,9 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
                                      f"with `{command}`")  # fmt: skip
         rerecord = f"re-record with `{command}`"
         if mode == "replay":  # a file that is not this run's is refused before anything runs
-            load_entries(recordings, belongs, rerecord)
+            entries = load_entries(recordings, belongs, rerecord)
         recording = RecordingPlan(recordings, mode, belongs, services.own_hosts(), rerecord)
+    llm = _model_settings(env.llm, mode, recordings, entries).for_run(prompt, options.timeout_s)
     if cases is None and mode != "replay":
         require_model(llm, model_source(prompt))
     plan = evaluation.plan(suite, prompt, llm.public_params(), options, run_id=request.run_id,
@@ -194,14 +200,15 @@ def replan(env: Environment, ref: RunRef) -> Prepared:
     return prepare(env, ref.request, ref.cases)
 
 
-def _model_settings(llm: LLMSettings, mode: Recording, recordings: Path) -> LLMSettings:
-    """The model settings of a run in recording ``mode`` (a replay takes the recordings'
-    model unless EVAL_LLM_MODEL names one)."""
+def _model_settings(llm: LLMSettings, mode: Recording, recordings: Path,
+                    entries: dict[str, Entry] | None) -> LLMSettings:  # fmt: skip
+    """The model settings of a run in recording ``mode`` (a replay takes the model its
+    recorded ``entries`` name unless EVAL_LLM_MODEL names one)."""
     if mode == "off":
         return llm
     llm = llm.model_copy(update={"recording": mode, "recordings_path": recordings})
-    if mode == "replay" and not os.environ.get("EVAL_LLM_MODEL") and recordings.exists():
-        llm = llm.model_copy(update={"model": recorded_model(recordings) or llm.model})
+    if entries is not None and not os.environ.get("EVAL_LLM_MODEL"):
+        llm = llm.model_copy(update={"model": recorded_model(entries) or llm.model})
     return llm
 
 
@@ -251,7 +258,7 @@ def produce(prepared: Prepared, *, shard: Shard | None = None,
     """The agent on the plan's items (or one ``shard``'s); a run that records or replays
     does it inside its recording session (``Prepared.session``), opened by the driver."""
     outputs = evaluation.produce(prepared.store, prepared.plan, prepared.agent(), shard=shard,
-                                 prices=prepared.env.prices(), progress=progress)  # fmt: skip
+                                 prices=prepared.env.prices, progress=progress)  # fmt: skip
     prepared.env.services.flush()
     return outputs
 
@@ -264,7 +271,7 @@ def scored_cases(prepared: Prepared) -> list[GoldenCase]:
 def score(prepared: Prepared) -> list[ItemScore]:
     """The suite's evaluators on every output (LLM judges under the run's options)."""
     return evaluation.score(prepared.store, prepared.run_id, prepared.suite,
-                            scored_cases(prepared), prices=prepared.env.prices())  # fmt: skip
+                            scored_cases(prepared), prices=prepared.env.prices)  # fmt: skip
 
 
 @dataclass
@@ -279,7 +286,7 @@ def conclude(prepared: Prepared, *, progress: Progress | None = None) -> EvalRes
     """The summary, the verdict and, for a sequential gate, more cases until it can tell
     (core/evaluation ``conclude``; the agent is built only then)."""
     return evaluation.conclude(prepared.store, prepared.plan, scored_cases(prepared),
-                               prepared.agent, prices=prepared.env.prices(),
+                               prepared.agent, prices=prepared.env.prices,
                                progress=progress)  # fmt: skip
 
 
@@ -318,7 +325,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
     worker = ShardWorker(prepared.env.project.path, prepared.ref())  # (several shards only)
     with session:
         result = evaluation.evaluate(prepared.store, prepared.plan, prepared.agent(),
-                                     prices=prepared.env.prices(), progress=progress,
+                                     prices=prepared.env.prices, progress=progress,
                                      shard_worker=worker)  # fmt: skip
     if isinstance(session, RecordingSession):
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])

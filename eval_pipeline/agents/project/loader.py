@@ -38,6 +38,7 @@ from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, S
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
 from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.cases import DatasetError, parse_dataset_ref
+from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -97,7 +98,7 @@ def _import_plugins(file: Path, modules: list[str]) -> list[str]:
             else:
                 problems.append(f"{file}: field 'plugins': {name!r}: no such module (not beside "
                                 f"the project file, not installed)")  # fmt: skip
-        except (Exception, SystemExit) as exc:  # the plugin's own code raised, or exited
+        except USER_CODE_FAILURES as exc:  # the plugin's own code raised, or exited
             problems.append(_plugin_raised(file, name, exc))
     return problems
 
@@ -384,7 +385,7 @@ class _Resolver:
             return None
         try:
             return factory(**params)
-        except (Exception, SystemExit) as exc:  # the factory's own code raised (or exited)
+        except USER_CODE_FAILURES as exc:  # the factory's own code raised (or exited)
             self.problem(fieldname, f"{name}{params or ''}: its factory raised "
                                     f"{type(exc).__name__}: {exc} ({where(exc)})")  # fmt: skip
             return None

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
@@ -189,7 +190,7 @@ async def _run_with_retries(
             with item_scope(scope):
                 async with deadline:
                     result = await agent.run(case, repeat=repeat)
-        except (Exception, SystemExit) as raised:  # every failure becomes data on the item
+        except USER_CODE_FAILURES as raised:  # every failure becomes data on the item
             exc = raised
             if deadline.expired():  # (not a TimeoutError the agent's own code raised)
                 exc = ItemTimeout(f"no answer within {config.timeout_s:g} s (per-item timeout)")

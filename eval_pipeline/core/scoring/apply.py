@@ -10,6 +10,7 @@ from typing import Any
 from langfuse import Evaluation
 
 from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
@@ -97,7 +98,7 @@ def evaluate_one(
     """Call one item evaluator; an evaluator that raises gives value None and the reason."""
     try:
         result = fn(input=input, output=output, expected_output=expected_output, metadata=metadata)
-    except (Exception, SystemExit) as exc:  # (an evaluator that exits gives no score)
+    except USER_CODE_FAILURES as exc:  # (an evaluator that exits gives no score)
         message = redact(f"evaluator error: {type(exc).__name__}: {exc}")
         kind = getattr(exc, "kind", None) or type(exc).__name__  # ScoreError names its kind
         return [ItemScore(item_id, repeat, evaluator_name(fn), None, message, error_kind=kind)]
@@ -132,7 +133,7 @@ def run_level(
     for fn in run_evaluators:
         try:
             result = fn(item_results=results)
-        except (Exception, SystemExit) as exc:
+        except USER_CODE_FAILURES as exc:
             out[evaluator_name(fn)] = RunEvaluation(None, redact(f"error: {exc}"))
             continue
         for ev in result if isinstance(result, list) else [result]:

@@ -80,7 +80,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
                         if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
         store, found = prepared.store, env.services
         report = rerun_failures(store, prepared.plan, prepared.agent(), primary,
-                                prices=env.prices())  # fmt: skip
+                                prices=env.prices)  # fmt: skip
         lineage = [ItemScore(r.trace_id, 0, f"rerun_fixed_{version_key}", float(r.fixed),
                              _comment(r, version_key)) for r in report.rows]  # fmt: skip
         written = found.write_back(store, langfuse_scores.trace_score_payloads(lineage))
