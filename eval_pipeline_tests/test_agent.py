@@ -56,7 +56,7 @@ def test_outputs_follow_the_generic_contract_and_items_do_not_share_state(cases)
     assert first.output == second.output  # a fresh thread per item: nothing carried over
     out = first.output
     assert set(out) == {"messages", "tool_calls", "tools_called", "response", "answered_by",
-                        "current_order"}  # fmt: skip
+                        "current_order", "paused", "interrupts"}  # fmt: skip
     assert order_lines(out)[0].keys() >= {"item_id", "name", "quantity", "size", "modifiers"}
     assert [c["name"] for c in out["tool_calls"]] == out["tools_called"]  # (no handoffs)
     assert {(c["kind"], c["by"]) for c in out["tool_calls"]} == {("tool", "model")}

@@ -44,7 +44,7 @@ def test_the_order_is_carried_across_turns_and_the_agent_finalizes():
     transcript = output["transcript"]
     assert [t["turn"] for t in transcript] == [1, 2, 3]
     assert set(transcript[0]) == {"turn", "customer", "agent", "tool_calls", "state",
-                                  "finalized"}  # fmt: skip
+                                  "finalized", "paused"}  # fmt: skip
     # turn 1 added one; turn 2 changed that line (the state came from turn 1), not a new line
     assert [i["quantity"] for i in transcript[0]["state"]["current_order"]["items"]] == [1]
     assert [c["name"] for c in transcript[1]["tool_calls"]] == [

@@ -3,6 +3,7 @@ consoles every command prints to."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -114,6 +115,7 @@ def print_cases(console: Console, result: EvalResult) -> None:
             line += f" · missing: {', '.join(missed)}" if missed else ""
             console.print(escape(line), highlight=False)
         print_transcript(console, out.output)
+        print_interrupts(console, out.output)
         console.print(f"  latency {out.latency_ms:,.0f} ms · tokens {out.input_tokens:,} / "
                       f"{out.output_tokens:,} · attempts {out.attempts}"
                       + (f" · reused from {out.source_run_id}" if out.source_run_id else ""),
@@ -138,6 +140,20 @@ def print_transcript(console: Console, output: Any, width: int = 100) -> None:
                   highlight=False)  # fmt: skip
 
 
+def print_interrupts(console: Console, output: Any, width: int = 100) -> None:
+    """The interrupts the item met: what each asked, what the script answered, and
+    where it paused."""
+    found = output.get("interrupts") if isinstance(output, dict) else None
+    for i in found if isinstance(found, list) else []:
+        asked = escape(f"{i.get('name') or 'interrupt'}: {json.dumps(i.get('value'))[:width]}")
+        if "answer" in i:
+            answer = escape(json.dumps(i["answer"])[:width])
+            console.print(f"  interrupt {asked} → answered {answer}", highlight=False)
+        else:
+            console.print(f"  [yellow]paused[/] at interrupt {asked} (no scripted answer)",
+                          highlight=False)  # fmt: skip
+
+
 def print_report(console: Console, result: EvalResult) -> None:
     run, summary = result.run, result.summary
     console.rule(f"[bold]EVALUATION REPORT — {escape(run.suite)} ({run.tier} tier)")
@@ -150,7 +166,8 @@ def print_report(console: Console, result: EvalResult) -> None:
     console.print(f"Model: {escape(model_line(run))}", highlight=False)
     console.print(
         f"Cases: {summary.n_cases}  ·  items: {summary.n_items} ({summary.repeats} repeat(s))"
-        f"  ·  errors: {summary.n_errors}  ·  reused from memo: {summary.n_reused}"
+        f"  ·  errors: {summary.n_errors}  ·  paused: {summary.n_paused}"
+        f"  ·  reused from memo: {summary.n_reused}"
     )
     print_errors(console, result)
     metrics = Table(title="Mean score per evaluator (over per-case means)")

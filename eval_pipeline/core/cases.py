@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.interrupts import PAUSED_FIELD, resume_problems
 
 Tier = Literal["smoke", "full"]
 TIERS: tuple[str, ...] = ("smoke", "full")
@@ -116,7 +117,7 @@ class FieldNeeds:
         found = []
         for key in sorted((case.expected_output or {}).keys()):
             path = f"expected_output.{key}"
-            if path in self.known:
+            if path in self.known or key == PAUSED_FIELD:  # (read by the runner)
                 continue
             near = difflib.get_close_matches(path, sorted(self.known), n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
@@ -206,6 +207,8 @@ def validate_cases(
                 f"{label}: field 'metadata.category': unknown category {case.category!r} "
                 f"(known: {', '.join(sorted(known))})"
             )
+        for field, message in interrupt_problems(case):
+            problems.append(f"{label}: field '{field}': {message}")
         for field, message in validate(case) if validate else []:
             problems.append(f"{label}: field '{field}': {message}")
         for field, message in notice(case) if notice and warnings is not None else []:
@@ -317,6 +320,20 @@ def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, An
         (f"{path}:{node.start_mark.line + 1}", raw)
         for node, raw in zip(seq_node.value, data, strict=True)
     ]
+
+
+def interrupt_problems(case: GoldenCase) -> list[tuple[str, str]]:
+    """A case's human-in-the-loop fields that cannot be used (core/interrupts.py)."""
+    found = resume_problems(case.input)
+    paused = (case.expected_output or {}).get(PAUSED_FIELD)
+    if paused is not None and not isinstance(paused, bool):
+        found.append(
+            (
+                f"expected_output.{PAUSED_FIELD}",
+                f"true (the item must stop at an interrupt) or false; got {paused!r:.40}",
+            )
+        )
+    return found
 
 
 def _parse_case(raw: Any, where: str, problems: list[str]) -> GoldenCase | None:

@@ -10,7 +10,10 @@ A conversation case's input holds ``conversation``:
 With ``turns`` only, the customer says them and is done. With ``customer``, a simulated
 customer (agents/customer.py) continues from the goal after the scripted turns. The driver
 stops when the agent finalises, the customer is done, or at ``max_turns`` customer turns.
-The agent keeps its state across turns on its own thread (its checkpointer).
+The agent keeps its state across turns on its own thread (its checkpointer). A turn that
+stops at an interrupt (core/interrupts.py) is resumed with the case's scripted answers;
+with none left the conversation stops there, ``paused``: the simulated customer plays the
+customer, never the human who approves.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ GOAL_MARK = "GOAL (JSON):"
 SCREEN_MARK = "WHAT YOU SEE (JSON):"
 DEFAULT_MAX_TURNS = 8
 MAX_TURNS_LIMIT = 50
-STOP_REASONS = ("agent_finalized", "customer_done", "turn_limit", "error")
+STOP_REASONS = ("agent_finalized", "customer_done", "turn_limit", "paused", "error")
 
 
 class ConversationSpecError(ConfigurationError):
@@ -91,11 +94,12 @@ class AgentTurn:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # this turn's, in order
     state: dict[str, Any] = field(default_factory=dict)  # the fields shown after the turn
     finalized: bool = False  # the agent ended the conversation (e.g. finalize_order)
+    paused: bool = False  # the turn stopped at an interrupt no scripted answer resumed
 
     def to_dict(self, index: int) -> dict[str, Any]:
         return {"turn": index, "customer": self.customer, "agent": self.reply,
                 "tool_calls": self.tool_calls, "state": self.state,
-                "finalized": self.finalized}  # fmt: skip
+                "finalized": self.finalized, "paused": self.paused}  # fmt: skip
 
 
 class Session(Protocol):
@@ -161,6 +165,9 @@ async def converse(
         _keep_progress(session, transcript)
         if turn.finalized:
             stop = "agent_finalized"
+            break
+        if turn.paused:  # (waits for a human the case has no answer from: core/interrupts.py)
+            stop = "paused"
             break
     else:
         if not spec.simulated:  # the script ran out: that customer has nothing more to say

@@ -8,12 +8,15 @@ input state; the output contract is read from the run:
 - ``tool_calls``: ``[{name, args, id, kind, by, agent}]`` of every tool call, in call
   order, parallel calls and calls inside subgraphs included, each once: ``kind`` "tool",
   or "handoff" for a transfer to another agent (langgraph-supervisor's and
-  langgraph-swarm's ``transfer_to_…`` tools); ``by`` "model", or "library" for the calls
+  langgraph-swarm's ``transfer_to_…`` tools, and any tool after which another named agent
+  speaks: a ``Command(goto=…)`` from a tool); ``by`` "model", or "library" for the calls
   a library wrote itself (langgraph-supervisor's handoff-back); ``agent`` the name of the
   agent whose message made it (None for an unnamed one);
 - ``tools_called``: the names of the tool calls, handoffs left out (what the built-in
   evaluators count); ``response``: the last AI text; ``answered_by``: the name of the
   agent that gave it;
+- ``paused``: whether the run stopped at an interrupt the case scripts no answer for, and
+  ``interrupts``: each interrupt met, ``{name, value, answer}`` (core/interrupts.py);
 - every field listed in ``state_fields``, taken from the final state and made JSON-able.
 
 A conversation case (core/conversation.py) runs turn by turn on one thread: each customer
@@ -27,14 +30,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
-from pydantic import Field
+from langgraph.types import Command, Interrupt
+from pydantic import Field, field_validator
 
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.agents.adapters.jsonable import jsonable
@@ -57,10 +61,25 @@ from eval_pipeline.agents.targets import (
 )
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
+from eval_pipeline.core.interrupts import (
+    INTERRUPTS_FIELD,
+    PAUSED_FIELD,
+    ResumeScript,
+    interrupt_name,
+)
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.evaluators.handoffs import HANDOFF_BACK, is_handoff
 
-RESERVED = ("messages", "tool_calls", "tools_called", "response", "answered_by")
+RESERVED = (
+    "messages",
+    "tool_calls",
+    "tools_called",
+    "response",
+    "answered_by",
+    PAUSED_FIELD,
+    INTERRUPTS_FIELD,
+)
+INTERRUPT = "__interrupt__"  # where LangGraph's stream puts the pending interrupts
 
 
 class GraphInputError(ValueError):
@@ -78,6 +97,7 @@ class GraphOptions:
     done_field: str | None = None  # dotted path in the state: true once the agent has finished
     customer: Customer | None = None  # plays conversation cases after their scripted turns
     context: Mapping[str, Any] | None = None  # the graph's runtime context (context_schema)
+    configurable: Mapping[str, Any] | None = None  # more of the run's config["configurable"]
 
 
 InputShape = Literal["state", "messages", "text"]
@@ -99,59 +119,68 @@ class GraphAgent(ContextAgent):
     async def _run(self, case: GoldenCase, repeat: int, callbacks: Sequence[Any]) -> AgentResult:
         graph = self.graph
         spec = conversation_spec(case)
-        if graph.checkpointer not in (None, False) or spec is not None:
+        script = ResumeScript.of(case.input)
+        if graph.checkpointer not in (None, False) or spec is not None or script:
             graph = graph.copy({"checkpointer": fresh_checkpointer(graph)})
         config = {
-            "configurable": {"thread_id": f"{case.id}:{repeat}:{uuid.uuid4().hex}"},
+            "configurable": {
+                **(self.options.configurable or {}),
+                "thread_id": f"{case.id}:{repeat}:{uuid.uuid4().hex}",
+            },
             "callbacks": list(callbacks),
             "recursion_limit": self.options.recursion_limit,
         }
         if spec is not None:
-            session = GraphSession(graph, config, self.options, self.shape, self.context)
+            session = GraphSession(graph, config, self.options, self.shape, self.context, script)
             return AgentResult(await converse(session, spec, self.options.customer))
         state = graph_input(case.input, self.options.input_map, self.shape)
-        final, made = await run_graph(graph, state, config, self.context)
-        output = output_contract(final, made, self.options.state_fields)
+        run = await run_graph(graph, state, config, self.context, script)
+        output = output_contract(run, self.options.state_fields)
         reference = (case.expected_output or {}).get(self.options.stepwise.reference) if (
             self.options.stepwise and isinstance(case.expected_output, dict)
         ) else None  # fmt: skip
-        if reference:
+        if reference and not run.paused:
             output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks,
                                      self.context)  # fmt: skip
         return AgentResult(output)
 
 
 class GraphSession:
-    """One thread of a graph: each customer turn continues the same state."""
+    """One thread of a graph: each customer turn continues the same state. An interrupt
+    in a turn is answered from the case's script within the turn; with no answer left the
+    turn ends paused, and so does the conversation (the simulated customer plays the
+    customer, never the human who approves)."""
 
     def __init__(self, graph: Pregel, config: dict[str, Any], options: GraphOptions,
-                 shape: InputShape = "state", context: Any = None):  # fmt: skip
+                 shape: InputShape = "state", context: Any = None,
+                 script: ResumeScript | None = None):  # fmt: skip
         self.graph, self.config, self.options = graph, config, options
         self.shape, self.context = shape, context
-        self.final: dict[str, Any] = {}
-        self.made: list[AIMessage] = []
+        self.script = script or ResumeScript()
+        self.run = GraphRun()
 
     async def send(self, text: str) -> AgentTurn:
-        final, made = await run_graph(self.graph, graph_input(text, None, self.shape),
-                                      self.config, self.context)  # fmt: skip
-        self.final = final or self.final
-        self.made += made
-        state = {name: jsonable(self.final.get(name)) for name in self.options.state_fields}
+        turn = await run_graph(self.graph, graph_input(text, None, self.shape), self.config,
+                               self.context, self.script)  # fmt: skip
+        self.run = self.run.then(turn)
+        final = self.run.final
+        state = {name: jsonable(final.get(name)) for name in self.options.state_fields}
         finalized = False
         if done := self.options.done_field:
             head, _, rest = done.partition(".")
-            finalized = bool(lookup(jsonable(self.final.get(head)), rest or "."))
+            finalized = bool(lookup(jsonable(final.get(head)), rest or "."))
         return AgentTurn(
             customer=text,
-            reply=next((t for m in reversed(made) if (t := _text(m))), ""),
+            reply=next((t for m in reversed(turn.made) if (t := _text(m))), ""),
             tool_calls=[{"name": c["name"], "args": c["args"], "id": c.get("id")}
-                        for m in made for c in m.tool_calls],
+                        for m in turn.made for c in m.tool_calls],
             state=state,
             finalized=finalized,
+            paused=turn.paused,
         )  # fmt: skip
 
     def output(self) -> dict[str, Any]:
-        return output_contract(self.final, self.made, self.options.state_fields)
+        return output_contract(self.run, self.options.state_fields)
 
 
 def input_shape(graph: Pregel) -> InputShape:
@@ -227,21 +256,86 @@ def lookup(value: Any, path: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class GraphRun:
+    """What running a graph on one thread gave: its final state, every AI message any
+    node or task wrote (subgraphs included, in order), and the interrupts it met, each
+    ``{name, value, answer}`` (no ``answer`` for the one it stopped at)."""
+
+    final: dict[str, Any] = field(default_factory=dict)
+    made: tuple[AIMessage, ...] = ()
+    interrupts: tuple[dict[str, Any], ...] = ()
+    paused: bool = False  # it stopped at an interrupt the script had no answer for
+
+    def then(self, later: GraphRun) -> GraphRun:
+        """This run continued by ``later`` on the same thread (a conversation's next turn)."""
+        return GraphRun(later.final or self.final, self.made + later.made,
+                        self.interrupts + later.interrupts, later.paused)  # fmt: skip
+
+
 async def run_graph(
-    graph: Pregel, state: Any, config: dict[str, Any], context: Any = None
-) -> tuple[dict[str, Any], list[AIMessage]]:
-    """The final state and every AI message any node or task wrote, subgraphs included, in
-    order. A functional-API entrypoint's return value (a list of messages, a message)
-    becomes the state ``{"messages": […]}``."""
+    graph: Pregel,
+    state: Any,
+    config: dict[str, Any],
+    context: Any = None,
+    script: ResumeScript | None = None,
+) -> GraphRun:
+    """Run the graph to its end, answering each interrupt from ``script`` with
+    ``Command(resume=…)`` (several pending at once: each by its id) until the graph ends
+    or the script has no answer (core/interrupts.py). A static breakpoint is an interrupt
+    named after its node, with no value; any scripted answer goes on from it. A
+    functional-API entrypoint's return value (a list of messages, a message) becomes the
+    state ``{"messages": […]}``."""
+    run, seen = GraphRun(), set()
+    script = script or ResumeScript()
+    while True:
+        final, made, pending = await _stream(graph, state, config, context, seen)
+        run = run.then(GraphRun(final, tuple(made)))
+        breakpoint_at = () if pending else await _breakpoint(graph, config)
+        if not pending and not breakpoint_at:
+            return run
+        names = await _interrupt_names(graph, config, pending) if pending else list(breakpoint_at)
+        values = [jsonable(i.value) for i in pending] or [None] * len(names)
+        answers = script.answers(names)
+        if answers is None:
+            waiting = tuple({"name": n, "value": v} for n, v in zip(names, values, strict=True))
+            return GraphRun(run.final, run.made, run.interrupts + waiting, paused=True)
+        answered = tuple({"name": n, "value": v, "answer": a}
+                         for n, v, a in zip(names, values, answers, strict=True))  # fmt: skip
+        run = GraphRun(run.final, run.made, run.interrupts + answered)
+        if not pending:  # a breakpoint: LangGraph goes on from it with no input
+            state = None
+        elif len(pending) == 1:
+            state = Command(resume=answers[0])
+        else:
+            state = Command(resume={i.id: a for i, a in zip(pending, answers, strict=True)})
+
+
+async def _breakpoint(graph: Pregel, config: dict[str, Any]) -> tuple[str, ...]:
+    """The nodes a static breakpoint (``compile(interrupt_before=…)`` or ``…_after``)
+    stopped the graph before: the thread has nodes still to run."""
+    if graph.checkpointer in (None, False):
+        return ()
+    return tuple((await graph.aget_state(config)).next)
+
+
+async def _stream(
+    graph: Pregel, state: Any, config: dict[str, Any], context: Any, seen: set[Any]
+) -> tuple[dict[str, Any], list[AIMessage], list[Interrupt]]:
+    """One stretch of the graph, up to its end or its next interrupt(s)."""
     final: dict[str, Any] = {}
     made: list[AIMessage] = []
-    seen: set[Any] = set()
+    pending: list[Interrupt] = []
     async for namespace, mode, chunk in graph.astream(
         state, config, context=context, stream_mode=["values", "updates"], subgraphs=True
     ):
         if mode == "values":
             if not namespace and (as_state := _as_state(chunk)) is not None:
-                final = as_state
+                final = {k: v for k, v in as_state.items() if k != INTERRUPT}
+            continue
+        if not namespace and isinstance(chunk, dict) and INTERRUPT in chunk:
+            known = {i.id for i in pending}  # (subgraphs' included; a chunk each, or together)
+            pending += [i for i in chunk[INTERRUPT] if i.id not in known]
             continue
         for update in (chunk or {}).values() if isinstance(chunk, dict) else ():
             for message in _messages_of(update):
@@ -249,7 +343,19 @@ async def run_graph(
                 if isinstance(message, AIMessage) and key not in seen:
                     seen.add(key)
                     made.append(message)
-    return final, made
+    return final, made, pending
+
+
+async def _interrupt_names(
+    graph: Pregel, config: dict[str, Any], pending: Sequence[Interrupt]
+) -> list[str | None]:
+    """Each interrupt's name: from its payload, else the node it happened in (readable
+    when the thread has a checkpointer)."""
+    nodes: dict[str, str] = {}
+    if graph.checkpointer not in (None, False):
+        snapshot = await graph.aget_state(config)
+        nodes = {i.id: task.name for task in snapshot.tasks for i in task.interrupts}
+    return [interrupt_name(i.value, nodes.get(i.id)) for i in pending]
 
 
 def _as_state(value: Any) -> dict[str, Any] | None:
@@ -269,21 +375,21 @@ def _messages_of(update: Any) -> list[BaseMessage]:
     return [m for m in items if isinstance(m, BaseMessage)]
 
 
-def output_contract(
-    final: Mapping[str, Any], made: Sequence[AIMessage], state_fields: Sequence[str]
-) -> dict[str, Any]:
+def output_contract(run: GraphRun, state_fields: Sequence[str]) -> dict[str, Any]:
+    final = run.final
     messages = [m for m in final.get("messages") or [] if isinstance(m, BaseMessage)]
     calls, ids = [], set()
-    for message in made:
+    for index, message in enumerate(run.made):
         by = "library" if (message.response_metadata or {}).get(HANDOFF_BACK) else "model"
+        passed_on = _passed_on(message, run.made[index + 1 :])
         for c in message.tool_calls:
             if c.get("id") and c["id"] in ids:  # (a subgraph's message, seen again above)
                 continue
             ids.add(c.get("id"))
-            kind = "handoff" if is_handoff(c["name"]) else "tool"
+            kind = "handoff" if is_handoff(c["name"]) or passed_on else "tool"
             calls.append({"name": c["name"], "args": c["args"], "id": c.get("id"),
                           "kind": kind, "by": by, "agent": message.name})  # fmt: skip
-    ai = [m for m in messages if isinstance(m, AIMessage)] or list(made)
+    ai = [m for m in messages if isinstance(m, AIMessage)] or list(run.made)
     answer = next((m for m in reversed(ai) if _text(m)), None)
     output: dict[str, Any] = {
         "messages": convert_to_openai_messages(messages) if messages else [],
@@ -291,10 +397,22 @@ def output_contract(
         "tools_called": [c["name"] for c in calls if c["kind"] == "tool"],
         "response": _text(answer) if answer is not None else "",
         "answered_by": answer.name if answer is not None else None,
+        PAUSED_FIELD: run.paused,
+        INTERRUPTS_FIELD: list(run.interrupts),
     }
     for name in state_fields:
         output[name] = jsonable(final.get(name))
     return output
+
+
+def _passed_on(message: AIMessage, later: Sequence[AIMessage]) -> bool:
+    """Whether the message's one tool call handed the conversation over: the next AI
+    message is another named agent's (a tool that returned ``Command(goto=agent,
+    graph=Command.PARENT)``, whatever its name)."""
+    if len(message.tool_calls) != 1 or not message.name:
+        return False
+    following = later[0] if later else None
+    return following is not None and bool(following.name) and following.name != message.name
 
 
 def _text(message: AIMessage) -> str:
@@ -314,6 +432,16 @@ class GraphConfig(KindConfig):
     recursion_limit: int = Field(25, ge=1)
     stepwise: StepwiseConfig | None = None
     context: dict[str, Any] | None = None  # the graph's runtime context (its context_schema)
+    # Values the graph reads from ``config["configurable"]`` (e.g. a user id), for every item
+    configurable: dict[str, Any] | None = None
+
+    @field_validator("configurable")
+    @classmethod
+    def _own_thread(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value and "thread_id" in value:
+            raise ValueError("thread_id is set per item (each item runs on a thread of its "
+                             "own); remove it from agent.configurable")  # fmt: skip
+        return value
 
 
 @register
@@ -344,5 +472,6 @@ class GraphKind(AgentKind):
             recursion_limit=config.recursion_limit,
             stepwise=stepwise_spec(config.stepwise, build.llm) if config.stepwise else None,
             done_field=config.done_field, customer=build.customer, context=config.context,
+            configurable=config.configurable,
         )  # fmt: skip
         return GraphAgent(graph, options, ctx)

@@ -110,7 +110,7 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
         f"(`{run.prompt_hash}`) · model {md_escape(model_line(run))} · dataset "
         f"`{run.dataset_version}`"
         f" · {summary.n_cases} cases × {summary.repeats} repeat(s), "
-        f"{summary.n_errors} error(s)",
+        f"{summary.n_errors} error(s), {summary.n_paused} paused",
         "",
         f"**Verdict: {verdict_text(result)}**",
         "",

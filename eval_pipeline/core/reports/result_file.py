@@ -20,7 +20,7 @@ from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.records import ItemStatus, RunRecord
 
 SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
 
@@ -90,6 +90,8 @@ class ItemResult(_Model):
     repeat: int
     scores: dict[str, float | None]
     score_details: dict[str, ScoreDetail]  # why it scored so: a judge's reasoning, model, …
+    status: ItemStatus  # finished, paused (at an interrupt: core/interrupts.py), or error
+    interrupts: list[dict[str, Any]]  # each {name, value, answer}; no answer: where it paused
     error: str | None
     error_kind: str | None
     fault: str | None  # agent | infrastructure | configuration
@@ -161,6 +163,8 @@ def _items(result: EvalResult) -> list[ItemResult]:
             repeat=o.repeat,
             scores=scores.get((o.item_id, o.repeat), {}),
             score_details=details.get((o.item_id, o.repeat), {}),
+            status=o.status,
+            interrupts=list((o.output or {}).get("interrupts") or []),
             error=o.error,
             error_kind=o.error_kind,
             fault=o.fault,

@@ -11,6 +11,7 @@ from langfuse import Evaluation
 
 from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import USER_CODE_FAILURES
+from eval_pipeline.core.interrupts import pause_problem
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
@@ -42,7 +43,8 @@ def score_items(
     prices: PriceTable | None = None,
     categories: Mapping[str, CategoryScale] | None = None,
 ) -> list[ItemScore]:
-    """One score per (output, evaluator). An agent error scores ``error_value``;
+    """One score per (output, evaluator). An agent error scores ``error_value``; an item
+    whose pause at an interrupt is not what its case expects scores 0 (core/interrupts.py);
     an evaluator that raises records value None and the exception, so nothing is lost.
     Evaluators that call a model (judges) run through the runner (``judges``: its
     concurrency, timeout and retries; see judging.py), their tokens in the score. A
@@ -63,6 +65,8 @@ def score_items(
                         out.item_id, out.repeat, name, error_value, f"agent error: {out.error}"
                     )
                 )
+            elif (paused := pause_problem(case.expected_output, out.output)) is not None:
+                scores.append(ItemScore(out.item_id, out.repeat, name, 0.0, paused))
             elif uses_model(fn):
                 jobs.append(JudgeJob(case, out, fn))
             else:

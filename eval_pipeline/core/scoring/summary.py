@@ -77,6 +77,9 @@ class Summary:
     metrics: dict[str, float | None]
     metric_se: dict[str, float | None] = field(default_factory=dict)
     error_items: list[str] = field(default_factory=list)
+    # Items that stopped at an interrupt no scripted answer resumed (core/interrupts.py)
+    n_paused: int = 0
+    paused_items: list[str] = field(default_factory=list)
     flaky_items: list[dict[str, Any]] = field(default_factory=list)
     passed: PassCount | None = None
     by_category: dict[str, SliceRow] = field(default_factory=dict)
@@ -204,6 +207,8 @@ def summarize(
         repeats=repeats or max((o.repeat for o in outputs), default=-1) + 1,
         n_errors=sum(1 for o in outputs if o.error),
         error_items=sorted({o.item_id for o in outputs if o.error})[:50],
+        n_paused=sum(1 for o in outputs if o.status == "paused"),
+        paused_items=sorted({o.item_id for o in outputs if o.status == "paused"})[:50],
         metrics={k: _r(v) for k, v in dict(metrics).items()},
         metric_se={  # standard errors over per-case means, never over run averages
             str(k): _r(mean_se(group.dropna().tolist()).se) if group.notna().any() else None

@@ -15,6 +15,7 @@ from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.failures import Fault
 from eval_pipeline.evaluators.base import DataType
 
+ItemStatus = Literal["finished", "paused", "error"]
 RunTier = Literal["smoke", "full", "failures"]  # failures: production failures run again
 
 
@@ -102,6 +103,15 @@ class ItemOutput:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def status(self) -> ItemStatus:
+        """ "error", "paused" (it stopped at an interrupt no scripted answer resumed:
+        core/interrupts.py) or "finished"."""
+        if self.error is not None:
+            return "error"
+        paused = isinstance(self.output, dict) and self.output.get("paused") is True
+        return "paused" if paused else "finished"
 
 
 @dataclass

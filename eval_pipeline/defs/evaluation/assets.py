@@ -242,6 +242,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 "primary_value": primary if primary is not None else float("nan"),
                 **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
                 "errors": summary.n_errors,
+                "paused": summary.n_paused,
                 **errors_metadata(summary),
                 "by_category": MetadataValue.md(markdown_table(summary.by_category, "category")),
                 "by_difficulty": MetadataValue.md(
