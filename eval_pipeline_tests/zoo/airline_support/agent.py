@@ -51,8 +51,7 @@ class Assistant:
             # If the LLM happens to return an empty response, re-prompt it for a real one.
             if not result.tool_calls and (
                 not result.content
-                or isinstance(result.content, list)
-                and not result.content[0].get("text")
+                or (isinstance(result.content, list) and not result.content[0].get("text"))
             ):
                 messages = state["messages"] + [("user", "Respond with a real output.")]
                 state = {**state, "messages": messages}

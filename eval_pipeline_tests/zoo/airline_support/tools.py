@@ -43,5 +43,8 @@ def cancel_ticket(ticket_no: str, *, config: RunnableConfig) -> str:
         raise ValueError("No passenger ID configured.")
     owned = TICKETS.get(passenger_id, {}).get("ticket_no")
     if owned != ticket_no:
-        return f"Current signed-in passenger with ID {passenger_id} not the owner of ticket {ticket_no}"
+        return (
+            f"Current signed-in passenger with ID {passenger_id} not the owner of ticket "
+            f"{ticket_no}"
+        )
     return "Ticket successfully cancelled."

@@ -12,7 +12,7 @@ def handle_tool_error(state) -> dict:
     return {
         "messages": [
             ToolMessage(
-                content=f"Error: {repr(error)}\n please fix your mistakes.",
+                content=f"Error: {error!r}\n please fix your mistakes.",
                 tool_call_id=tc["id"],
             )
             for tc in tool_calls

@@ -15,7 +15,7 @@ module-level ``agent``.
 Input: a case's ``message``. The reviewer's answers: the case's ``input.resume``.
 """
 
-from typing import Callable
+from collections.abc import Callable
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
