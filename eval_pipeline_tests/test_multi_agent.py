@@ -71,6 +71,17 @@ def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misse
         ("transfer_back_to_supervisor", "handoff", "library", "billing_agent"),
     ]
     assert bill["answered_by"] == "supervisor" and "$42.00" in bill["response"]
+    # The refund waits for a supervisor (interrupt() in a tool of a subgraph): the case's
+    # scripted answer resumes it, and a case that scripts none ends paused, as it expects.
+    refunds = {o.item_id: o for o in outputs if o.item_id.startswith("refund-")}
+    assert "refund of $17.50 issued" in refunds["refund-a200"].output["response"]
+    assert refunds["refund-a200"].output["interrupts"] == [{
+        "name": "issue_refund", "answer": {"approved": True},
+        "value": {"action": "issue_refund", "order_id": "A200", "amount": "$17.50"}}]  # fmt: skip
+    assert "declined" in refunds["refund-denied"].output["response"]
+    assert {k: o.status for k, o in refunds.items()} == {
+        "refund-a100": "finished", "refund-a200": "finished", "refund-denied": "finished",
+        "refund-waits": "paused"}  # fmt: skip
 
     recorded = desk.cli("run", "--suite", "desk", "--record", "--json", "rec.json")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr

@@ -1,14 +1,17 @@
 """A support desk on langgraph-supervisor: a supervisor handing off to a billing and a
-shipping agent, each a prebuilt ReAct agent with two tools.
+shipping agent, each a prebuilt ReAct agent with its tools.
 
 Source imitated: langchain-ai/langgraph-supervisor-py, README.md, "Quickstart" (as shipped
-in the PyPI package langgraph-supervisor 0.0.31): a module-level ``model = ChatOpenAI(...)``,
-plain functions as tools, ``create_react_agent(model=…, tools=[…], name=…, prompt=…)`` per
-specialist, ``create_supervisor([…], model=model, prompt=…)`` and ``workflow.compile()``.
+in the PyPI package langgraph-supervisor 0.0.31): a module-level ``model =
+ChatOpenAI(...)``, plain functions as tools, ``create_react_agent(model=…, tools=[…],
+name=…, prompt=…)`` per specialist, ``create_supervisor([…], model=model, prompt=…)`` and
+``workflow.compile()``.
 
 Habits kept: the model at module level (the OpenAI SDK reads OPENAI_BASE_URL and
 OPENAI_API_KEY), prompts as module constants, a factory ``build(ctx=None)`` that compiles
-the workflow. What replay must survive comes from the library, not from this file:
+the workflow; the refund tool waits for a supervisor's approval with LangGraph's
+``interrupt()`` (the human-in-the-loop page of the LangGraph docs, "Review tool calls").
+What replay must survive comes from the library, not from this file:
 ``create_handoff_back_messages`` gives each handoff-back a fresh ``uuid4()`` tool-call id
 (langgraph_supervisor/handoff.py), and ``create_supervisor`` builds the handoff tools from
 a ``set`` of agent names (supervisor.py), whose order follows the hash seed.
@@ -18,6 +21,7 @@ Input: a case's ``message`` (as a user message). Answer: the last AI message.
 
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import create_react_agent
+from langgraph.types import interrupt
 from langgraph_supervisor import create_supervisor
 
 model = ChatOpenAI(model="gpt-4o-mini", temperature=0)
@@ -44,6 +48,15 @@ def refund_status(order_id: str) -> str:
     return "no refund issued" if order_id.upper() in INVOICES else "no such order"
 
 
+def issue_refund(order_id: str) -> str:
+    """Refund an order in full. A supervisor approves every refund."""
+    amount = INVOICES.get(order_id.upper(), "no such order").split(",")[0]
+    decision = interrupt({"action": "issue_refund", "order_id": order_id, "amount": amount})
+    if decision.get("approved"):
+        return f"refund of {amount} issued"
+    return "refund declined by a supervisor"
+
+
 def track_package(order_id: str) -> str:
     """Where an order's package is."""
     return PARCELS.get(order_id.upper(), "no such order")
@@ -56,7 +69,10 @@ def delivery_estimate(order_id: str) -> str:
 
 def build(ctx=None):
     billing = create_react_agent(
-        model=model, tools=[get_invoice, refund_status], name="billing_agent", prompt=BILLING_PROMPT
+        model=model,
+        tools=[get_invoice, refund_status, issue_refund],
+        name="billing_agent",
+        prompt=BILLING_PROMPT,
     )
     shipping = create_react_agent(
         model=model,
