@@ -24,6 +24,7 @@ from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.options import OptionsError, RunOptions, run_options
 from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.runner import Progress
+from eval_pipeline.llm.recording import keys_for_replay
 from eval_pipeline.service import Environment, Prepared, RunRequest
 from eval_pipeline.service.run import Recording
 
@@ -39,6 +40,8 @@ def prepare(
 ) -> Prepared:
     """Everything up to the first model call, from this process's environment; any problem
     raises an ``EvalError`` (core/errors.py) and nothing is written."""
+    if recording == "replay":  # (before the project imports the agent's modules)
+        keys_for_replay()
     env = Environment.from_env(project)
     wanted = RunRequest(suite, request or RunOptions(), prompt_version, label, recording)
     return service.prepare(env, wanted)

@@ -240,3 +240,19 @@ def test_the_conversations_transcripts_say_where_it_paused(team):
     paused = outputs["talk-paused"]
     assert paused["stop_reason"] == "paused" and paused["turns"] == 2
     assert paused["transcript"][-1]["paused"] is True
+
+
+def test_the_pages_cases_are_valid_cases():
+    """docs/human-in-the-loop.md's case, and its per-name ``resume``, as printed."""
+    import re
+
+    from eval_pipeline.core.cases import validate_cases
+    from eval_pipeline.core.interrupts import ResumeScript
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "human-in-the-loop.md").read_text()
+    first, by_name = re.findall(r"```yaml\n(.*?)```", page, re.S)[:2]
+    (case,) = validate_cases([("page", c) for c in yaml.safe_load(first)], origin="page")
+    assert ResumeScript.of(case.input).answers(["issue_refund"]) == [{"approved": True}]
+    script = ResumeScript.of(yaml.safe_load(by_name))
+    assert script.answers(["confirm_address", "issue_refund"]) == ["yes", {"approved": False}]
+    assert script.answers(["confirm_address"]) is None  # (its answers are used up)

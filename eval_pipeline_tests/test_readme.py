@@ -16,13 +16,17 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
+from eval_pipeline_tests.desk import CASES as DESK_CASES
+from eval_pipeline_tests.desk import WORSE_PROMPT, DeskModel
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 from eval_pipeline_tests.stranger import (
     PROMPT_V1,
@@ -33,6 +37,7 @@ from eval_pipeline_tests.stranger import (
     WeatherModel,
     cases_yaml,
 )
+from eval_pipeline_tests.teams import ZOO
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 OWN_AGENT = DOCS / "own-agent.md"
@@ -90,36 +95,57 @@ def team(tmp_path):
     return root, env
 
 
-def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
-    root, env = team
+def shell(command: str, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def follow_the_page(root: Path, env: dict[str, str], server: LocalOpenAIServer, model: str,
+                    ci_home: Path, prompt_from: str | None = None,
+                    ) -> dict[str, subprocess.CompletedProcess]:  # fmt: skip
+    """Run the page's commands in order as a person does (the export line: their endpoint
+    for the "…"; the last command on a fresh machine with no endpoint and no key; the
+    endpoint asked nothing there); each command's process by command. The gated runs
+    fail (the new prompt is worse), the others succeed. ``prompt_from``: the constant the
+    person names when init asks which of their prompt constants to take."""
     commands = doc_block(FLOW)
     assert len(commands) <= 10, commands
     install, *rest = commands
     assert install.startswith("pip install ")  # this checkout is installed already
+    done: dict[str, subprocess.CompletedProcess] = {}
+    for command in rest:
+        if command.startswith("export "):  # the person's endpoint, for the "…" here
+            for assignment in shlex.split(command)[1:]:
+                name = assignment.partition("=")[0]
+                env[name] = {"EVAL_LLM_BASE_URL": server.base_url, "EVAL_LLM_API_KEY": "sk-team",
+                             "EVAL_LLM_MODEL": model}[name]  # fmt: skip
+            continue
+        if command == commands[-1]:  # CI: a fresh machine, no endpoint, no key
+            env = {k: v for k, v in env.items() if not k.startswith(("EVAL_LLM_", "OPENAI_"))}
+            env["EVAL_HOME"] = str(ci_home)
+            served = server.requests
+        done[command] = ran = shell(command, root, env)
+        if command.startswith("eval-pipeline init") and prompt_from and ran.returncode == 2:
+            assert "--prompt-from MODULE:CONSTANT" in " ".join(ran.stderr.split()), ran.stderr
+            command = f"{command} --prompt-from {prompt_from}"  # as it asked
+            done[command] = ran = shell(command, root, env)
+        gated = command.startswith("eval-pipeline run") and "--label staging" in command
+        expected = 1 if gated else 0  # the worse prompt fails the gate
+        assert ran.returncode == expected, f"{command}\n{ran.stdout}\n{ran.stderr}"
+        if command.startswith("eval-pipeline init"):  # the command it prints runs
+            assert ran.stdout.strip().splitlines()[-1].strip() == (
+                "eval-pipeline run --suite support"
+            )
+    assert server.requests == served  # CI asked nothing of the endpoint
+    return done
+
+
+def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
+    root, env = team
     with LocalOpenAIServer(chat_model=lambda name: WeatherModel(model_name=name),
                            models=["weather-model"]) as server:  # fmt: skip
-        for command in rest:
-            if command.startswith("export "):  # the person's endpoint, for the "…" here
-                for assignment in shlex.split(command)[1:]:
-                    name = assignment.partition("=")[0]
-                    env[name] = {"EVAL_LLM_BASE_URL": server.base_url,
-                                 "EVAL_LLM_API_KEY": "sk-team",
-                                 "EVAL_LLM_MODEL": "weather-model"}[name]  # fmt: skip
-                continue
-            if command == commands[-1]:  # CI: a fresh machine, no endpoint, no key
-                env = {k: v for k, v in env.items() if not k.startswith("EVAL_LLM_")}
-                env["EVAL_HOME"] = str(tmp_path / "ci-home")
-                served = server.requests
-            done = subprocess.run(["bash", "-c", command], cwd=root, env=env,
-                                  capture_output=True, text=True, timeout=300)  # fmt: skip
-            gated = command.startswith("eval-pipeline run") and "--label staging" in command
-            expected = 1 if gated else 0  # the worse prompt fails the gate
-            assert done.returncode == expected, f"{command}\n{done.stdout}\n{done.stderr}"
-            if command.startswith("eval-pipeline init"):  # the command it prints runs
-                assert done.stdout.strip().splitlines()[-1].strip() == (
-                    "eval-pipeline run --suite support"
-                )
-        assert server.requests == served  # CI asked nothing of the endpoint
+        done = list(follow_the_page(root, env, server, "weather-model",
+                                    tmp_path / "ci-home").values())[-1]  # fmt: skip
     verdict = done.stdout.strip().splitlines()[-1]
     # the staging prompt is worse: its own floor or the gate fails it (the sequential gate
     # takes no further case once a check has failed)
@@ -172,3 +198,39 @@ def test_the_docs_pytest_example_asserts_the_replayed_verdict(team, tmp_path):
     assert label.returncode == 0, label.stderr
     same = pytest_in_repo()
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_the_own_agent_flow_with_a_supervisor_desk_reproduces_its_verdict_in_ci(tmp_path):
+    """The page's ten commands with the langgraph-supervisor desk (zoo/supervisor_desk: its
+    own module-level ChatOpenAI on the team's OPENAI_* settings, three prompt constants,
+    handoff ids drawn afresh, a refund waiting for a person), each process with
+    ``PYTHONHASHSEED=random``: init asks which constant seeds the prompt and takes the one
+    named; the recorded gate fails the worse supervisor prompt, and CI, with no endpoint
+    and no key, reproduces that verdict from the recordings."""
+    root = tmp_path / "desk-repo"
+    shutil.copytree(ZOO / "supervisor_desk", root / "my_agent",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (root / "my_agent" / "graph.py").write_text((root / "my_agent" / "agent.py").read_text())
+    (root / "new-prompt.txt").write_text(WORSE_PROMPT)
+    editor = tmp_path / "editor.py"
+    cases = yaml.safe_dump([case.as_dict() for case in DESK_CASES])
+    editor.write_text(f"import sys\nopen(sys.argv[1], 'w').write({cases!r})\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
+    env |= {"PATH": f"{BIN}:{env.get('PATH', '')}", "EVAL_HOME": str(tmp_path / "home"),
+            "EDITOR": f"{sys.executable} {editor}", "PYTHONHASHSEED": "random",
+            "GIT_AUTHOR_NAME": "Team", "GIT_AUTHOR_EMAIL": "team@example.com",
+            "GIT_COMMITTER_NAME": "Team", "GIT_COMMITTER_EMAIL": "team@example.com"}  # fmt: skip
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    with LocalOpenAIServer(chat_model=lambda name: DeskModel(model_name=name),
+                           models=["gpt-4o-mini"]) as server:  # fmt: skip
+        env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-team"}  # their own
+        done = follow_the_page(root, env, server, "gpt-4o-mini", tmp_path / "ci-home",
+                               prompt_from="my_agent.graph:SUPERVISOR_PROMPT")  # fmt: skip
+    runs = [ran for command, ran in done.items() if command.startswith("eval-pipeline run")]
+    production, gate, ci = runs
+    seeded = (root / "prompts" / "support" / "assistant" / "v1.yaml").read_text()
+    assert "Hand billing questions" in seeded
+    assert production.stdout.strip().splitlines()[-1].startswith("VERDICT: PASS")
+    recorded, replayed = (p.stdout.strip().splitlines()[-1] for p in (gate, ci))
+    assert recorded.startswith("VERDICT: FAIL — ") and replayed == recorded

@@ -35,10 +35,9 @@ class TeamRepo:
     def cli(self, *args: str, endpoint: bool = True) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items()
                if k not in CONFIG_ENV and not k.startswith("OPENAI_")}  # fmt: skip
-        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random",
-                "OPENAI_API_KEY": "sk-team" if endpoint else "replay"}  # fmt: skip
-        if endpoint:
-            env["OPENAI_BASE_URL"] = self.model.base_url
+        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random"}
+        if endpoint:  # (a replay without one: no endpoint, and no key either)
+            env |= {"OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-team"}
         return subprocess.run([CLI, *args], cwd=self.root, env=env, capture_output=True,
                               text=True, timeout=300)  # fmt: skip
 

@@ -43,6 +43,7 @@ import difflib
 import hashlib
 import io
 import json
+import os
 import re
 import threading
 from collections import Counter
@@ -70,6 +71,22 @@ VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
 # An ISO-8601 date and time of day to the second (not a bare date: that can be content).
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
+
+
+# Variables an SDK reads its key from when a client is built: ``ChatOpenAI()`` at a
+# module's top raises without one, before anything is sent. A replay sends nothing (the
+# recordings answer, the seal refuses the rest), so when one is unset a placeholder stands
+# in for it: CI replays with no key at all.
+SDK_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+REPLAY_KEY = "replay"
+
+
+def keys_for_replay() -> list[str]:
+    """Set each unset SDK key variable to a placeholder; the names set."""
+    unset = [name for name in SDK_KEY_VARIABLES if not os.environ.get(name)]
+    for name in unset:
+        os.environ[name] = REPLAY_KEY
+    return unset
 
 
 class RecordingsError(ConfigurationError):

@@ -80,5 +80,7 @@ def build(ctx=None):
         name="shipping_agent",
         prompt=SHIPPING_PROMPT,
     )
-    workflow = create_supervisor([billing, shipping], model=model, prompt=SUPERVISOR_PROMPT)
+    # The supervisor's prompt from eval-pipeline's registry when a suite declares one.
+    prompt = ctx.system_prompt() if ctx is not None and ctx.prompt_version else SUPERVISOR_PROMPT
+    workflow = create_supervisor([billing, shipping], model=model, prompt=prompt)
     return workflow.compile()
