@@ -40,8 +40,6 @@ def prepare(
 ) -> Prepared:
     """Everything up to the first model call, from this process's environment; any problem
     raises an ``EvalError`` (core/errors.py) and nothing is written."""
-    if recording == "replay":  # (before the project imports the agent's modules)
-        keys_for_replay()
     env = Environment.from_env(project)
     wanted = RunRequest(suite, request or RunOptions(), prompt_version, label, recording)
     return service.prepare(env, wanted)
@@ -97,6 +95,7 @@ def evaluate(
         request = run_options(**options)
     except OptionsError as exc:
         raise OptionsError(f"evaluate(): {exc}") from None
-    prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
-                       request=request, recording=recording)  # fmt: skip
-    return run_prepared(prepared)
+    with keys_for_replay(recording == "replay"):  # (a module-level client needs a key)
+        prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
+                           request=request, recording=recording)  # fmt: skip
+        return run_prepared(prepared)

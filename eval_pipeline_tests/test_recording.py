@@ -430,3 +430,18 @@ def test_an_llm_judge_is_replayed_too_never_silently_offline(tmp_path, monkeypat
     assert len(judged) == 11 and {s.metadata["judge_model"] for s in judged} == {"judge-model"}
     assert replayed.summary.judge_calls == recorded.summary.judge_calls == 11
     assert replayed.summary.metrics == recorded.summary.metrics
+
+
+def test_a_replays_placeholder_key_is_gone_after_it(monkeypatch):
+    """A module-level ChatOpenAI() needs a key to import even when nothing is sent: a
+    replay lends it one, and takes it back, so the next run in the same process (an
+    evaluate() in a team's pytest) is not taken for one with a key (it went to
+    api.openai.com instead of the offline model)."""
+    from eval_pipeline.llm.recording import keys_for_replay
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-team")
+    with keys_for_replay() as lent:
+        assert lent == ["OPENAI_API_KEY"] and os.environ["OPENAI_API_KEY"].startswith("sk-replay")
+    assert "OPENAI_API_KEY" not in os.environ
+    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-team"  # a team's own, untouched

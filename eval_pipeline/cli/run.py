@@ -84,15 +84,17 @@ def run(
     """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error,
     3 undecided (0 with --on-undecided warn). The last line is the verdict."""
     from eval_pipeline import api, settings
+    from eval_pipeline.llm.recording import keys_for_replay
 
     says_verdict(ctx)
     for flag, path in (("--json", json_path), ("--junit", junit_path), ("--report", report_path)):
         writable(flag, path)  # before the run: a run stored, then no file, helps nobody
     request = run_options(**options)
-    prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
-                           request=request, recording=recording or "off")  # fmt: skip
-    with _progress(f"{suite_name} {request.tier}") as report:
-        result = api.run_prepared(prepared, progress=report)
+    with keys_for_replay(recording == "replay"):  # (a module-level client needs a key)
+        prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
+                               request=request, recording=recording or "off")  # fmt: skip
+        with _progress(f"{suite_name} {request.tier}") as report:
+            result = api.run_prepared(prepared, progress=report)
     print_result(console, result, verbose=verbose)
     for why in result.errors:  # whole, on stderr; the verdict line below has the first
         click.echo(f"Error: {why}", err=True)

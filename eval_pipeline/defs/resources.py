@@ -20,7 +20,7 @@ from eval_pipeline.integrations.langfuse_client import (
 )
 from eval_pipeline.integrations.prompt_registry import PromptRegistry
 from eval_pipeline.integrations.services import Services
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.settings import LLMSettings, sdk_key
 from eval_pipeline.service import Environment
 from eval_pipeline.service.environment import open_store
 
@@ -164,7 +164,7 @@ def default_resources(project: Path) -> dict[str, ConfigurableResource]:
         "llm": LLMResource(
             model=_env("EVAL_LLM_MODEL"),
             base_url=_env("EVAL_LLM_BASE_URL"),
-            api_key=_env("EVAL_LLM_API_KEY") or _env("OPENAI_API_KEY"),
+            api_key=_env("EVAL_LLM_API_KEY") or sdk_key(_env("OPENAI_API_KEY")),
             temperature=_number_env("EVAL_LLM_TEMPERATURE", float),
             timeout_s=_number_env("EVAL_LLM_TIMEOUT_S", float),
             max_retries=_number_env("EVAL_LLM_MAX_RETRIES", int),

@@ -60,6 +60,7 @@ from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
+from eval_pipeline.llm.settings import REPLAY_KEY
 
 Mode = Literal["record", "replay"]
 # Routes that are model calls (a chat or completion by any common provider's API): the
@@ -78,15 +79,21 @@ _ACTIVE = threading.Lock()  # one session per process at a time (the patches are
 # recordings answer, the seal refuses the rest), so when one is unset a placeholder stands
 # in for it: CI replays with no key at all.
 SDK_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-REPLAY_KEY = "replay"
 
 
-def keys_for_replay() -> list[str]:
-    """Set each unset SDK key variable to a placeholder; the names set."""
-    unset = [name for name in SDK_KEY_VARIABLES if not os.environ.get(name)]
+@contextlib.contextmanager
+def keys_for_replay(replay: bool = True) -> Iterator[list[str]]:
+    """While a replay runs: each unset SDK key variable set to a placeholder (unset again
+    after, so a later run in the same process is not taken for one with a key)."""
+    unset = [name for name in SDK_KEY_VARIABLES if replay and not os.environ.get(name)]
     for name in unset:
         os.environ[name] = REPLAY_KEY
-    return unset
+    try:
+        yield unset
+    finally:
+        for name in unset:
+            if os.environ.get(name) == REPLAY_KEY:
+                del os.environ[name]
 
 
 class RecordingsError(ConfigurationError):

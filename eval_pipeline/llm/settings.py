@@ -59,6 +59,16 @@ def replaying(active: bool = True) -> Iterator[None]:
         _REPLAYING.reset(token)
 
 
+# What a replay lends an SDK that will not build a client without a key (llm/recording.py
+# ``keys_for_replay``): never taken for the run's own key.
+REPLAY_KEY = "sk-replay-placeholder-nothing-is-sent"
+
+
+def sdk_key(value: str | None) -> str | None:
+    """OPENAI_API_KEY as the run's key, unless it is the replay's placeholder."""
+    return None if value == REPLAY_KEY else value or None
+
+
 class SettingsError(ConfigurationError):
     """An EVAL_LLM_* variable has a value we cannot use; the message names it."""
 
@@ -105,7 +115,7 @@ class LLMSettings(BaseModel):
         }
         return cls.configured(
             model=env.get("EVAL_LLM_MODEL") or None, base_url=env.get("EVAL_LLM_BASE_URL"),
-            api_key=env.get("EVAL_LLM_API_KEY") or env.get("OPENAI_API_KEY"),
+            api_key=env.get("EVAL_LLM_API_KEY") or sdk_key(env.get("OPENAI_API_KEY")),
             compat=env.get("EVAL_LLM_COMPAT") or None, **explicit,
         )  # fmt: skip
 
