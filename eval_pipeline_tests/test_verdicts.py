@@ -480,7 +480,8 @@ def test_an_undecided_whitespace_change_says_what_it_learned(project, tmp_path):
     assert done.exit_code == 3, done.output
     text = " ".join(report.read_text().split())
     for said in ("not worse by more than 0.072 so far (95%, anytime-valid)",
-                 "about 127 more pairs would decide it", "0 pairs worse, 0 better, 47 tied",
+                 "about 127 more pairs (174 in all) would decide it",
+                 "0 pairs worse, 0 better, 47 tied",
                  "47 pairs could at best show not worse by more than 0.072",
                  "the whole suite (47 cases) cannot decide a margin of 0.02: the finest it "
                  "can is 0.072", "with 80% probability"):  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Outcome = Literal["pass", "warn", "fail"]
 
@@ -87,6 +87,13 @@ class PairedRow(Row):
     note: str
     # an undecided sequential row: what its pairs did establish (paired_gate.py ``learned``)
     learned: str | None = None
+
+    @field_validator("ci_low", "ci_high")
+    @classmethod
+    def _possible(cls, value: float | None) -> float | None:
+        """Within what a difference of two scores in [0, 1] can be: a t interval on few,
+        spread pairs reaches past ±1 ([-1.060, -0.440] read as a drop beyond the worst)."""
+        return None if value is None else min(1.0, max(-1.0, value))
 
 
 class BinaryRow(Row):
