@@ -104,12 +104,12 @@ def test_failing_blocking_check_fails_the_run(env):
     message = failure.event_specific_data.error.message
     assert "drive_thru v2: FAIL — blocking checks failed: min_mean_scores" in message
     assert "order_correctness 0.8936 < 0.95" in message  # the numbers, not just a name
-    # In a failed run Dagster would show a check without a result as "Execution failed":
-    # the checks that tested nothing say N/A and why, as warnings, never as passes.
+    # Dagster shows a check without a result as "Execution failed", and one that failed
+    # in the colours of a failure: a check that tested nothing passes, saying N/A first.
     floors = found["category_floors"]  # these thresholds set no floors
-    assert floors.passed is False and floors.severity.value == "WARN"
+    assert floors.passed is True and floors.metadata["outcome"].value == "N/A"
     assert floors.description.startswith("N/A — drive_thru v2: not tested")
-    assert found["paired_gate"].description.startswith("N/A — drive_thru v2: ")
+    assert found["paired_gate"].description.startswith("N/A — drive_thru v2: not tested: ")
 
 
 def test_golden_dataset_check_results(env):
@@ -134,7 +134,9 @@ def test_absence_coverage_is_not_a_pass_for_a_suite_without_absence_categories(e
     result = materialize([golden_dataset], partition_key="product_discovery",
                          instance=instance, resources=resources)  # fmt: skip
     coverage = checks(result)["absence_coverage"]
-    assert not coverage.passed and coverage.severity.value == "WARN"
+    assert coverage.metadata["outcome"].value == "N/A" and "share_expecting_nothing" not in (
+        coverage.metadata
+    )  # no number that reads as a measured pass
     assert coverage.description.startswith("N/A — product_discovery: not tested")
 
 

@@ -111,7 +111,9 @@ def test_the_agreement_check_warns_for_the_weak_judge(tmp_path):
         meta = result.asset_materializations_for_node("judge_calibration")[0].metadata
         assert meta["tone kappa"].value == pytest.approx(0.666667)
         assert meta["judge_calls"].value == 32
-        # a suite without labelled judges materializes and tests nothing (skipped, no pass)
+        # a suite without labelled judges materializes and tests nothing: N/A, said first
         quiet = materialize([asset], partition_key="drive_thru", instance=instance,
                             resources=resources)  # fmt: skip
-        assert quiet.get_asset_check_evaluations() == []
+        (untested,) = quiet.get_asset_check_evaluations()
+        assert untested.metadata["outcome"].value == "N/A"
+        assert untested.description.startswith("N/A — drive_thru: not tested: ")

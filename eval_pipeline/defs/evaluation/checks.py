@@ -6,10 +6,14 @@ What the Dagster UI shows of them is written for a reader:
   which partition it judged;
 - every number in a result's metadata is labelled with the metric or category it belongs
   to (``order_correctness Δ``, ``not_on_menu Δ``), never a bare ``delta`` from a first row;
-- a warning reads "WARN — …" (Dagster itself only knows passed or failed);
-- a check that tested nothing (nothing configured, no baseline yet) is not reported as a
-  pass: it yields no result, so Dagster shows it skipped, and the materialization's
-  ``checks_not_tested`` metadata says why.
+- Dagster knows two outcomes, passed or failed (with a severity); the first word of each
+  description says ours: "FAIL — …" (failed, ERROR), "WARN — …" (failed, WARN),
+  "UNDECIDED — …" (failed; ERROR when ``on_undecided: fail``, else WARN), "N/A — not
+  tested: …" (passed: a check that tested nothing — nothing configured, no baseline yet —
+  is not a failure), or none (PASS). Every check of the asset gets a result in every run:
+  a check left without one shows "Execution failed" in the UI. The materialization's
+  ``checks_not_tested`` metadata lists the N/A ones, and the verdict view counts them as
+  nothing (docs/dagster.md).
 """
 
 from __future__ import annotations
@@ -54,8 +58,8 @@ def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
 
 
 def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckResult], dict]:
-    """The results of the checks that tested something (and, in a failing run, an N/A
-    warning for the others), and why the others did not test anything."""
+    """A result for every check: what the tested ones found, N/A for the others; and why
+    the others did not test anything."""
     done: list[AssetCheckResult] = [measured(result, partition)]
     skipped: dict[str, str] = {}
     for check in result.checks:
@@ -91,20 +95,21 @@ def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckRe
         if result.run.stopped:
             numbers["budget"] = result.run.stopped
         if check.undecided:
-            numbers["outcome detail"] = "UNDECIDED"
-            description = f"UNDECIDED (on_undecided: {result.on_undecided}) — {description}"
-        done.append(check_result(ASSET, check.name, _label(check, result), description,
-                                 partition, numbers, check.rows, check.worse_items))  # fmt: skip
+            description = f"(on_undecided: {result.on_undecided}) {description}"
+        done.append(check_result(ASSET, check.name, _label(check), description, partition,
+                                 numbers, check.rows, check.worse_items,
+                                 blocks=result.on_undecided == "fail"))  # fmt: skip
     if gate is None:
         for spec in checks.checks("gate"):
             skipped[spec.name] = result.gate_note or "no baseline"
-    if result.exit_code:
-        # Dagster shows a check without a result in a failed run as "Execution failed": say
-        # N/A with the reason instead (a warning, never a pass). In a passing run the UI
-        # shows such a check as skipped.
-        done += [check_result(ASSET, name, "N/A", why, partition, {}, [])
-                 for name, why in skipped.items()]  # fmt: skip
+    done += [check_result(ASSET, name, "N/A", not_tested(why), partition, {}, [])
+             for name, why in skipped.items()]  # fmt: skip
     return done, skipped
+
+
+def not_tested(why: str) -> str:
+    """The description of a check that tested nothing: "not tested", and why."""
+    return why if why.startswith("not tested") else f"not tested: {why}"
 
 
 def measured(result: EvalResult, partition: str) -> AssetCheckResult:
@@ -119,11 +124,10 @@ def measured(result: EvalResult, partition: str) -> AssetCheckResult:
                         numbers, [])  # fmt: skip
 
 
-def _label(check: GateCheck, result: EvalResult) -> str:
-    """FAIL / WARN / PASS, and for an undecided paired gate FAIL (``on_undecided: fail``,
-    the run fails) or WARN (``warn``), each said "UNDECIDED" in the description."""
+def _label(check: GateCheck) -> str:
+    """FAIL / WARN / PASS, or UNDECIDED for a gate that could not tell."""
     if check.undecided:
-        return "FAIL" if result.exit_code else "WARN"
+        return "UNDECIDED"
     if check.outcome == "fail":
         return "FAIL" if check.blocking_failure else "WARN"
     return check.outcome.upper()
@@ -138,7 +142,11 @@ def check_result(
     numbers: dict[str, Any],
     rows: Sequence[Row],
     worse: Sequence[Row] | None = None,
+    *,
+    blocks: bool = True,
 ) -> AssetCheckResult:
+    """A check's result: passed for PASS and N/A (it tested nothing); ERROR for FAIL, and
+    for UNDECIDED when it ``blocks`` the run (``on_undecided: fail``); WARN otherwise."""
     metadata: dict[str, Any] = {"partition": partition, "outcome": label, **numbers}
     if rows:
         metadata["details"] = MetadataValue.md(rows_markdown(rows))
@@ -147,9 +155,10 @@ def check_result(
     text = f"{partition}: {description}"
     if label != "PASS":
         text = f"{label} — {text}"
+    error = label == "FAIL" or (label == "UNDECIDED" and blocks)
     return AssetCheckResult(
-        asset_key=asset, check_name=name, passed=label == "PASS",
-        severity=AssetCheckSeverity.ERROR if label == "FAIL" else AssetCheckSeverity.WARN,
+        asset_key=asset, check_name=name, passed=label in ("PASS", "N/A"),
+        severity=AssetCheckSeverity.ERROR if error else AssetCheckSeverity.WARN,
         description=text[:1000], metadata=metadata,
     )  # fmt: skip
 
@@ -187,7 +196,7 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
                 numbers[f"{subject} CI"] = f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
                 numbers[f"{subject} p (Holm)"] = row.p_holm
             if row.cases_needed and check.outcome != "pass":
-                numbers[f"{subject} cases needed"] = row.cases_needed
+                numbers[f"{subject} cases needed in all"] = row.cases_needed
             if row.learned:
                 numbers[f"{subject} established"] = row.learned
     return {k: v for k, v in numbers.items() if v is not None}

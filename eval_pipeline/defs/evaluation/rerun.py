@@ -21,7 +21,7 @@ from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
-from eval_pipeline.defs.evaluation.checks import check_result
+from eval_pipeline.defs.evaluation.checks import check_result, not_tested
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -52,7 +52,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         outs={ASSET: AssetOut(group_name=group, description=ASSET_DESCRIPTION)},
         check_specs=[partitioned_check(CHECK, ASSET, DESCRIPTION, partitions.evals)],
         partitions_def=partitions.evals,
-        can_subset=True,  # nothing to run again: no check result, shown skipped
+        can_subset=True,
         pool="llm",
     )
     def failure_rerun(
@@ -66,9 +66,12 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         suite = services.suite(suite_name)
         path, cases = latest_failures(settings.failures_dir(suite_name))
         if not cases:
-            yield MaterializeResult(asset_key=ASSET, metadata={
-                "rerun": 0, "note": "no production failures to run again (production_failures "
-                "has not run for this suite, or found none)"})  # fmt: skip
+            why = ("no production failures to run again (production_failures has not run for "
+                   "this suite, or found none)")  # fmt: skip
+            yield MaterializeResult(asset_key=ASSET, metadata={"rerun": 0, "note": why})
+            if CHECK in {k.name for k in context.selected_asset_check_keys}:  # (not a failure)
+                yield check_result(ASSET, CHECK, "N/A", not_tested(why),
+                                   f"{suite_name} {version_key}", {}, [])  # fmt: skip
             return
         env = environment(services, llm, results_store)
         request = RunRequest(suite_name, RunOptions(shards=1),

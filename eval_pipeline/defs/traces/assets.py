@@ -38,7 +38,7 @@ from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, che
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
-from eval_pipeline.defs.evaluation.checks import check_result
+from eval_pipeline.defs.evaluation.checks import check_result, not_tested
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
@@ -221,10 +221,15 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         selected = {key.name for key in context.selected_asset_check_keys}
         blocking = config.severity == "error"
         for name, outcome in outcomes.items():
-            if outcome.tested and name in selected:
-                yield check_result("trace_scores", name, outcome.label(blocking),
-                                   outcome.description, partition,
-                                   trace_numbers(outcome), outcome.rows)  # fmt: skip
+            if name not in selected:
+                continue
+            if not outcome.tested:
+                yield check_result("trace_scores", name, "N/A", not_tested(outcome.description),
+                                   partition, {}, [])  # fmt: skip
+                continue
+            yield check_result("trace_scores", name, outcome.label(blocking),
+                               outcome.description, partition,
+                               trace_numbers(outcome), outcome.rows)  # fmt: skip
         failing = [f"- {k}: {o.description}" for k, o in outcomes.items() if not o.passed]
         if blocking and failing:
             raise Failure(description=f"{partition}: production traces below their "
