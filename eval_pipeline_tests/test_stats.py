@@ -132,3 +132,25 @@ def test_holm_adjustment():
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.5]) == [0.5]
     assert holm([0.9, 0.8]) == [1.0, 1.0]
+
+
+def test_a_paired_interval_stays_within_what_a_difference_can_be():
+    """A t interval on few spread pairs reached [-1.060, -0.440]: below the worst
+    possible drop. Rows hold it clipped to [-1, 1]."""
+    from eval_pipeline.core.scoring.rows import PairedRow
+
+    row = PairedRow(metric="m", category="c", n=3, delta=-0.75, ci_low=-1.06,
+                    ci_high=-0.44, p_value=0.01, mde=None, decision="fail",
+                    cases_needed=None, note="")  # fmt: skip
+    assert (row.ci_low, row.ci_high) == (-1.0, -0.44)
+
+
+def test_the_sequential_note_says_the_numbers_its_row_holds():
+    """The note printed Δ from the unrounded estimate while the table printed the row's
+    4-decimal value: −0.509 in one, −0.508 in the other. One rounding now."""
+    from eval_pipeline.core.scoring.sequential import decide
+
+    made = decide({"m": [-0.50851] * 6}, margin=0.02, alpha=0.05, look_ahead=False)["m"]
+    row = round(made.estimate, 4)  # what paired_gate's row holds: −0.5085
+    assert f"{row:+.3f}" == "-0.508" and f"{made.estimate:+.3f}" == "-0.509"  # (the edge)
+    assert made.note.startswith("Δ -0.508, ")
