@@ -5,10 +5,12 @@ passes; a pull request that points production at the worse prompt fails the gate
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,9 @@ WORKFLOW = ROOT / ".github" / "workflows" / "eval.yml"
 
 def condition_holds(expression: str | None, event: str) -> bool:
     """The `if:` expressions the workflow uses; any other fails the test (teach it here)."""
-    known = {None: True, "always()": True,
-             "github.event_name == 'pull_request'": event == "pull_request"}  # fmt: skip
+    pull_request = event == "pull_request"
+    known = {None: True, "always()": True, "github.event_name == 'pull_request'": pull_request,
+             "always() && github.event_name == 'pull_request'": pull_request}  # fmt: skip
     assert expression in known, f"unexpected expression in the workflow: {expression}"
     return known[expression]
 
@@ -118,3 +121,97 @@ def test_a_pull_request_that_makes_production_worse_fails_the_gate(repository):
     assert gate[2].strip().splitlines()[-1].startswith("VERDICT: FAIL — ")
     verdict = gate[2].strip().splitlines()[-1]
     assert "paired_gate" in verdict or "min_mean_scores" in verdict
+
+
+class GitHubStub:
+    """GitHub's issue-comments API as the comment job uses it: list, create, update; what
+    it was asked is kept."""
+
+    def __init__(self):
+        self.comments: list[dict] = []
+        self.requests: list[tuple[str, str, dict | None]] = []
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # (quiet)
+                pass
+
+            def _answer(self, code: int, body) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> dict | None:
+                size = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(size)) if size else None
+
+            def do_GET(self):
+                stub.requests.append(("GET", self.path, None))
+                if self.headers.get("Authorization") != "Bearer ghs-token":
+                    return self._answer(401, {"message": "Bad credentials"})
+                self._answer(200, stub.comments)
+
+            def do_POST(self):
+                body = self._body()
+                stub.requests.append(("POST", self.path, body))
+                made = {
+                    "id": len(stub.comments) + 1,
+                    "body": body["body"],
+                    "html_url": f"https://github.test/c/{len(stub.comments) + 1}",
+                }
+                stub.comments.append(made)
+                self._answer(201, made)
+
+            def do_PATCH(self):
+                body = self._body()
+                stub.requests.append(("PATCH", self.path, body))
+                which = int(self.path.rsplit("/", 1)[1])
+                found = next(c for c in stub.comments if c["id"] == which)
+                found["body"] = body["body"]
+                self._answer(200, found)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def test_the_pull_request_gets_one_comment_with_each_suites_verdict(repository):
+    """The gate's verdict on the pull request itself, as Langfuse's and Braintrust's
+    actions post theirs: one comment, posted on the first push and updated (not added
+    again) on the next, with the verdict line, Δ and interval and the job summaries' link."""
+    base = git("rev-parse", "HEAD", cwd=repository)
+    labels = repository / "examples" / "prompts" / "labels.yaml"
+    data = yaml.safe_load(labels.read_text())
+    data["drive-thru/orchestrator"]["production"] = 2  # the worse prompt
+    labels.write_text(yaml.safe_dump(data))
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "worse", cwd=repository)
+    gate = run_job(jobs()["gate"], repository, "pull_request",
+                   {"SUITE": "drive_thru", "BASE_SHA": base})  # fmt: skip
+    assert gate[1][1] == 1, gate[1][2]
+    github = GitHubStub()
+    env = {"GITHUB_API_URL": github.url, "GITHUB_TOKEN": "ghs-token", "PR_NUMBER": "7",
+           "GITHUB_REPOSITORY": "team/agents", "GITHUB_RUN_ID": "42",
+           "GITHUB_SERVER_URL": "https://github.test"}  # fmt: skip
+    try:
+        for _push in (1, 2):
+            (step,) = run_job(jobs()["comment"], repository, "pull_request", env)
+            assert step[1] == 0, step[2]
+            assert "on pull request #7: https://github.test/c/1" in step[2], step[2]
+    finally:
+        github.server.shutdown()
+    assert [(m, p.split("?")[0]) for m, p, _ in github.requests] == [
+        ("GET", "/repos/team/agents/issues/7/comments"),
+        ("POST", "/repos/team/agents/issues/7/comments"),
+        ("GET", "/repos/team/agents/issues/7/comments"),
+        ("PATCH", "/repos/team/agents/issues/comments/1"),
+    ]  # fmt: skip
+    (posted,) = github.comments
+    said = json.loads((repository / "out" / "drive_thru.json").read_text())["conclusion"]
+    row = next(line for line in posted["body"].splitlines() if line.startswith("| drive\\_thru"))
+    assert "**FAIL** — " in row and f"{said['delta']:+.3f}" in row
+    assert "[" in row and said["verdict"] == "FAIL"
+    assert "https://github.test/team/agents/actions/runs/42" in posted["body"]
+    assert "ghs-token" not in posted["body"]

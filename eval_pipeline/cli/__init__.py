@@ -22,6 +22,8 @@ COMMANDS = {
     "datasets": "eval_pipeline.cli.datasets:datasets",
     "judge": "eval_pipeline.cli.judge:judge",
     "suites": "eval_pipeline.cli.project:suites",
+    "verdicts": "eval_pipeline.cli.verdicts:verdicts",
+    "comment": "eval_pipeline.cli.comment:comment",
     "instance": "eval_pipeline.cli.project:instance",
 }
 

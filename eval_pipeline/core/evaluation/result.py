@@ -17,7 +17,7 @@ from eval_pipeline.core.scoring.checks import ThresholdCheck
 from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, VerdictRecord
 
 
 class Verdict(StrEnum):
@@ -129,6 +129,27 @@ class EvalResult:
         if self.failed:
             return Verdict.FAIL
         return Verdict.UNDECIDED if self.undecided else Verdict.PASS
+
+    def verdict_record(self) -> VerdictRecord:
+        """The verdict as the results store keeps it, with the primary metric's paired Δ
+        and interval when the gate compared it."""
+        if self.errors:
+            reason = self.errors[0]
+        elif self.failed:
+            reason = ", ".join(self.failed)
+        else:
+            reason = "; ".join(self.undecided)
+        primary = self.thresholds.primary_metric
+        row = next((r for c in (self.gate.checks if self.gate else ()) for r in c.rows
+                    if isinstance(r, PairedRow) and r.metric == primary and r.category is None),
+                   None)  # fmt: skip
+        return VerdictRecord(
+            run_id=self.run.run_id, verdict=self.verdict.value, reason=reason,
+            metric=primary if row else None, delta=row.delta if row else None,
+            ci_low=row.ci_low if row else None, ci_high=row.ci_high if row else None,
+            baseline_run_id=self.gate.baseline_run_id if self.gate else None,
+            decided_after=self.sequential.line() if self.sequential else None,
+        )  # fmt: skip
 
     @property
     def on_undecided(self) -> OnUndecided:

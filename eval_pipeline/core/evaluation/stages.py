@@ -268,7 +268,7 @@ def settle(store: ResultsStore, result: EvalResult) -> RunStatus:
         status = RunStatus.STOPPED
     else:
         status = RunStatus.COMPLETE
-    store.settle_run(result.run.run_id, status)
+    store.settle_run(result.run.run_id, status, result.verdict_record())
     result.run = store.get_run(result.run.run_id) or result.run
     return status
 

@@ -20,7 +20,7 @@ from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import ItemStatus, RunRecord
+from eval_pipeline.core.store.records import ItemStatus, RunRecord, VerdictRecord
 
 SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
 
@@ -121,6 +121,9 @@ class ResultFile(_Model):
     gate_note: str | None  # why there is no gate
     failed: list[str]  # the checks that failed the run
     warnings: list[str]
+    # The verdict as the results store keeps it: its reason, the primary metric's paired Δ
+    # and interval, after how many cases a sequential gate decided
+    conclusion: VerdictRecord
     items: list[ItemResult]
 
     @classmethod
@@ -144,7 +147,7 @@ class ResultFile(_Model):
             notes=result.notes, run=result.run, summary=result.summary, checks=checks,
             gate=GateResult.of(result.gate) if result.gate else None,
             gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,
-            items=_items(result),
+            conclusion=result.verdict_record(), items=_items(result),
         )  # fmt: skip
 
 

@@ -114,6 +114,32 @@ class ItemOutput:
         return "paused" if paused else "finished"
 
 
+@dataclass(frozen=True)
+class VerdictRecord:
+    """What a run concluded, kept with it: the latest verdict of every suite × version is
+    read from these (``eval-pipeline verdicts``, Dagster's ``verdicts`` table)."""
+
+    run_id: str
+    verdict: str  # PASS, FAIL, UNDECIDED or ERROR
+    reason: str  # the failed checks, the undecided metrics or the first error ("" for PASS)
+    metric: str | None = None  # the primary metric, when the gate compared it
+    delta: float | None = None  # its paired Δ against the baseline
+    ci_low: float | None = None
+    ci_high: float | None = None
+    baseline_run_id: str | None = None
+    decided_after: str | None = None  # a sequential run: "decided after N of M cases …"
+
+    @property
+    def delta_text(self) -> str:
+        """Δ as every view shows it ("–" without a gate)."""
+        return "–" if self.delta is None else f"{self.delta:+.3f}"
+
+    @property
+    def interval_text(self) -> str:
+        low, high = self.ci_low, self.ci_high
+        return "–" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+
+
 @dataclass
 class ItemScore:
     """One evaluator's value for one case and one repeat."""

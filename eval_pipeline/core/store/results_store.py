@@ -42,7 +42,14 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus, utcnow
+from eval_pipeline.core.store.records import (
+    ItemOutput,
+    ItemScore,
+    RunRecord,
+    RunStatus,
+    VerdictRecord,
+    utcnow,
+)
 
 metadata = MetaData()
 runs = Table(
@@ -111,6 +118,20 @@ summaries = Table(
     Column("run_id", String(200), ForeignKey("runs.run_id"), primary_key=True),
     Column("summary", JSON, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+)  # fmt: skip
+
+# What each run concluded (one row per settled run): the verdicts view reads the latest.
+verdicts = Table(
+    "verdicts", metadata,
+    Column("run_id", String(200), ForeignKey("runs.run_id"), primary_key=True),
+    Column("verdict", String(20), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("metric", String(200)),
+    Column("delta", Float),
+    Column("ci_low", Float),
+    Column("ci_high", Float),
+    Column("baseline_run_id", String(200)),
+    Column("decided_after", Text),
 )  # fmt: skip
 
 # Deliveries to external systems (e.g. scores to Langfuse) that failed and wait for the next
@@ -273,7 +294,8 @@ class ResultsStore:
                 )
             )
 
-    def settle_run(self, run_id: str, status: RunStatus) -> None:
+    def settle_run(self, run_id: str, status: RunStatus,
+                   verdict: VerdictRecord | None = None) -> None:  # fmt: skip
         """The run has ended with its verdict known: complete, error or stopped."""
         with self.engine.begin() as conn:
             conn.execute(
@@ -281,6 +303,27 @@ class ResultsStore:
                 .where(runs.c.run_id == run_id)
                 .values(status=status.value, finished_at=utcnow(), error=None)
             )
+            if verdict is not None:
+                conn.execute(delete(verdicts).where(verdicts.c.run_id == run_id))
+                conn.execute(insert(verdicts).values(**asdict(verdict)))
+
+    def latest_verdicts(self, suite: str | None = None) -> list[tuple[RunRecord, VerdictRecord]]:
+        """Each suite × prompt version's latest settled run and what it concluded, by suite
+        then version."""
+        query = (select(runs, *[c.label(f"v_{c.name}") for c in verdicts.c])
+                 .join(verdicts, verdicts.c.run_id == runs.c.run_id)
+                 .order_by(runs.c.started_at.desc()))  # fmt: skip
+        if suite is not None:
+            query = query.where(runs.c.suite == suite)
+        latest: dict[tuple[str, str], tuple[RunRecord, VerdictRecord]] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execute(query).mappings():
+                key = (row["suite"], row["prompt_version"])
+                if key not in latest:
+                    said = {c.name: row[f"v_{c.name}"] for c in verdicts.c}
+                    run = _run({k: v for k, v in row.items() if not k.startswith("v_")})
+                    latest[key] = (run, VerdictRecord(**said))
+        return [latest[k] for k in sorted(latest, key=lambda k: (k[0], _version_order(k[1])))]
 
     def add_notes(self, run_id: str, notes: list[str]) -> None:
         """Append notes to a run (e.g. the agent never read the prompt under test)."""
@@ -482,6 +525,12 @@ def _output(values: dict[str, Any]) -> ItemOutput:
     defaults = {"usage": {}, "unpriced_models": []}
     return ItemOutput(**{k: defaults[k] if v is None and k in defaults else v
                          for k, v in values.items()})  # fmt: skip
+
+
+def _version_order(version: str) -> tuple[int, int, str]:
+    """v2 before v10; a version that is not vN (a hash) after them."""
+    number = version[1:]
+    return (0, int(number), "") if version[:1] == "v" and number.isdigit() else (1, 0, version)
 
 
 def _run(row: Any) -> RunRecord:

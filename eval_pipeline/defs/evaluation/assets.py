@@ -16,7 +16,6 @@ from typing import Any
 
 from dagster import (
     AssetCheckResult,
-    AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
     AssetsDefinition,
@@ -34,10 +33,17 @@ from dagster import (
 
 from eval_pipeline import service
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.reports.verdicts import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
-from eval_pipeline.defs.evaluation.checks import check_results, check_specs, failure_message
+from eval_pipeline.defs.evaluation.checks import (
+    check_result,
+    check_results,
+    check_specs,
+    failure_message,
+    not_tested,
+)
 from eval_pipeline.defs.evaluation.metadata import (
     dataset_metadata,
     errors_metadata,
@@ -96,8 +102,8 @@ def golden_dataset_checks(
     suite: Suite, cases: list[GoldenCase], partition: str
 ) -> Iterator[AssetCheckResult]:
     """dataset_valid (reached only when the cases loaded), and absence_coverage: for a
-    suite that declares no absence categories it tested nothing, so it says N/A (a
-    warning, as eval_summary's untested checks do), never a pass with a share of 0."""
+    suite that declares no absence categories it tested nothing, so it says N/A, as
+    eval_summary's untested checks do, never a pass with a share of 0."""
     yield AssetCheckResult(
         check_name="dataset_valid", passed=True,
         description=f"{partition}: {len(cases)} valid cases",
@@ -105,12 +111,9 @@ def golden_dataset_checks(
                   "dataset_version": dataset_version(cases)},
     )  # fmt: skip
     if not suite.absence_categories:
-        yield AssetCheckResult(
-            check_name="absence_coverage", passed=False, severity=AssetCheckSeverity.WARN,
-            description=f"N/A — {partition}: not tested: the suite declares no "
-            "absence_categories (cases that expect the agent to do nothing)",
-            metadata={"partition": partition},
-        )  # fmt: skip
+        yield check_result("golden_dataset", "absence_coverage", "N/A", not_tested(
+            "the suite declares no absence_categories (cases that expect the agent to do "
+            "nothing)"), partition, {}, [])  # fmt: skip
         return
     absent = [c for c in cases if c.category in suite.absence_categories]
     missing = [c for c in suite.absence_categories if not any(x.category == c for x in cases)]
@@ -198,7 +201,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         check_specs=check_specs(partitions.evals),
         partitions_def=partitions.evals,
         ins={"item_scores": AssetIn("item_scores")},
-        can_subset=True,  # a check that tested nothing yields no result: Dagster shows it skipped
+        can_subset=True,
     )  # fmt: skip
     def eval_summary(
         context: AssetExecutionContext,
@@ -228,6 +231,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         if not_tested:
             lines = "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in not_tested.items())
             pictures["checks_not_tested"] = MetadataValue.md(lines)
+        # Which suite and version passed, every one, not one check at a time
+        pictures["verdicts"] = MetadataValue.md(verdicts_markdown(latest_verdicts(store)))
         if result.gate is not None and result.gate.notes:
             pictures["gate_note"] = "; ".join(result.gate.notes)
         pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
