@@ -134,8 +134,15 @@ def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(h
     assert (home / "dagster" / "dagster.yaml").read_text() == LOCAL_INSTANCE
     with DagsterInstance.from_config(str(home / "dagster")) as instance:
         assert instance_problems(instance) == []
-        names = {r.dagster_run.job_name for r in instance.get_run_records()}
+        records = instance.get_run_records()
+        names = {r.dagster_run.job_name for r in records}
         assert names == {"golden_dataset_job", "eval_job"}  # real jobs, not ephemeral ones
+        # Runs of the code location `dagster dev -w workspace.yaml` loads, so its Overview
+        # and the jobs' Runs tabs show them (execute_in_process's belonged to none).
+        assert {r.dagster_run.remote_job_origin.location_name for r in records} == {
+            "eval_pipeline.definitions"}  # fmt: skip
+        assert {r.dagster_run.tags.get("dagster/code_location") for r in records} == {
+            "eval_pipeline.definitions"}  # fmt: skip
         first_tick, _ = sensor_tick(instance, eval_resources(home))
         evaluations = check_evaluations(instance, home.parent)
     assert first_tick.run_requests == []

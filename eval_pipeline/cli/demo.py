@@ -1,8 +1,9 @@
 """`eval-pipeline demo`: the whole asset graph on embedded defaults, in-process.
 
-Launches the real jobs (golden_dataset_job, eval_job) on a real Dagster instance
-(DAGSTER_HOME, SQLite), so `dagster dev` shows them afterwards; the offline model, the
-local prompt registry and the SQLite results store.
+Runs the real jobs (golden_dataset_job, eval_job) on a real Dagster instance (DAGSTER_HOME,
+SQLite) as runs of the code location `dagster dev -w workspace.yaml` loads
+(defs/located.py), so its Overview, the jobs' Runs tabs and the asset pages show them
+afterwards; the offline model, the local prompt registry and the SQLite results store.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from eval_pipeline.cli.report import console, print_gate, print_result, verdict_
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.redact import redact
-from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.instance import write_local_instance
+from eval_pipeline.defs.located import LocatedJobs, located_jobs
 from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.service.environment import open_store
@@ -42,20 +43,22 @@ def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
     home = Path(os.environ["DAGSTER_HOME"])
     write_local_instance(home)  # the queue, tag limits and pools `dagster dev` will use
     project = load_project()
-    defs = build_definitions(project.path)
-    golden_job = defs.resolve_job_def("golden_dataset_job")
     instance = DagsterInstance.get()
-    services = Services.from_env(project.prompts_dir)
-    demo = Demo(console, defs, instance, services)
+    with located_jobs(instance, project.path.parent) as jobs:
+        return _demo(console, Demo(console, jobs, Services.from_env(project.prompts_dir)),
+                     project, suites)  # fmt: skip
+
+
+def _demo(console: Console, demo: Demo, project: Any, suites: tuple[str, ...] | None) -> int:
+    instance = demo.instance
     exit_code = 0
     for name in suites or project.suite_names:
         suite = project.suite(name)
         console.print(f"[bold]{name}[/]: golden_dataset_job → eval_job (production, staging)")
-        loaded = golden_job.execute_in_process(
-            partition_key=name, instance=instance, run_config=QUIET, raise_on_error=False
-        )
-        if not loaded.success:
-            console.print(f"[red]golden_dataset[{name}] failed:[/]\n{_step_error(loaded)}")
+        loaded = demo.jobs.run("golden_dataset_job", name, QUIET, {})
+        if not loaded.is_success:
+            console.print(f"[red]golden_dataset[{name}] failed:[/]\n"
+                          f"{_step_error(instance, loaded.run_id)}")  # fmt: skip
             return 2
         production = demo.evaluate(suite, "production", "full")
         if production is None:
@@ -88,10 +91,9 @@ def run_demo(console: Console, suites: tuple[str, ...] | None = None) -> int:
 class Demo:
     """Runs eval_job for a suite's labelled version and reads back the judged result."""
 
-    def __init__(self, console: Console, defs: Any, instance: DagsterInstance,
-                 services: Services):  # fmt: skip
-        self.console, self.instance, self.services = console, instance, services
-        self.job = defs.resolve_job_def("eval_job")
+    def __init__(self, console: Console, jobs: LocatedJobs, services: Services):
+        self.console, self.jobs, self.services = console, jobs, services
+        self.instance = jobs.instance
         self.store = open_store(settings.results_url())  # (the resource holds an EnvVar)
 
     def evaluate(self, suite: Any, label: str, tier: str) -> evaluation.EvalResult | None:
@@ -99,26 +101,25 @@ class Demo:
         key = evaluation.prompt_key(prompt)
         self.instance.add_dynamic_partitions(prompt_version_partitions.name, [key])
         config = {**QUIET, "ops": {"agent_run_outputs": {"config": {"tier": tier}}}}
-        result = self.job.execute_in_process(
-            partition_key=MultiPartitionKey({"suite": suite.name, "prompt_version": key}),
-            instance=self.instance, run_config=config, raise_on_error=False,
-            tags={"eval/label": label, "eval/tier": tier},
-        )  # fmt: skip
+        partition = MultiPartitionKey({"suite": suite.name, "prompt_version": key})
+        ran = self.jobs.run("eval_job", partition, config,
+                            {"eval/label": label, "eval/tier": tier})  # fmt: skip
         runs = self.store.list_runs(suite=suite.name, prompt_version=key, tier=tier, limit=1)
         summary = self.store.read_summary(runs[0].run_id) if runs else None
         if summary is None:
             self.console.print(f"[red]eval_job[{suite.name} {key}] failed:[/]\n"
-                               f"{_step_error(result)}")  # fmt: skip
+                               f"{_step_error(self.instance, ran.run_id)}")  # fmt: skip
             return None
         run = runs[0]
         cases = evaluation.cases_of_run(self.store, run.run_id, suite.load_cases())
         return evaluation.verdict(self.store, run, suite, cases, summary, suite.load_cases())
 
 
-def _step_error(result) -> str:
+def _step_error(instance: DagsterInstance, run_id: str) -> str:
     """The innermost error message of the first failed step (what the user has to fix)."""
-    for event in result.all_events:
-        if event.event_type_value == "STEP_FAILURE":
+    for record in instance.all_logs(run_id):
+        event = record.dagster_event
+        if event is not None and event.event_type_value == "STEP_FAILURE":
             error = event.event_specific_data.error
             while error.cause is not None:
                 error = error.cause
