@@ -72,9 +72,10 @@ def test_graph_materializes_and_checks_pass(env):
     assert found["min_mean_scores"].metadata["partition"].value == "drive_thru v1"
     assert found["min_mean_scores"].metadata["order_correctness mean"].value == 1.0
     assert found["min_mean_scores"].metadata["order_correctness minimum"].value == 0.85
-    # nothing to compare with: the gate checks tested nothing, so none of them "passed"
+    # nothing to compare with: the gate checks tested nothing, and say so first (N/A)
     gates = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
-    assert not set(gates) & set(found)
+    assert {found[n].metadata["outcome"].value for n in gates} == {"N/A"}
+    assert all(found[n].description.startswith("N/A — drive_thru v1: not tested") for n in gates)
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     untested = meta["checks_not_tested"].value
     assert all(f"**{n}**: no baseline yet" in untested for n in gates), untested
@@ -240,7 +241,8 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     same = evaluate(instance, resources, "v1", tier="full")
     found = checks(same)
     assert same.success and found["paired_gate"].passed
-    assert "binary_gate" not in found  # the sequential gate decides pass/fail metrics itself
+    # the sequential gate decides pass/fail metrics itself: binary_gate tests nothing
+    assert found["binary_gate"].metadata["outcome"].value == "N/A"
     assert found["paired_gate"].metadata["baseline_run_id"].value != "none"
     pictures = same.asset_materializations_for_node("eval_summary")[0].metadata
     assert pictures["trend_chart"].value.startswith("![order_correctness trend](data:image/png")
