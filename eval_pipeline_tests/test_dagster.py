@@ -362,3 +362,17 @@ def test_a_dagster_run_reads_its_cases_once(env, monkeypatch):
     )  # fmt: skip
     assert result.success
     assert reads == ["order_management"]
+
+
+def test_descriptions_read_as_markdown():
+    """Dagster shows descriptions as Markdown: golden_dataset's said ``dataset: langfuse:…``
+    with its double backticks (a docstring in reST)."""
+    from eval_pipeline.defs import build_definitions
+    from eval_pipeline_tests.helpers import EXAMPLES
+
+    defs = build_definitions(EXAMPLES / "eval-pipeline.yaml")
+    graph = defs.resolve_asset_graph()
+    texts = [graph.get(key).description or "" for key in graph.get_all_asset_keys()]
+    texts += [spec.description or "" for asset in defs.assets or []
+              for spec in getattr(asset, "check_specs", None) or []]  # fmt: skip
+    assert texts and not [t for t in texts if "``" in t]

@@ -140,7 +140,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
     )
     def golden_dataset(context: AssetExecutionContext, services: ServicesResource):
         """The suite's golden cases, validated (a bad file fails here, before any LLM call);
-        from its folder, or from Langfuse for ``dataset: langfuse:…`` (``dataset_source``)."""
+        from its folder, or from Langfuse for `dataset: langfuse:…` (`dataset_source`)."""
+        # (Markdown, not reST: Dagster shows this docstring as the asset's description)
         suite = services.suite(context.partition_key)
         cases = suite.load_cases()
         yield Output(cases, metadata=dataset_metadata(suite, cases))
