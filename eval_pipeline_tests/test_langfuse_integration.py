@@ -28,7 +28,7 @@ from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline_tests.helpers import EXAMPLES, PROJECT, eval_job, eval_resources, sensor_tick
 from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4
-from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+from eval_pipeline_tests.langfuse_server import PROJECT_ID, LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "drive-thru/orchestrator"
@@ -580,6 +580,13 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         srv.settle()
         store = ResultsStore(f"sqlite:///{tmp_path / 'home' / 'results.sqlite'}")
         (run,) = store.list_runs(suite="drive_thru")
+        # The report says what went to Langfuse and, on v4, where the experiment opens
+        said = " ".join(ran.output.split())
+        sent = len(srv.state.scores)
+        assert f"Langfuse: {sent} score(s) sent to Langfuse" in said
+        if version.major >= 4:
+            assert (f"/project/{PROJECT_ID}/experiments/results?baseline="
+                    f"{experiment_id(run.run_id)}") in said  # fmt: skip
         assert run.code_commit == "0123abc"
         cases = {c.id for c in select_smoke()}
         linked = [o for o in srv.state.observations if o["experimentId"]]
@@ -601,7 +608,23 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
         assert stored["no_hallucinated_items"] == "BOOLEAN"
         means = [s for s in srv.state.scores if s["name"].startswith("run_")]
         assert means and not any(s.get("sessionId") for s in means)
+        # As a real v4.16.0 server showed (docs/langfuse.md, "Verified against"): a score
+        # without an environment lands in "default", out of its traces' views; an item
+        # score on the trace alone is hidden in the experiment's default columns; the
+        # experiment's description is any of its spans' (the root's alone was often
+        # blank); its output column shows the first 1,000 characters.
+        assert {s.get("environment") for s in srv.state.scores} == {"sdk-experiment"}
+        assert {o["environment"] for o in linked} == {"sdk-experiment"}
+        assert {o["_attributes"].get("langfuse.experiment.description") for o in linked} == {
+            f"eval-pipeline run {run.run_id} of drive_thru"}  # fmt: skip
+        roots = {o["traceId"]: o["id"] for o in items}
+        item_scores = [s for s in srv.state.scores if s.get("traceId")]
+        for root in items:
+            shown = json.loads(root["_attributes"]["langfuse.observation.output"])
+            assert next(iter(shown)) == "response"
         if version.major >= 4:  # events: the attributes are the link; nothing else is sent
+            assert {s["observationId"] for s in item_scores} == set(roots.values())
+            assert all(roots[s["traceId"]] == s["observationId"] for s in item_scores)
             assert {s.get("datasetRunId") for s in means} == {experiment_id(run.run_id)}
             assert srv.requests[("POST", "/api/public/dataset-run-items")] == 0
             # the experiment names the synced dataset (listed under it), whose items exist

@@ -83,6 +83,8 @@ def run(
 ) -> None:
     """Run one suite in-process, gate it, print the report; exit 0 pass, 1 fail, 2 error,
     3 undecided (0 with --on-undecided warn). The last line is the verdict."""
+    from rich.markup import escape
+
     from eval_pipeline import api, settings
     from eval_pipeline.llm.recording import keys_for_replay
 
@@ -99,6 +101,8 @@ def run(
     for why in result.errors:  # whole, on stderr; the verdict line below has the first
         click.echo(f"Error: {why}", err=True)
     _write_files(prepared.store, result, json_path, junit_path, report_path)
+    if result.langfuse:
+        console.print(f"Langfuse: {escape(result.langfuse)}", highlight=False, soft_wrap=True)
     console.print(f"Results store: {redact(settings.results_url())}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
     sys.exit(result.exit_code)

@@ -11,14 +11,20 @@ production dashboards' ``default``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import httpx
 from langfuse import Langfuse
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
 from eval_pipeline.core.redact import register_secret
 
@@ -134,9 +140,58 @@ def version_status(version: str) -> tuple[bool, str | None]:
     return True, None
 
 
+# While an item's root observation starts, the span id it must get (``item_root_span_id``);
+# while the item runs, what every span of it carries as the experiment's description.
+_ROOT_SPAN: ContextVar[int | None] = ContextVar("eval_root_span", default=None)
+_DESCRIPTION: ContextVar[str | None] = ContextVar("eval_experiment_description", default=None)
+DESCRIPTION = "langfuse.experiment.description"  # langfuse/_client/attributes.py
+
+
+class _ItemIds(RandomIdGenerator):
+    """Random ids, except an item's root span: its id derives from (run, case, repeat), so
+    its scores can name it (``observationId``) without storing it."""
+
+    def generate_span_id(self) -> int:
+        wanted = _ROOT_SPAN.get()
+        if wanted is None:
+            return super().generate_span_id()
+        _ROOT_SPAN.set(None)
+        return wanted
+
+
+class _Described(SpanProcessor):
+    """The experiment's description on every span of an item: Langfuse takes any of the
+    experiment's events' (an ``any()`` over them), and the SDK carries it to no child."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if (text := _DESCRIPTION.get()) is not None:
+            span.set_attribute(DESCRIPTION, text)
+
+
 @cache
 def _tracer_provider(settings: LangfuseSettings) -> TracerProvider:
-    return TracerProvider()
+    provider = TracerProvider(id_generator=_ItemIds())
+    provider.add_span_processor(_Described())
+    return provider
+
+
+@contextmanager
+def item_spans(run_id: str, item_id: str, repeat: int, description: str) -> Iterator[None]:
+    """Around an item's root observation (started first inside): its span id is
+    ``item_root_span_id``, and every span of the item carries ``description``."""
+    root = _ROOT_SPAN.set(int(item_root_span_id(run_id, item_id, repeat), 16))
+    described = _DESCRIPTION.set(description)
+    try:
+        yield
+    finally:
+        _ROOT_SPAN.reset(root)
+        _DESCRIPTION.reset(described)
+
+
+def item_root_span_id(run_id: str, item_id: str, repeat: int) -> str:
+    """The root observation of one evaluated item's trace (16 hex characters, never 0)."""
+    digest = hashlib.sha256(f"eval-pipeline-root:{run_id}:{item_id}:{repeat}".encode())
+    return f"{int(digest.hexdigest()[:16], 16) or 1:016x}"
 
 
 class LangfuseService:

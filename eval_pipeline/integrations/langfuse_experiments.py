@@ -42,7 +42,6 @@ from eval_pipeline.integrations.langfuse_client import (
 from eval_pipeline.integrations.langfuse_datasets import dataset_name, linked_items
 
 # langfuse/_client/attributes.py, LangfuseOtelSpanAttributes
-DESCRIPTION = "langfuse.experiment.description"
 EXPECTED_OUTPUT = "langfuse.experiment.item.expected_output"
 
 
@@ -80,9 +79,24 @@ def propagated(run_id: str, item_id: str, root_span_id: str, metadata: Mapping[s
     }
 
 
-def root_attributes(description: str, expected_output: Any) -> dict[str, str]:
-    """Set on the item's root span only (the SDK does the same)."""
-    return {DESCRIPTION: description, EXPECTED_OUTPUT: json.dumps(expected_output, default=str)}
+def root_attributes(expected_output: Any) -> dict[str, str]:
+    """Set on the item's root span only (the SDK does the same); the description is on
+    every span (langfuse_client.item_spans)."""
+    return {EXPECTED_OUTPUT: json.dumps(expected_output, default=str)}
+
+
+def shown_output(output: Any) -> Any:
+    """The item's output as its experiment row shows it: the agent's answer first (its
+    ``response``, who answered, whether it paused, the suite's state fields), the tool
+    calls and the whole conversation last. Langfuse's table shows an output's first 1,000
+    characters: the serialized ``{"messages": …}`` state hid the answer (in 8 of 11 items
+    against the real v4 server)."""
+    if not isinstance(output, dict):
+        return output
+    first, last = ("response", "answered_by", "paused"), ("tool_calls", "messages", "transcript")
+    return {**{k: output[k] for k in first if k in output},
+            **{k: v for k, v in output.items() if k not in first + last},
+            **{k: output[k] for k in last if k in output}}  # fmt: skip
 
 
 _MAJORS: dict[LangfuseSettings, int] = {}
@@ -134,10 +148,31 @@ class Linked:
 
     dataset_run_id: str | None
     problem: str | None = None
+    url: str | None = None  # where its experiment opens in Langfuse (v4)
 
     def line(self) -> str:
-        return (f"dataset run {self.dataset_run_id}" if self.dataset_run_id
-                else f"not linked: {self.problem}")  # fmt: skip
+        linked = (f"dataset run {self.dataset_run_id}" if self.dataset_run_id
+                  else f"not linked: {self.problem}")  # fmt: skip
+        return f"{linked}: {self.url}" if self.url else linked
+
+
+def experiment_url(settings: LangfuseSettings, run_id: str) -> str | None:
+    """Where the run's experiment opens in Langfuse's UI (v4: Experiments → its results),
+    from the project the keys belong to (GET /api/public/projects); None when the server
+    does not group experiments or cannot say. Never raises."""
+    if not reads_experiments(settings):
+        return None
+    try:
+        with settings.http() as http:
+            answer = http.get("/api/public/projects")
+            answer.raise_for_status()
+            project = answer.json()["data"][0]["id"]
+    except Exception:  # Langfuse trouble never fails an evaluation
+        return None
+    return (
+        f"{settings.base_url.rstrip('/')}/project/{project}/experiments/results"
+        f"?baseline={experiment_id(run_id)}"
+    )
 
 
 def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],

@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +36,7 @@ from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_error,
     describe_status,
+    item_root_span_id,
     item_trace_id,
 )
 from eval_pipeline.integrations.langfuse_experiments import Linked
@@ -82,8 +83,11 @@ class WritebackReport:
         }
 
     def line(self) -> str:
-        """One line for a terminal report."""
+        """One line for a terminal report: what was sent, and where the run's experiment
+        is."""
         parts = [f"{self.sent} score(s) sent to Langfuse"]
+        if self.experiment is not None:
+            parts.append(f"experiment {self.experiment.line()}")
         if self.queued:
             parts.append(f"{self.queued} queued for the next run ({self.error})")
         if self.set_aside:
@@ -98,14 +102,17 @@ def score_id(*parts: object) -> str:
 
 def item_score_payloads(
     run_id: str, scores: Iterable[ItemScore], outputs: Iterable[ItemOutput] = (),
-    *, own_traces: bool = False,
+    *, own_traces: bool = False, environment: str | None = None,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """One score per evaluator on each item's trace, of its declared type (evaluator errors
-    are skipped).
+    are skipped), in the traces' ``environment`` (Langfuse puts a score without one in
+    ``default``: the evaluation's scores showed in the production views).
 
     An output reused from the memo was traced by the run that produced it: its score goes
     on that trace, with ``reused_from`` in the score's metadata; with ``own_traces`` (v4:
-    this run traced it too, langfuse_tracing.TracedAgent.reused) on this run's.
+    this run traced it too, langfuse_tracing.TracedAgent.reused) on this run's, and on the
+    item's root observation there, where the experiment views read item scores (a
+    trace-level score is in a column group they hide by default).
     """
     producer = {(o.item_id, o.repeat): o.source_run_id for o in outputs if o.source_run_id}
     payloads = {}
@@ -126,6 +133,12 @@ def item_score_payloads(
         payloads[key] = {
             "id": key,
             "traceId": item_trace_id(traced_by, s.item_id, s.repeat),
+            **(
+                {"observationId": item_root_span_id(run_id, s.item_id, s.repeat)}
+                if own_traces
+                else {}
+            ),
+            **({"environment": environment} if environment else {}),
             "name": s.evaluator,
             "value": sent_value(s),
             "comment": _comment(s.comment),
@@ -144,16 +157,23 @@ def sent_value(score: ItemScore) -> float | str:
     return float(score.value)
 
 
-def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any]]:
-    """Reference-free scores of production traces, on those traces (item id = trace id)."""
+def trace_score_payloads(
+    scores: Iterable[ItemScore], environments: Mapping[str, str | None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Reference-free scores of production traces, on those traces (item id = trace id),
+    each in its trace's environment when ``environments`` (trace id → environment) says
+    (Langfuse puts a score without one in ``default``, out of the trace's views)."""
+    environments = environments or {}
     payloads = {}
     for s in scores:
         if s.value is None:
             continue
         key = score_id("production", s.item_id, s.evaluator)
+        environment = environments.get(s.item_id)
         payloads[key] = {
             "id": key,
             "traceId": s.item_id,
+            **({"environment": environment} if environment else {}),
             "name": f"eval_{s.evaluator}",
             "value": sent_value(s),
             "comment": _comment(s.comment),
@@ -164,7 +184,11 @@ def trace_score_payloads(scores: Iterable[ItemScore]) -> dict[str, dict[str, Any
 
 
 def run_score_payloads(
-    run_id: str, metrics: dict[str, float | None], *, dataset_run_id: str | None = None
+    run_id: str,
+    metrics: dict[str, float | None],
+    *,
+    dataset_run_id: str | None = None,
+    environment: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run-level means on the run's experiment (its dataset run: langfuse_experiments.py),
     else on its session (each item trace's session is the run). Langfuse takes exactly one
@@ -179,6 +203,7 @@ def run_score_payloads(
         payloads[key] = {
             "id": key,
             **target,
+            **({"environment": environment} if environment else {}),
             "name": f"run_{name}",
             "value": float(value),
             "dataType": "NUMERIC",

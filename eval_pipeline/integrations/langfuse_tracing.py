@@ -26,7 +26,7 @@ from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.integrations import langfuse_experiments as experiments
-from eval_pipeline.integrations.langfuse_client import item_trace_id
+from eval_pipeline.integrations.langfuse_client import item_spans, item_trace_id
 from eval_pipeline.integrations.langfuse_datasets import item_id
 
 
@@ -68,7 +68,9 @@ class TracedAgent:
         """The item's root observation in this run's trace, with the experiment attributes
         on it and on everything below it."""
         trace_id = item_trace_id(self.run_id, case.id, repeat)
+        description = f"eval-pipeline run {self.run_id} of {self.suite}"
         with (
+            item_spans(self.run_id, case.id, repeat, description),
             self.client.start_as_current_observation(
                 trace_context={"trace_id": trace_id},
                 name=self.trace_name,
@@ -92,11 +94,7 @@ class TracedAgent:
                 ),
             ),
         ):
-            root._otel_span.set_attributes(
-                experiments.root_attributes(
-                    f"eval-pipeline run {self.run_id} of {self.suite}", case.expected_output
-                )
-            )
+            root._otel_span.set_attributes(experiments.root_attributes(case.expected_output))
             yield root
 
     def _item_id(self, case_id: str) -> str:
@@ -114,7 +112,7 @@ class TracedAgent:
             return
         try:
             with self._item(case, repeat, reused_from=output.source_run_id or "") as root:
-                root.update(output=output.output)
+                root.update(output=experiments.shown_output(output.output))
         except Exception:  # tracing never fails an item
             return
 
@@ -127,7 +125,7 @@ class TracedAgent:
             except Exception as exc:
                 root.update(level="ERROR", status_message=f"{type(exc).__name__}: {exc}")
                 raise
-            root.update(output=result.output)
+            root.update(output=experiments.shown_output(result.output))
         return result
 
     @property

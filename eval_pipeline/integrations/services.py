@@ -24,6 +24,7 @@ from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import (
     ExperimentDataset,
     experiment_dataset,
+    experiment_url,
     link_run,
     reads_experiments,
     run_metadata,
@@ -157,15 +158,21 @@ class Services:
         ref = suite.dataset_ref if suite is not None else None
         linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref)
         # (v4: memo-served items have a span in this run's trace: their scores go there)
+        environment = self.langfuse.environment  # (the traces')
         items = langfuse_scores.item_score_payloads(
-            run.run_id, scores, outputs, own_traces=reads_experiments(self.langfuse)
+            run.run_id,
+            scores,
+            outputs,
+            own_traces=reads_experiments(self.langfuse),
+            environment=environment,
         )
         scales = suite.thresholds.categories if suite is not None else {}
         payloads = with_configs(self.langfuse, items, scales)
         payloads |= langfuse_scores.run_score_payloads(
-            run.run_id, metrics, dataset_run_id=linked.dataset_run_id
+            run.run_id, metrics, dataset_run_id=linked.dataset_run_id, environment=environment
         )
         report = self.write_back(store, payloads)
+        linked = dataclasses.replace(linked, url=experiment_url(self.langfuse, run.run_id))
         return dataclasses.replace(report, experiment=linked) if report else None
 
     def write_back(

@@ -298,6 +298,8 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     report = services.write_run(prepared.store, result.run, list(result.cases), result.scores,
                                 result.outputs, result.summary.metrics,
                                 prepared.suite)  # fmt: skip
+    if report is not None:
+        result.langfuse = report.line()
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     if report is not None and report.experiment and report.experiment.problem:

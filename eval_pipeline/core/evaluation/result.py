@@ -80,6 +80,7 @@ class EvalResult:
     cases: Sequence[GoldenCase] = ()  # the run's cases (the tier's)
     problems: list[str] = field(default_factory=list)  # found by the caller (a recording)
     sequential: SequentialReport | None = None  # a sequential run: how far it went
+    langfuse: str | None = None  # what went to Langfuse, and where its experiment is
 
     @property
     def failed(self) -> list[str]:

@@ -50,6 +50,7 @@ class TraceRecord:
     output_tokens: int = 0
     cost_usd: float | None = None  # None: the observation carries no cost (not zero)
     notes: tuple[str, ...] = ()  # what parsing had to change (truncation, bad bytes)
+    environment: str | None = None  # the trace's Langfuse environment: its scores go there
 
     def lookup(self, path: str) -> Any:
         """A dotted path into the record, e.g. ``metadata.category`` or ``level``."""
@@ -159,6 +160,7 @@ def parse_observation(obj: Any, *, source: str = "trace") -> TraceRecord:
         output_tokens=_int(usage.get("output")),
         cost_usd=_recorded_cost(obj.get("totalCost"), cost.get("total")),
         notes=tuple(notes),
+        environment=obj.get("environment") if isinstance(obj.get("environment"), str) else None,
     )
 
 

@@ -203,8 +203,9 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
             metadata[f"failing_{name}"] = sum(s.value is not None and s.value < 1.0
                                               for s in scores if s.evaluator == name)  # fmt: skip
         report = services.get().write_back(  # the traces came from Langfuse: score them there
-            results_store.open(), langfuse_scores.trace_score_payloads(scores)
-        )
+            results_store.open(), langfuse_scores.trace_score_payloads(
+                scores, {t.trace_id: t.environment for t in production_traces})
+        )  # fmt: skip
         if report is not None:
             metadata |= report.metadata()
         config = suite.thresholds.traces
