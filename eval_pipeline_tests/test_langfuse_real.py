@@ -633,9 +633,12 @@ def test_no_request_was_refused(ran, server):
 
 
 # --- prompt metrics (UI) -----------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="item scores sit on the item's root observation, where "
-                   "the experiment views read them; Langfuse's prompt metrics count trace-level "
-                   "scores and GENERATION observations' only (docs/langfuse.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="item scores sit on the item's root observation, where "
+    "the experiment views read them; Langfuse's prompt metrics count trace-level "
+    "scores and GENERATION observations' only (docs/langfuse.md)",
+)
 def test_prompt_version_metrics_count_each_trace_score_once(ran, server):
     prompt = server.get(f"/v2/prompts/{quote(ran.prompt, safe='')}", version=3)
     label = ran.runs["label"]
