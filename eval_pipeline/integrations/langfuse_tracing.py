@@ -5,11 +5,12 @@ shape production traces are read back in); the LangGraph run below it is recorde
 Langfuse LangChain ``CallbackHandler``. Trace ids are derived from (run, case, repeat), so
 scores can be attached later without storing ids.
 
-Span ids are new on every execution. An item executed again under the same run id (a
-re-executed Dagster run keeps its run id, and runs again the items its first attempt did
-not finish) therefore adds a second root observation to the same trace: Langfuse shows
-both attempts, the interrupted one without output. Scores are upserted by id, so each
-appears once, on the trace.
+The item's root observation has an id derived from (run, case, repeat) too
+(``langfuse_client.item_root_span_id``): its scores go on it, where Langfuse's experiment
+views read item scores. An item executed again under the same run id (a re-executed
+Dagster run keeps its run id, and runs again the items its first attempt did not finish)
+writes that observation again: Langfuse keeps the last. Other span ids are new on every
+execution. Scores are upserted by id, so each appears once.
 """
 
 from __future__ import annotations
