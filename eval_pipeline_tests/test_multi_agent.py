@@ -195,3 +195,53 @@ def test_trajectory_match_can_leave_the_handoffs_out():
     assert trajectory_match(mode="strict")(output=output, expected_output=reference).value == 0.0
     no_tool = {"messages": desk_run[:3] + desk_run[5:]}
     assert without(output=no_tool, expected_output=reference).value == 0.0
+
+
+def test_an_agent_used_as_a_tool_is_a_tool_call_not_a_handoff():
+    """An agent a tool runs inside itself (LangGraph's "agents as tools") writes its
+    messages deeper in subgraphs than the caller: that call is a tool call. A tool after
+    which another named agent speaks at the caller's own level is a handoff (the swarm's
+    ``ask_alice`` in test_teams.py)."""
+    import asyncio
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from eval_pipeline.agents.adapters.graph import output_contract, run_graph
+
+    def helper(state: MessagesState):
+        return {"messages": [AIMessage("the invoice is $42.00", name="helper")]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("helper", helper)
+    inner.add_edge(START, "helper")
+    inner = inner.compile()
+
+    @tool
+    def ask_helper(question: str) -> str:
+        """Ask the helper agent."""
+        return inner.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content
+
+    def boss(state: MessagesState):
+        if any(m.type == "tool" for m in state["messages"]):
+            return {"messages": [AIMessage("It is $42.00.", name="boss")]}
+        call = {"name": "ask_helper", "args": {"question": "invoice?"}, "id": "call_1"}
+        return {"messages": [AIMessage("", name="boss", tool_calls=[call])]}
+
+    outer = StateGraph(MessagesState)
+    outer.add_node("boss", boss)
+    outer.add_node("tools", ToolNode([ask_helper]))
+    outer.add_edge(START, "boss")
+    outer.add_conditional_edges("boss", tools_condition)
+    outer.add_edge("tools", "boss")
+    outer.add_edge("boss", END)
+    graph = outer.compile()
+
+    run = asyncio.run(run_graph(graph, {"messages": [HumanMessage("invoice?")]},
+                                {"configurable": {"thread_id": "t"}}))  # fmt: skip
+    assert [m.name for m in run.made] == ["boss", "helper", "boss"]  # (the helper streamed)
+    output = output_contract(run, ())
+    assert [(c["name"], c["kind"]) for c in output["tool_calls"]] == [("ask_helper", "tool")]
+    assert output["tools_called"] == ["ask_helper"] and output["answered_by"] == "boss"

@@ -28,6 +28,7 @@ Tokens are not read here: every model call is counted by llm/usage.py.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -266,11 +267,13 @@ class GraphRun:
     made: tuple[AIMessage, ...] = ()
     interrupts: tuple[dict[str, Any], ...] = ()
     paused: bool = False  # it stopped at an interrupt the script had no answer for
+    depths: tuple[int, ...] = ()  # how deep in subgraphs each message of ``made`` was written
 
     def then(self, later: GraphRun) -> GraphRun:
         """This run continued by ``later`` on the same thread (a conversation's next turn)."""
         return GraphRun(later.final or self.final, self.made + later.made,
-                        self.interrupts + later.interrupts, later.paused)  # fmt: skip
+                        self.interrupts + later.interrupts, later.paused,
+                        self.depths + later.depths)  # fmt: skip
 
 
 async def run_graph(
@@ -289,8 +292,8 @@ async def run_graph(
     run, seen = GraphRun(), set()
     script = script or ResumeScript()
     while True:
-        final, made, pending = await _stream(graph, state, config, context, seen)
-        run = run.then(GraphRun(final, tuple(made)))
+        final, made, depths, pending = await _stream(graph, state, config, context, seen)
+        run = run.then(GraphRun(final, tuple(made), depths=tuple(depths)))
         breakpoint_at = () if pending else await _breakpoint(graph, config)
         if not pending and not breakpoint_at:
             return run
@@ -299,10 +302,10 @@ async def run_graph(
         answers = script.answers(names)
         if answers is None:
             waiting = tuple({"name": n, "value": v} for n, v in zip(names, values, strict=True))
-            return GraphRun(run.final, run.made, run.interrupts + waiting, paused=True)
+            return dataclasses.replace(run, interrupts=run.interrupts + waiting, paused=True)
         answered = tuple({"name": n, "value": v, "answer": a}
                          for n, v, a in zip(names, values, answers, strict=True))  # fmt: skip
-        run = GraphRun(run.final, run.made, run.interrupts + answered)
+        run = dataclasses.replace(run, interrupts=run.interrupts + answered)
         if not pending:  # a breakpoint: LangGraph goes on from it with no input
             state = None
         elif len(pending) == 1:
@@ -321,10 +324,12 @@ async def _breakpoint(graph: Pregel, config: dict[str, Any]) -> tuple[str, ...]:
 
 async def _stream(
     graph: Pregel, state: Any, config: dict[str, Any], context: Any, seen: set[Any]
-) -> tuple[dict[str, Any], list[AIMessage], list[Interrupt]]:
-    """One stretch of the graph, up to its end or its next interrupt(s)."""
+) -> tuple[dict[str, Any], list[AIMessage], list[int], list[Interrupt]]:
+    """One stretch of the graph, up to its end or its next interrupt(s): the final state,
+    the AI messages written, how deep in subgraphs each was, the pending interrupts."""
     final: dict[str, Any] = {}
     made: list[AIMessage] = []
+    depths: list[int] = []
     pending: list[Interrupt] = []
     async for namespace, mode, chunk in graph.astream(
         state, config, context=context, stream_mode=["values", "updates"], subgraphs=True
@@ -343,7 +348,8 @@ async def _stream(
                 if isinstance(message, AIMessage) and key not in seen:
                     seen.add(key)
                     made.append(message)
-    return final, made, pending
+                    depths.append(len(namespace))
+    return final, made, depths, pending
 
 
 async def _interrupt_names(
@@ -381,7 +387,7 @@ def output_contract(run: GraphRun, state_fields: Sequence[str]) -> dict[str, Any
     calls, ids = [], set()
     for index, message in enumerate(run.made):
         by = "library" if (message.response_metadata or {}).get(HANDOFF_BACK) else "model"
-        passed_on = _passed_on(message, run.made[index + 1 :])
+        passed_on = _passed_on(index, run)
         for c in message.tool_calls:
             if c.get("id") and c["id"] in ids:  # (a subgraph's message, seen again above)
                 continue
@@ -405,14 +411,18 @@ def output_contract(run: GraphRun, state_fields: Sequence[str]) -> dict[str, Any
     return output
 
 
-def _passed_on(message: AIMessage, later: Sequence[AIMessage]) -> bool:
-    """Whether the message's one tool call handed the conversation over: the next AI
-    message is another named agent's (a tool that returned ``Command(goto=agent,
-    graph=Command.PARENT)``, whatever its name)."""
-    if len(message.tool_calls) != 1 or not message.name:
+def _passed_on(index: int, run: GraphRun) -> bool:
+    """Whether message ``index``'s one tool call handed the conversation over: the next AI
+    message is another named agent's, written no deeper in subgraphs (a tool that returned
+    ``Command(goto=agent, graph=Command.PARENT)``, whatever its name). An agent the tool
+    ran inside itself (an agent used as a tool) writes deeper: that call is a tool call."""
+    message = run.made[index]
+    if len(message.tool_calls) != 1 or not message.name or index + 1 >= len(run.made):
         return False
-    following = later[0] if later else None
-    return following is not None and bool(following.name) and following.name != message.name
+    following = run.made[index + 1]
+    depths = run.depths if len(run.depths) == len(run.made) else (0,) * len(run.made)
+    nested = depths[index + 1] > depths[index]
+    return bool(following.name) and following.name != message.name and not nested
 
 
 def _text(message: AIMessage) -> str:
