@@ -9,9 +9,9 @@ input state; the output contract is read from the run:
   order, parallel calls and calls inside subgraphs included, each once: ``kind`` "tool",
   or "handoff" for a transfer to another agent (langgraph-supervisor's and
   langgraph-swarm's ``transfer_to_…`` tools, and any tool after which another named agent
-  speaks: a ``Command(goto=…)`` from a tool); ``by`` "model", or "library" for the calls
-  a library wrote itself (langgraph-supervisor's handoff-back); ``agent`` the name of the
-  agent whose message made it (None for an unnamed one);
+  speaks no deeper in subgraphs: a ``Command(goto=…)`` from a tool); ``by`` "model", or
+  "library" for the calls a library wrote itself (langgraph-supervisor's handoff-back);
+  ``agent`` the name of the agent whose message made it (None for an unnamed one);
 - ``tools_called``: the names of the tool calls, handoffs left out (what the built-in
   evaluators count); ``response``: the last AI text; ``answered_by``: the name of the
   agent that gave it;
