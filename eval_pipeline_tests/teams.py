@@ -11,8 +11,11 @@ tools, answers from nothing: the worse version. Tool-call ids are random, as Ope
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +27,28 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from eval_pipeline_tests.helpers import CONFIG_ENV
+
 ZOO = Path(__file__).parent / "zoo"
+CLI = str(Path(sys.executable).parent / "eval-pipeline")
+
+
+class TeamShell:
+    """The CLI as a team runs it in its repository ``root``: a process of its own with
+    ``PYTHONHASHSEED=random``, the agent's own OpenAI client pointed at ``model`` (or, for
+    a replay, no endpoint and no key at all)."""
+
+    def __init__(self, root: Path, model: Any):
+        self.root, self.model = root, model
+
+    def cli(self, *args: str, endpoint: bool = True) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items()
+               if k not in CONFIG_ENV and not k.startswith("OPENAI_")}  # fmt: skip
+        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random"}
+        if endpoint:
+            env |= {"OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-team"}
+        return subprocess.run([CLI, *args], cwd=self.root, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
 
 
 class ScriptedModel(BaseChatModel):

@@ -10,35 +10,17 @@ order follows the hash seed). Before, CI's ``--replay`` of a clean recording end
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.desk import WORSE_PROMPT, DeskModel, write_desk_project
-from eval_pipeline_tests.helpers import CONFIG_ENV
 from eval_pipeline_tests.model_server import LocalOpenAIServer
+from eval_pipeline_tests.teams import TeamShell
 
-CLI = str(Path(sys.executable).parent / "eval-pipeline")
 
-
-class Desk:
-    def __init__(self, root: Path, model: LocalOpenAIServer):
-        self.root, self.model = root, model
-
-    def cli(self, *args: str, endpoint: bool = True) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items()
-               if k not in CONFIG_ENV and not k.startswith("OPENAI_")}  # fmt: skip
-        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random"}
-        if endpoint:  # (a replay without one: no endpoint, and no key either)
-            env |= {"OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-team"}
-        return subprocess.run([CLI, *args], cwd=self.root, env=env, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
-
+class Desk(TeamShell):
     def result(self, name: str) -> dict:
         return json.loads((self.root / name).read_text())
 

@@ -83,8 +83,14 @@ def team(tmp_path):
                                                              times=repr(TIMES)))  # fmt: skip
     (root / "my_agent" / "graph.py").write_text(textwrap.dedent(AGENT))
     (root / "new-prompt.txt").write_text(PROMPT_V2)  # the change under review: worse
-    editor = tmp_path / "editor.py"  # what the person types into the cases file
-    editor.write_text(f"import sys\nopen(sys.argv[1], 'w').write({cases_yaml()!r})\n")
+    return root, team_environment(root, tmp_path, cases_yaml())
+
+
+def team_environment(root: Path, tmp_path: Path, cases: str) -> dict[str, str]:
+    """A team's shell in its git repository ``root``: none of our settings, the CLI on
+    PATH, an $EDITOR that writes ``cases`` (what the person types into the cases file)."""
+    editor = tmp_path / "editor.py"
+    editor.write_text(f"import sys\nopen(sys.argv[1], 'w').write({cases!r})\n")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
     env |= {"PATH": f"{BIN}:{env.get('PATH', '')}", "EVAL_HOME": str(tmp_path / "home"),
@@ -92,7 +98,7 @@ def team(tmp_path):
             "GIT_AUTHOR_EMAIL": "team@example.com", "GIT_COMMITTER_NAME": "Team",
             "GIT_COMMITTER_EMAIL": "team@example.com"}  # fmt: skip
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root, env
+    return env
 
 
 def shell(command: str, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -212,16 +218,8 @@ def test_the_own_agent_flow_with_a_supervisor_desk_reproduces_its_verdict_in_ci(
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     (root / "my_agent" / "graph.py").write_text((root / "my_agent" / "agent.py").read_text())
     (root / "new-prompt.txt").write_text(WORSE_PROMPT)
-    editor = tmp_path / "editor.py"
     cases = yaml.safe_dump([case.as_dict() for case in DESK_CASES])
-    editor.write_text(f"import sys\nopen(sys.argv[1], 'w').write({cases!r})\n")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("EVAL_", "LANGFUSE_", "OPENAI_", "DAGSTER_"))}  # fmt: skip
-    env |= {"PATH": f"{BIN}:{env.get('PATH', '')}", "EVAL_HOME": str(tmp_path / "home"),
-            "EDITOR": f"{sys.executable} {editor}", "PYTHONHASHSEED": "random",
-            "GIT_AUTHOR_NAME": "Team", "GIT_AUTHOR_EMAIL": "team@example.com",
-            "GIT_COMMITTER_NAME": "Team", "GIT_COMMITTER_EMAIL": "team@example.com"}  # fmt: skip
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    env = team_environment(root, tmp_path, cases) | {"PYTHONHASHSEED": "random"}
     with LocalOpenAIServer(chat_model=lambda name: DeskModel(model_name=name),
                            models=["gpt-4o-mini"]) as server:  # fmt: skip
         env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-team"}  # their own

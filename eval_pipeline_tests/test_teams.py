@@ -13,33 +13,19 @@ never a pass)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import CONFIG_ENV
 from eval_pipeline_tests.model_server import LocalOpenAIServer
-from eval_pipeline_tests.teams import TEAMS, Team
-
-CLI = str(Path(sys.executable).parent / "eval-pipeline")
+from eval_pipeline_tests.teams import TEAMS, Team, TeamShell
 
 
-class TeamRepo:
+class TeamRepo(TeamShell):
     def __init__(self, root: Path, team: Team, model: LocalOpenAIServer):
-        self.root, self.team, self.model = root, team, model
-
-    def cli(self, *args: str, endpoint: bool = True) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items()
-               if k not in CONFIG_ENV and not k.startswith("OPENAI_")}  # fmt: skip
-        env |= {"EVAL_HOME": str(self.root / ".eval_home"), "PYTHONHASHSEED": "random"}
-        if endpoint:  # (a replay without one: no endpoint, and no key either)
-            env |= {"OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-team"}
-        return subprocess.run([CLI, *args], cwd=self.root, env=env, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        super().__init__(root, model)
+        self.team = team
 
     def run(self, *args: str, endpoint: bool = True, code: int = 0) -> dict:
         done = self.cli("run", "--suite", self.team.package, "--json", "out.json", *args,

@@ -106,13 +106,19 @@ def test_an_unchanged_pull_request_passes(repository):
     assert "Regression gate" in (repository / ".summary").read_text()
 
 
-def test_a_pull_request_that_makes_production_worse_fails_the_gate(repository):
+def point_production_at_the_worse_prompt(repository: Path) -> str:
+    """The pull request's commit: production labels v2, the worse prompt; the base's sha."""
     base = git("rev-parse", "HEAD", cwd=repository)
     labels = repository / "examples" / "prompts" / "labels.yaml"
     data = yaml.safe_load(labels.read_text())
     data["drive-thru/orchestrator"]["production"] = 2  # the worse prompt
     labels.write_text(yaml.safe_dump(data))
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "worse", cwd=repository)
+    return base
+
+
+def test_a_pull_request_that_makes_production_worse_fails_the_gate(repository):
+    base = point_production_at_the_worse_prompt(repository)
     steps = run_job(jobs()["gate"], repository, "pull_request",
                     {"SUITE": "drive_thru", "BASE_SHA": base})  # fmt: skip
     baseline, gate = steps[0], steps[1]
@@ -182,12 +188,7 @@ def test_the_pull_request_gets_one_comment_with_each_suites_verdict(repository):
     """The gate's verdict on the pull request itself, as Langfuse's and Braintrust's
     actions post theirs: one comment, posted on the first push and updated (not added
     again) on the next, with the verdict line, Δ and interval and the job summaries' link."""
-    base = git("rev-parse", "HEAD", cwd=repository)
-    labels = repository / "examples" / "prompts" / "labels.yaml"
-    data = yaml.safe_load(labels.read_text())
-    data["drive-thru/orchestrator"]["production"] = 2  # the worse prompt
-    labels.write_text(yaml.safe_dump(data))
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "worse", cwd=repository)
+    base = point_production_at_the_worse_prompt(repository)
     gate = run_job(jobs()["gate"], repository, "pull_request",
                    {"SUITE": "drive_thru", "BASE_SHA": base})  # fmt: skip
     assert gate[1][1] == 1, gate[1][2]
