@@ -49,15 +49,15 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
 
 def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
-    code = result.exit_code
+    code, verdict = result.exit_code, result.verdict
     note = f"; note: {result.hint}" if result.hint else ""
-    if result.errors:
-        return error_line(result.errors[0], code) + note
-    if result.failed:
-        return f"VERDICT: FAIL — {', '.join(result.failed)} (exit {code}){note}"
-    if result.undecided:
+    if verdict == "ERROR":
+        return error_line(result.reason, code) + note
+    if verdict == "UNDECIDED":
         policy = "" if code else "; on_undecided is warn"
-        return f"VERDICT: UNDECIDED — {'; '.join(result.undecided)} (exit {code}{policy}){note}"
+        return f"VERDICT: UNDECIDED — {result.reason} (exit {code}{policy}){note}"
+    if verdict == "FAIL":
+        return f"VERDICT: FAIL — {result.reason} (exit {code}){note}"
     return f"VERDICT: PASS (exit {code}){note}"
 
 

@@ -420,8 +420,7 @@ def _passed_on(index: int, run: GraphRun) -> bool:
     if len(message.tool_calls) != 1 or not message.name or index + 1 >= len(run.made):
         return False
     following = run.made[index + 1]
-    depths = run.depths if len(run.depths) == len(run.made) else (0,) * len(run.made)
-    nested = depths[index + 1] > depths[index]
+    nested = run.depths[index + 1] > run.depths[index]
     return bool(following.name) and following.name != message.name and not nested
 
 

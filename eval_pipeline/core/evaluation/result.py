@@ -131,21 +131,25 @@ class EvalResult:
             return Verdict.FAIL
         return Verdict.UNDECIDED if self.undecided else Verdict.PASS
 
+    @property
+    def reason(self) -> str:
+        """Why the verdict is what it is: the first error (ERROR), the failed checks (FAIL),
+        the undecided metrics (UNDECIDED); "" for PASS."""
+        if self.errors:
+            return self.errors[0]
+        if self.failed:
+            return ", ".join(self.failed)
+        return "; ".join(self.undecided)
+
     def verdict_record(self) -> VerdictRecord:
         """The verdict as the results store keeps it, with the primary metric's paired Δ
         and interval when the gate compared it."""
-        if self.errors:
-            reason = self.errors[0]
-        elif self.failed:
-            reason = ", ".join(self.failed)
-        else:
-            reason = "; ".join(self.undecided)
         primary = self.thresholds.primary_metric
         row = next((r for c in (self.gate.checks if self.gate else ()) for r in c.rows
                     if isinstance(r, PairedRow) and r.metric == primary and r.category is None),
                    None)  # fmt: skip
         return VerdictRecord(
-            run_id=self.run.run_id, verdict=self.verdict.value, reason=reason,
+            run_id=self.run.run_id, verdict=self.verdict.value, reason=self.reason,
             metric=primary if row else None, delta=row.delta if row else None,
             ci_low=row.ci_low if row else None, ci_high=row.ci_high if row else None,
             baseline_run_id=self.gate.baseline_run_id if self.gate else None,

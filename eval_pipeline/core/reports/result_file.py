@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.interrupts import INTERRUPTS_FIELD
 from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
@@ -167,7 +168,7 @@ def _items(result: EvalResult) -> list[ItemResult]:
             scores=scores.get((o.item_id, o.repeat), {}),
             score_details=details.get((o.item_id, o.repeat), {}),
             status=o.status,
-            interrupts=list((o.output or {}).get("interrupts") or []),
+            interrupts=list((o.output or {}).get(INTERRUPTS_FIELD) or []),
             error=o.error,
             error_kind=o.error_kind,
             fault=o.fault,

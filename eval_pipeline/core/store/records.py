@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from eval_pipeline.core.interrupts import PAUSED_FIELD
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.failures import Fault
 from eval_pipeline.evaluators.base import DataType
@@ -110,7 +111,7 @@ class ItemOutput:
         core/interrupts.py) or "finished"."""
         if self.error is not None:
             return "error"
-        paused = isinstance(self.output, dict) and self.output.get("paused") is True
+        paused = isinstance(self.output, dict) and self.output.get(PAUSED_FIELD) is True
         return "paused" if paused else "finished"
 
 
