@@ -96,6 +96,7 @@ def main() -> None:
 
     from eval_pipeline.core.store.results_store import ResultsStore
     from eval_pipeline.defs.evaluation.execution import execution_config
+    from eval_pipeline.defs.partitions import EvalPartition, add_partitions
     from eval_pipeline_tests import crash_target
     from eval_pipeline_tests.helpers import suite
 
@@ -110,7 +111,7 @@ def main() -> None:
     sampler.start()
     started = time.perf_counter()
     with DagsterInstance.get() as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v1")])
         result = execute_job(reconstructable(crash_target.eval_job), instance,
                              run_config=run_config,
                              tags=crash_target.partition_tags("drive_thru", "v1"))  # fmt: skip

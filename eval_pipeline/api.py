@@ -56,20 +56,20 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     except Exception as exc:  # recorded on the run by the stage that failed
         message = redact(f"{type(exc).__name__}: {exc}")
         raise RunFailed(f"run {prepared.run_id} failed: {message}") from exc
-    if problem := _register_partition(result.run.prompt_version):
+    if problem := _register_partition(result.run.suite, result.run.prompt_version):
         result.warnings.append(problem)
     return result
 
 
-def _register_partition(version: str) -> str | None:
-    """With a Dagster instance configured ($DAGSTER_HOME), the evaluated version becomes a
-    partition there (Dagster is imported only then: it costs a second)."""
+def _register_partition(suite: str, version: str) -> str | None:
+    """With a Dagster instance configured ($DAGSTER_HOME), the evaluated suite/version
+    becomes a partition there (Dagster is imported only then: it costs a second)."""
     home = os.environ.get("DAGSTER_HOME")
     if not home or not Path(home).is_dir():
         return None
-    from eval_pipeline.defs.partitions import register_version
+    from eval_pipeline.defs.partitions import EvalPartition, register_version
 
-    return register_version(version, home)
+    return register_version(EvalPartition(suite, version), home)
 
 
 def evaluate(

@@ -16,7 +16,6 @@ import sys
 
 from dagster import (
     DagsterInstance,
-    MultiPartitionKey,
     ReexecutionOptions,
     execute_job,
     reconstructable,
@@ -24,6 +23,7 @@ from dagster import (
 
 from eval_pipeline.definitions import defs
 from eval_pipeline.defs.evaluation.execution import execution_config
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 
 
 def run_config(shards: int) -> dict:
@@ -36,7 +36,7 @@ def eval_job():
 
 
 def partition_tags(suite: str, version: str) -> dict[str, str]:
-    key = MultiPartitionKey({"suite": suite, "prompt_version": version})
+    key = EvalPartition(suite, version).key
     return eval_job().partitions_def.get_tags_for_partition_key(key)
 
 
@@ -49,7 +49,7 @@ def main(args: list[str]) -> int:
                                  reexecution_options=options)  # fmt: skip
         else:
             suite, version, shards = (*args, "1")[:3]
-            instance.add_dynamic_partitions("prompt_version", [version])
+            add_partitions(instance, [EvalPartition(suite, version)])
             result = execute_job(reconstructable(eval_job), instance,
                                  run_config=run_config(int(shards)),
                                  tags=partition_tags(suite, version))  # fmt: skip

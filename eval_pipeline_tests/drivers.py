@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagster import MultiPartitionKey, instance_for_test, materialize
+from dagster import instance_for_test, materialize
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline_tests.helpers import SUITE_NAMES, eval_resources
 
 DRIVERS = ("in_process", "dagster")
@@ -47,10 +47,11 @@ def drive(driver: str, tmp_path: Path, project: Path, suite: str, version: int, 
     home = tmp_path / "dagster"
     home.mkdir(exist_ok=True)
     with instance_for_test(temp_dir=str(home)) as instance:
-        instance.add_dynamic_partitions("prompt_version", [f"v{version}"])
+        partition = EvalPartition(suite, f"v{version}")
+        add_partitions(instance, [partition])
         done = materialize(
             [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
-            partition_key=MultiPartitionKey({"suite": suite, "prompt_version": f"v{version}"}),
+            partition_key=partition.key,
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": options}}},
         )  # fmt: skip

@@ -19,7 +19,6 @@ from eval_pipeline.core.label_moves import (
     current_state,
     plan_requests,
 )
-from eval_pipeline.defs.partitions import prompt_version_partitions
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline_tests.helpers import (
     EXAMPLES,
@@ -99,6 +98,10 @@ def tick(instance, resources, cursor=None, project=None):
     return sensor_tick(instance, resources, cursor, project=project)[0]
 
 
+def partitions(instance) -> list[str]:
+    return instance.get_dynamic_partitions("suite_version")
+
+
 def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
     instance, resources, registry, project = env
     first = tick(instance, resources, project=project)
@@ -111,7 +114,7 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
         for r in first.run_requests
     ]
     assert sorted(got) == sorted(expected)
-    assert set(instance.get_dynamic_partitions(prompt_version_partitions.name)) == {"v1", "v2"}
+    assert set(partitions(instance)) == {f"{s}/{v}" for s in SUITE_NAMES for v in ("v1", "v2")}
 
     quiet = tick(instance, resources, first.cursor, project)
     assert quiet.run_requests == [] and "no watched label moved" in quiet.skip_reason.skip_message
@@ -124,15 +127,16 @@ def test_sensor_moves_label_adds_partition_runs_once_and_the_run_lands(env):
         "drive_thru", "drive_thru_conversations"
     ]  # fmt: skip
     request = next(r for r in moved.run_requests if r.tags["eval/suite"] == "drive_thru")
-    assert request.partition_key.keys_by_dimension == {
-        "suite": "drive_thru",
-        "prompt_version": f"v{new.version}",
-    }
+    assert request.partition_key == f"drive_thru/v{new.version}"
     assert request.tags["eval/label"] == "staging"
     assert request.tags["eval/from_version"] == "v2"
     assert request.tags["eval/to_version"] == f"v{new.version}"
     assert request.tags["eval/tier"] == "smoke"
-    assert f"v{new.version}" in instance.get_dynamic_partitions(prompt_version_partitions.name)
+    # Partitions only where the version exists: the prompt's two suites, no other suite
+    # (before: one version dimension shared by every suite made research v3 and the rest,
+    # "Missing" partitions that match no prompt version)
+    added = set(partitions(instance)) - {f"{s}/{v}" for s in SUITE_NAMES for v in ("v1", "v2")}
+    assert added == {f"drive_thru/v{new.version}", f"drive_thru_conversations/v{new.version}"}
     assert tick(instance, resources, moved.cursor, project).run_requests == []
 
     # The requested run, as the daemon would launch it (golden_dataset never materialized).
@@ -185,10 +189,10 @@ def test_nightly_schedule_requests_the_production_version_of_every_suite(env):
         requests = list(nightly_full_eval(context))
     assert [r.run_key for r in requests] == [f"nightly:2026-11-22:{s}" for s in SUITE_NAMES]
     request = requests[0]
-    assert request.partition_key.keys_by_dimension["prompt_version"] == "v1"
+    assert request.partition_key == f"{SUITE_NAMES[0]}/v1"
     config = request.run_config["ops"]["agent_run_outputs"]["config"]
     assert (config["tier"], config["cache"]) == ("full", "refresh")  # nightly measures afresh
-    assert "v1" in instance.get_dynamic_partitions(prompt_version_partitions.name)
+    assert set(partitions(instance)) == {f"{s}/v1" for s in SUITE_NAMES}
 
 
 def test_a_version_evaluated_from_the_cli_is_a_partition_of_the_instance(env, monkeypatch):
@@ -206,10 +210,10 @@ def test_a_version_evaluated_from_the_cli_is_a_partition_of_the_instance(env, mo
     for suite in ("drive_thru", "drive_thru_conversations"):  # the prompt's two suites
         assert evaluate(suite, project=project, prompt_version=new.version).verdict == "PASS"
     version = f"v{new.version}"
-    assert not instance.has_dynamic_partition(prompt_version_partitions.name, version)
+    assert not instance.has_dynamic_partition("suite_version", f"drive_thru/{version}")
     first = tick(instance, resources, project=project)
     assert version not in {r.tags["eval/to_version"] for r in first.run_requests}  # evaluated
-    assert instance.has_dynamic_partition(prompt_version_partitions.name, version)
+    assert instance.has_dynamic_partition("suite_version", f"drive_thru/{version}")
 
 
 def test_the_cli_adds_the_version_it_evaluated_to_the_configured_instance(tmp_path):
@@ -232,7 +236,7 @@ def test_the_cli_adds_the_version_it_evaluated_to_the_configured_instance(tmp_pa
         done = subprocess.run([cli, *args], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode in (0, 1), done.stdout + done.stderr
     with DagsterInstance.from_config(str(home)) as instance:
-        assert instance.get_dynamic_partitions(prompt_version_partitions.name) == ["v2"]
+        assert instance.get_dynamic_partitions("suite_version") == ["drive_thru/v2"]
 
     def materialize(asset: str, partition: str) -> subprocess.CompletedProcess:
         dagster = str(Path(sys.executable).parent / "dagster")
@@ -244,6 +248,49 @@ def test_the_cli_adds_the_version_it_evaluated_to_the_configured_instance(tmp_pa
 
     golden = materialize("golden_dataset", "drive_thru")
     assert golden.returncode == 0, golden.stderr[-2000:]
-    outputs = materialize("agent_run_outputs", "v2|drive_thru")
+    outputs = materialize("agent_run_outputs", "drive_thru/v2")
     assert outputs.returncode == 0, outputs.stderr[-2000:]
     assert "DagsterUnknownPartitionError" not in outputs.stderr
+
+
+def test_instance_moves_old_suite_by_version_partitions_to_suite_version(tmp_path):
+    """An instance made before suite/version partitions has a prompt_version dimension
+    shared by every suite and materializations under "v1|drive_thru". `eval-pipeline
+    instance` adds a partition for each evaluated suite × version (the old keys' and the
+    results store's), none for the combinations never run, and drops the old dimension."""
+    import os
+    import subprocess
+    import sys
+
+    from dagster import AssetMaterialization, DagsterInstance
+
+    from eval_pipeline_tests.helpers import CONFIG_ENV
+
+    project = copy_project(tmp_path)
+    home = tmp_path / "dagster_home"
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path / "eval_home"), "EVAL_PROJECT": str(project)}
+    cli = str(Path(sys.executable).parent / "eval-pipeline")
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([cli, *args], env={**env, **extra}, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        return done
+
+    run("run", "--suite", "research", "--prompt-version", "2", "--tier", "smoke")  # no instance
+    run("instance", DAGSTER_HOME=str(home))  # writes dagster.yaml: an instance of its own
+    with DagsterInstance.from_config(str(home)) as instance:  # as the old code left it
+        for key in instance.get_dynamic_partitions("suite_version"):
+            instance.delete_dynamic_partition("suite_version", key)
+        instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])
+        instance.report_runless_asset_event(
+            AssetMaterialization("eval_summary", partition="v1|drive_thru")
+        )
+    said = run("instance", DAGSTER_HOME=str(home)).stdout
+    assert "added 2 suite/version partitions (drive_thru/v1, research/v2)" in said, said
+    assert "removed the old prompt_version dimension (2 keys)" in said, said
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_dynamic_partitions("suite_version") == ["drive_thru/v1", "research/v2"]
+        assert instance.get_dynamic_partitions("prompt_version") == []
+    assert "Partitions:" not in run("instance", DAGSTER_HOME=str(home)).stdout  # idempotent

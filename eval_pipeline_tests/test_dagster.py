@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import Definitions, EnvVar, MultiPartitionKey, instance_for_test, materialize
+from dagster import Definitions, EnvVar, instance_for_test, materialize
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.resources import LLMResource
 from eval_pipeline_tests.helpers import PROJECT, SUITE_NAMES, copy_project, eval_resources
 from eval_pipeline_tests.model_server import LocalOpenAIServer
@@ -29,17 +29,17 @@ def env(tmp_path):
     resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])
         yield instance, resources, tmp_path
 
 
 def evaluate(instance, resources, version, tier="smoke", suite="drive_thru", **options):
+    add_partitions(instance, [EvalPartition(suite, version)])
     materialize([golden_dataset], partition_key=suite, instance=instance,
                 resources=resources)  # fmt: skip
     return materialize(
         [golden_dataset, *ASSETS.evaluation],
         selection=ASSETS.evaluation,
-        partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
+        partition_key=EvalPartition(suite, version).key,
         instance=instance,
         resources=resources,
         run_config={"ops": {"agent_run_outputs": {"config": {"tier": tier, **options}}}},
@@ -272,7 +272,6 @@ def test_the_run_config_takes_every_run_option_as_the_cli_does(env):
 
 def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
     instance, resources, _ = env
-    instance.add_dynamic_partitions("prompt_version", ["v1"])
     result = evaluate(instance, resources, "v1", suite="product_discovery")
     assert result.success
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
@@ -283,7 +282,6 @@ def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
 
 def test_research_suite_shows_per_step_survival(env):
     instance, resources, _ = env
-    instance.add_dynamic_partitions("prompt_version", ["v2"])
     result = evaluate(instance, resources, "v2", suite="research")
     meta = result.asset_materializations_for_node("eval_summary")[0].metadata
     assert "| step | items | passed | share |" in meta["per_step_survival"].value
@@ -353,10 +351,11 @@ def test_a_dagster_run_reads_its_cases_once(env, monkeypatch):
 
     materialize([golden_dataset], partition_key="order_management", instance=instance,
                 resources=resources)  # fmt: skip
+    add_partitions(instance, [EvalPartition("order_management", "v1")])
     monkeypatch.setattr(Suite, "load_cases", counted)
     result = materialize(
         [golden_dataset, *ASSETS.evaluation], selection=ASSETS.evaluation,
-        partition_key=MultiPartitionKey({"suite": "order_management", "prompt_version": "v1"}),
+        partition_key=EvalPartition("order_management", "v1").key,
         instance=instance, resources=resources,
         run_config={"ops": {"agent_run_outputs": {"config": {"tier": "full", "shards": 2}}}},
     )  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from click.testing import CliRunner
-from dagster import MultiPartitionKey, instance_for_test, materialize
+from dagster import instance_for_test, materialize
 
 from eval_pipeline import evaluate
 from eval_pipeline.agents.project import load_project
@@ -15,7 +15,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.resources import LLMResource
 from eval_pipeline_tests.drivers import DRIVERS, drive
 from eval_pipeline_tests.helpers import SUITE_NAMES, clean_cli_env, copy_project, eval_resources
@@ -41,12 +41,12 @@ def test_cli_api_and_dagster_store_the_same_run(tmp_path, monkeypatch):
     resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir(exist_ok=True)
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v2"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v2")])
         materialize([assets.golden_dataset], partition_key="drive_thru", instance=instance,
                     resources=resources)  # fmt: skip
         dagster = materialize(
             [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v2"}),
+            partition_key=EvalPartition("drive_thru", "v2").key,
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": OPTIONS}}},
         )  # fmt: skip

@@ -22,7 +22,7 @@ from eval_pipeline.core.traces.rerun import (
     write_failures,
 )
 from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.traces.assets import build_trace_assets
 from eval_pipeline.evaluators.base import evaluator_name
 from eval_pipeline_tests.helpers import SUITE_NAMES, agent, eval_resources, suite
@@ -109,10 +109,10 @@ def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeyp
                                .read_text())  # fmt: skip
         assert found["failures"].value == len(saved["cases"]) > 0
         assert found["failed_tool_protocol"].value > 0
-        instance.add_dynamic_partitions("prompt_version", ["v1", "v2"])
+        add_partitions(instance, [EvalPartition("drive_thru", v) for v in ("v1", "v2")])
         outcome = {}
         for version in ("v1", "v2"):
-            key = MultiPartitionKey({"suite": "drive_thru", "prompt_version": version})
+            key = EvalPartition("drive_thru", version).key
             result = materialize([failure_rerun], resources=resources, instance=instance,
                                  partition_key=key)  # fmt: skip
             meta = result.asset_materializations_for_node("failure_rerun")[0].metadata
@@ -130,8 +130,7 @@ def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeyp
         assert check_v2.description.startswith("WARN — drive_thru v2: fixes ")
         # each rerun is a run of the results store (tier "failures"), the second from the memo
         again = materialize([failure_rerun], resources=resources, instance=instance,
-                            partition_key=MultiPartitionKey({"suite": "drive_thru",
-                                                             "prompt_version": "v1"}))  # fmt: skip
+                            partition_key=EvalPartition("drive_thru", "v1").key)  # fmt: skip
         run_id = again.asset_materializations_for_node("failure_rerun")[0].metadata["run_id"]
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     reruns = store.list_runs(suite="drive_thru", prompt_version="v1")

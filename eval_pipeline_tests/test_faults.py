@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import MultiPartitionKey, instance_for_test, materialize
+from dagster import instance_for_test, materialize
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.resources import LLMResource
 from eval_pipeline_tests.helpers import (
     CONFIG_ENV,
@@ -57,7 +57,7 @@ def env(tmp_path):
     )
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v1")])
         yield instance, tmp_path, project
 
 
@@ -75,7 +75,7 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
         )
         result = materialize(
             ASSETS,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            partition_key=EvalPartition("drive_thru", "v1").key,
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": {
                 "tier": "full", "concurrency": 16, "timeout_s": 20}}}},

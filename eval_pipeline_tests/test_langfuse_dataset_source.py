@@ -14,6 +14,7 @@ from eval_pipeline.core.cases import (
     dataset_version,
     parse_dataset_ref,
 )
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.integrations.langfuse_datasets import (
     dataset_name,
     sync_dataset,
@@ -254,7 +255,7 @@ def test_dagster_evaluates_a_langfuse_suite_end_to_end(langfuse_project, tmp_pat
     as golden_dataset does. Before, every step after golden_dataset loaded the suite
     without Langfuse and failed ("Langfuse is not configured"); langfuse_dataset does not
     copy a team's own dataset into eval-pipeline/<suite>."""
-    from dagster import MultiPartitionKey, instance_for_test, materialize
+    from dagster import instance_for_test, materialize
 
     from eval_pipeline.core.store.results_store import ResultsStore
     from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
@@ -270,7 +271,7 @@ def test_dagster_evaluates_a_langfuse_suite_end_to_end(langfuse_project, tmp_pat
     assets = build_evaluation_assets(build_partitions(SUITE_NAMES))
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v1")])
         synced = materialize([assets.golden_dataset, assets.langfuse_dataset],
                              partition_key="drive_thru", instance=instance,
                              resources=resources)  # fmt: skip
@@ -283,7 +284,7 @@ def test_dagster_evaluates_a_langfuse_suite_end_to_end(langfuse_project, tmp_pat
         assert mirrored["dataset_source"].value == f"langfuse:{NAME}"
         ran = materialize(
             [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            partition_key=EvalPartition("drive_thru", "v1").key,
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}},
         )  # fmt: skip

@@ -11,13 +11,13 @@ import pytest
 import yaml
 from dagster import (
     EnvVar,
-    MultiPartitionKey,
     SkipReason,
     instance_for_test,
 )
 
 from eval_pipeline.core.prompts import PromptError
 from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.defs.resources import (
     LangfuseResource,
 )
@@ -124,7 +124,7 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     request = next(r for r in moved.run_requests if r.tags["eval/suite"] == "drive_thru")
     assert request.tags["eval/label"] == "staging"
     assert (request.tags["eval/from_version"], request.tags["eval/to_version"]) == ("v2", f"v{v3}")
-    assert f"v{v3}" in instance.get_dynamic_partitions("prompt_version")
+    assert f"drive_thru/v{v3}" in instance.get_dynamic_partitions("suite_version")
     again, _ = sensor_tick(instance, resources, moved.cursor)
     assert again.run_requests == []
 
@@ -179,15 +179,13 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
 
 def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     instance, resources, tmp_path = env
-    instance.add_dynamic_partitions("prompt_version", ["v1"])
+    add_partitions(instance, [EvalPartition("drive_thru", "v1")])
     job = eval_job(resources)
-    key = {"suite": "drive_thru", "prompt_version": "v1"}
+    key = EvalPartition("drive_thru", "v1").key
     config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke"}}}}
     # The prompt is fetched before the outage; the outage hits tracing and write-back.
     server.fail_paths = ("/api/public/ingestion", "/api/public/otel/v1/traces")
-    failed = job.execute_in_process(
-        partition_key=MultiPartitionKey(key), run_config=config, instance=instance
-    )
+    failed = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
     assert failed.success  # Langfuse being down never fails an evaluation
     meta = failed.asset_materializations_for_node("eval_summary")[0].metadata
     queued = meta["langfuse_scores_queued"].value
@@ -196,9 +194,7 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     assert len(store.queued(OUTBOX_KIND)) == queued
 
     server.fail_paths = ()
-    again = job.execute_in_process(
-        partition_key=MultiPartitionKey(key), run_config=config, instance=instance
-    )
+    again = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
     meta = again.asset_materializations_for_node("eval_summary")[0].metadata
     assert meta["langfuse_scores_retried"].value == queued
     assert meta["langfuse_scores_queued"].value == 0
@@ -426,9 +422,9 @@ def test_reused_items_are_items_of_the_runs_experiment_too(env, server):
     from eval_pipeline.integrations.langfuse_experiments import experiment_id
 
     instance, resources, _ = env
-    instance.add_dynamic_partitions("prompt_version", ["v1"])
+    add_partitions(instance, [EvalPartition("drive_thru", "v1")])
     job = eval_job(resources)
-    key = MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"})
+    key = EvalPartition("drive_thru", "v1").key
 
     def run(cache: str):
         config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke", "cache": cache}}}}
@@ -461,7 +457,7 @@ def test_failures_run_again_are_scored_on_their_production_traces(env, server, m
     candidate fixes it."""
     from datetime import date
 
-    from dagster import MultiPartitionKey, materialize
+    from dagster import materialize
 
     from eval_pipeline.core.traces.records import parse_observation, score_traces
     from eval_pipeline.core.traces.rerun import failure_cases, write_failures
@@ -477,11 +473,10 @@ def test_failures_run_again_are_scored_on_their_production_traces(env, server, m
                           date(2026, 11, 21))  # fmt: skip
     write_failures(tmp_path / "home" / "failures" / "drive_thru" / "2026-11-21.yaml", "drive_thru",
                    cases)  # fmt: skip
-    instance.add_dynamic_partitions("prompt_version", ["v2"])
+    add_partitions(instance, [EvalPartition("drive_thru", "v2")])
     rerun = materialize([build_failure_rerun(build_partitions(SUITE_NAMES), "evaluation")],
                            resources=resources, instance=instance,
-                           partition_key=MultiPartitionKey({"suite": "drive_thru",
-                                                            "prompt_version": "v2"}))  # fmt: skip
+                           partition_key=EvalPartition("drive_thru", "v2").key)  # fmt: skip
     assert rerun.success
     server.settle()
     lineage = {s["traceId"]: s for s in server.state.scores

@@ -143,12 +143,12 @@ def test_the_teams_definitions_module_materializes_our_assets(tmp_path, server):
     """)
     )
     script = textwrap.dedent("""\
-        from dagster import DagsterInstance, MultiPartitionKey
+        from dagster import DagsterInstance
         from weather_agent.definitions import defs
 
         instance = DagsterInstance.get()
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
-        key = MultiPartitionKey({"suite": "weather", "prompt_version": "v1"})
+        instance.add_dynamic_partitions("suite_version", ["weather/v1"])
+        key = "weather/v1"
         golden = defs.resolve_job_def("golden_dataset_job").execute_in_process(
             partition_key="weather", instance=instance)
         run = defs.resolve_job_def("eval_job").execute_in_process(

@@ -16,6 +16,7 @@ import eval_pipeline.evaluators as evaluators
 from eval_pipeline.agents.adapters.kinds import KINDS
 from eval_pipeline.cli import main
 from eval_pipeline.core.scoring import checks
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.base import evaluator
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
@@ -174,7 +175,7 @@ def test_a_gate_check_added_in_one_file_shows_in_the_report_the_file_and_dagster
     """The gate loops over the registry: a check a plugin registers runs in every gate, and
     its blocking flag and description are read from it by the verdict, the results file
     and Dagster's checks alike."""
-    from dagster import MultiPartitionKey, instance_for_test, materialize
+    from dagster import instance_for_test, materialize
 
     from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
     from eval_pipeline.defs.partitions import build_partitions
@@ -201,10 +202,10 @@ def test_a_gate_check_added_in_one_file_shows_in_the_report_the_file_and_dagster
     assert spec.blocking and "a toy" in (spec.description or "")
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v2"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v2")])
         done = materialize(
             [assets.golden_dataset, *assets.evaluation], selection=assets.evaluation,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v2"}),
+            partition_key=EvalPartition("drive_thru", "v2").key,
             instance=instance, resources=eval_resources(tmp_path, project=project),
             raise_on_error=False, run_config={"ops": {"agent_run_outputs": {"config": {
                 "tier": "smoke", "gate": "fixed"}}}},

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from dagster import DagsterEventType, MultiPartitionKey, instance_for_test, materialize
+from dagster import DagsterEventType, instance_for_test, materialize
 
 from eval_pipeline import settings
 from eval_pipeline.cli import main
@@ -15,7 +15,7 @@ from eval_pipeline.core.running.shards import ShardingError, auto_count, split
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation import execution
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
-from eval_pipeline.defs.partitions import build_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline_tests.helpers import (
     SUITE_NAMES,
     clean_cli_env,
@@ -129,13 +129,13 @@ def test_dagster_run_in_shards_writes_one_output_per_item_and_one_summary(tmp_pa
     resources = eval_resources(tmp_path, project=project)
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v1")])
         materialize([ASSETS.golden_dataset], partition_key="drive_thru", instance=instance,
                     resources=resources)  # fmt: skip
         result = materialize(
             [ASSETS.golden_dataset, *ASSETS.evaluation],
             selection=ASSETS.evaluation,
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            partition_key=EvalPartition("drive_thru", "v1").key,
             instance=instance,
             resources=resources,
             run_config={"ops": {"agent_run_outputs": {"config": {"shards": 3,
@@ -166,11 +166,11 @@ def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
     project = copy_project(tmp_path)
     resources = eval_resources(tmp_path, project=project)
     with instance_for_test(temp_dir=str(tmp_path)) as instance:
-        instance.add_dynamic_partitions("prompt_version", ["v1"])
+        add_partitions(instance, [EvalPartition("drive_thru", "v1")])
         result = materialize(
             [ASSETS.golden_dataset, *ASSETS.evaluation],
             selection=[ASSETS.agent_run_outputs],
-            partition_key=MultiPartitionKey({"suite": "drive_thru", "prompt_version": "v1"}),
+            partition_key=EvalPartition("drive_thru", "v1").key,
             instance=instance, resources=resources,
             run_config={"ops": {"agent_run_outputs": {"config": {"concurrency": 300,
                                                                  "repeats": 10}}}},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -458,6 +459,14 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     assert failure_message(result, "order_management v2").startswith(
         "order_management v2: UNDECIDED"
     )
+    # A run that FAILs a threshold while its gate could not tell says both: before, the
+    # step failure listed min_mean_scores only, and a reader took the gate for a finding.
+    failing = SimpleNamespace(**{k: getattr(result, k) for k in ("errors", "checks", "gate",
+                                                                 "undecided")},
+                              verdict="FAIL", failed=["min_mean_scores"])  # fmt: skip
+    said = failure_message(failing, "order_management v2")
+    assert said.startswith("order_management v2: FAIL — blocking checks failed: min_mean_scores")
+    assert "- undecided (not a regression found): " in said
 
 
 def test_an_undecided_whitespace_change_says_what_it_learned(project, tmp_path):

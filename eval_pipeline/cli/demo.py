@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from dagster import DagsterInstance, MultiPartitionKey
+from dagster import DagsterInstance
 from rich.console import Console
 
 from eval_pipeline import settings
@@ -25,7 +25,7 @@ from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.redact import redact
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.located import LocatedJobs, located_jobs
-from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.integrations.services import Services
 from eval_pipeline.service.environment import open_store
 
@@ -99,10 +99,10 @@ class Demo:
     def evaluate(self, suite: Any, label: str, tier: str) -> evaluation.EvalResult | None:
         prompt = self.services.prompt(suite, label=label)
         key = evaluation.prompt_key(prompt)
-        self.instance.add_dynamic_partitions(prompt_version_partitions.name, [key])
+        partition = EvalPartition(suite.name, key)
+        add_partitions(self.instance, [partition])
         config = {**QUIET, "ops": {"agent_run_outputs": {"config": {"tier": tier}}}}
-        partition = MultiPartitionKey({"suite": suite.name, "prompt_version": key})
-        ran = self.jobs.run("eval_job", partition, config,
+        ran = self.jobs.run("eval_job", partition.key, config,
                             {"eval/label": label, "eval/tier": tier})  # fmt: skip
         runs = self.store.list_runs(suite=suite.name, prompt_version=key, tier=tier, limit=1)
         summary = self.store.read_summary(runs[0].run_id) if runs else None

@@ -1,5 +1,14 @@
-"""Partitions: suites are static (the project's), prompt versions dynamic (added by the
-sensor, the schedules or the demo), production traces per UTC day."""
+"""Partitions: an evaluation is one suite at one prompt version (``drive_thru/v3``: one
+dynamic partition, added by the sensor, the schedules, the CLI or the demo only for the
+versions a suite's prompt has); suites are static (the project's); production traces per
+UTC day × suite.
+
+Why not suite × version as two dimensions: Dagster 1.13 multi-partitions are the cross
+product of their dimensions, so a version added for one suite's prompt made a partition
+for every suite ("Missing" partitions that match no prompt version), and it has no
+dependent dimension. See docs/dagster.md ("Partitions") for how an instance made with the
+old two dimensions is moved over (``eval-pipeline dagster-partitions``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from dataclasses import dataclass
 
 from dagster import (
     AssetCheckSpec,
+    DagsterInstance,
     DailyPartitionsDefinition,
     DynamicPartitionsDefinition,
     MultiPartitionsDefinition,
@@ -17,24 +27,88 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-prompt_version_partitions = DynamicPartitionsDefinition(name="prompt_version")
+evaluation_partitions = DynamicPartitionsDefinition(name="suite_version")
 day_partitions = DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
+SEPARATOR = "/"  # suite names cannot hold it (agents/project/schema.py SUITE_NAME)
+OLD_VERSIONS = "prompt_version"  # the version dimension of instances made before this
 
 
-def register_version(version: str, home: str) -> str | None:
-    """Add the ``prompt_version`` partition to the Dagster instance at ``home`` (the
-    configured $DAGSTER_HOME), so a version evaluated from the CLI can be materialized and
-    its checks read there (partition key ``v1|<suite>``); None when done, else why not."""
-    from dagster import DagsterInstance
+@dataclass(frozen=True)
+class EvalPartition:
+    """One suite at one prompt version: the partition of every evaluation asset."""
 
+    suite: str
+    version: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}{SEPARATOR}{self.version}"
+
+    @classmethod
+    def parse(cls, key: str) -> EvalPartition:
+        suite, sep, version = key.partition(SEPARATOR)
+        if not sep or not suite or not version:
+            raise ValueError(f"not an evaluation partition: {key!r} (expected suite/version)")
+        return cls(suite, version)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def missing_partitions(instance: DagsterInstance, partitions: Sequence[EvalPartition]) -> list[str]:
+    """Keys of ``partitions`` the instance does not have yet (sorted, each once)."""
+    name = evaluation_partitions.name
+    keys = {p.key for p in partitions}
+    return sorted(k for k in keys if not instance.has_dynamic_partition(name, k))
+
+
+def add_partitions(instance: DagsterInstance, partitions: Sequence[EvalPartition]) -> list[str]:
+    """Add the evaluation partitions the instance lacks; the keys added."""
+    new = missing_partitions(instance, partitions)
+    if new:
+        instance.add_dynamic_partitions(evaluation_partitions.name, new)
+    return new
+
+
+@dataclass(frozen=True)
+class Migration:
+    added: list[str]  # suite/version partitions added
+    dropped: list[str]  # old prompt_version partitions removed
+
+
+def migrate_partitions(instance: DagsterInstance, evaluated: Sequence[EvalPartition],
+                       suites: Sequence[str]) -> Migration:  # fmt: skip
+    """Move an instance made with suite × prompt_version partitions to suite/version: a
+    partition for every suite × version of ``suites`` that was evaluated (``evaluated``,
+    from the results store) or materialized under the old keys ("v2|drive_thru"), then the
+    old version dimension removed. The old keys' materializations and runs stay in the
+    instance's history (Dagster does not re-key events); the next run of a version shows on
+    its new partition. Idempotent."""
+    from dagster import AssetKey
+
+    found = list(evaluated)
+    for asset in ("agent_run_outputs", "item_scores", "eval_summary", "failure_rerun"):
+        for key in instance.get_materialized_partitions(AssetKey(asset)):
+            version, sep, suite = key.partition("|")
+            if sep:
+                found.append(EvalPartition(suite, version))
+    added = add_partitions(instance, [p for p in found if p.suite in suites])
+    dropped = list(instance.get_dynamic_partitions(OLD_VERSIONS))
+    for key in dropped:
+        instance.delete_dynamic_partition(OLD_VERSIONS, key)
+    return Migration(added, dropped)
+
+
+def register_version(partition: EvalPartition, home: str) -> str | None:
+    """Add ``partition`` to the Dagster instance at ``home`` (the configured $DAGSTER_HOME),
+    so a version evaluated from the CLI can be materialized and its checks read there;
+    None when done, else why not."""
     try:
         with DagsterInstance.get() as instance:
-            name = prompt_version_partitions.name
-            if not instance.has_dynamic_partition(name, version):
-                instance.add_dynamic_partitions(name, [version])
+            add_partitions(instance, [partition])
     except Exception as exc:  # the run stands; the partition can be added later
         return (
-            f"could not add partition {version} to the Dagster instance at {home} "
+            f"could not add partition {partition} to the Dagster instance at {home} "
             f"({type(exc).__name__}: {exc}); the label sensor adds it on its next tick"
         )
     return None
@@ -44,7 +118,7 @@ def register_version(version: str, home: str) -> str | None:
 class Partitions:
     suite_names: tuple[str, ...]
     suites: StaticPartitionsDefinition
-    evals: MultiPartitionsDefinition  # suite × prompt_version
+    evals: DynamicPartitionsDefinition  # suite/version, only where the version exists
     traces: MultiPartitionsDefinition  # day × suite
 
 
@@ -53,9 +127,7 @@ def build_partitions(suite_names: Sequence[str]) -> Partitions:
     return Partitions(
         suite_names=tuple(suite_names),
         suites=suites,
-        evals=MultiPartitionsDefinition(
-            {"suite": suites, "prompt_version": prompt_version_partitions}
-        ),
+        evals=evaluation_partitions,
         traces=MultiPartitionsDefinition({"day": day_partitions, "suite": suites}),
     )
 

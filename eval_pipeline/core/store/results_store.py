@@ -469,6 +469,12 @@ class ResultsStore:
         with self.engine.connect() as conn:
             return [_run(r) for r in conn.execute(query).mappings()]
 
+    def evaluated(self) -> list[tuple[str, str]]:
+        """Every suite × prompt version with a run, each once."""
+        query = select(runs.c.suite, runs.c.prompt_version).distinct()
+        with self.engine.connect() as conn:
+            return sorted((r.suite, r.prompt_version) for r in conn.execute(query))
+
     def metric_history(
         self, suite: str, metric: str, *, tier: str = "full", limit: int = 60
     ) -> list[tuple[RunRecord, float, float]]:

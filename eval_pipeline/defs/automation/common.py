@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlparse
 
-from dagster import DagsterInstance, MultiPartitionKey, RunConfig, RunRequest
+from dagster import RunConfig, RunRequest
 
 from eval_pipeline.agents.project import ProjectError
 from eval_pipeline.core.cases import DatasetError, select_tier
@@ -13,7 +13,7 @@ from eval_pipeline.core.label_moves import WatchedPrompt
 from eval_pipeline.core.running.shards import auto_count
 from eval_pipeline.defs.evaluation.execution import execution_config
 from eval_pipeline.defs.evaluation.outputs import EvalRunConfig
-from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.partitions import EvalPartition
 from eval_pipeline.defs.resources import SuitesResource
 from eval_pipeline.llm.settings import LLMSettings
 
@@ -32,12 +32,6 @@ def watched_prompts(suites: SuitesResource) -> list[WatchedPrompt]:
         for name, config in declared.items()
         if config.prompt
     ]
-
-
-def missing_partitions(instance: DagsterInstance, versions: list[str]) -> list[str]:
-    """prompt_version partitions that still have to be added."""
-    name = prompt_version_partitions.name
-    return sorted({v for v in versions if not instance.has_dynamic_partition(name, v)})
 
 
 def eval_run_request(
@@ -61,7 +55,7 @@ def eval_run_request(
         pass  # the run itself fails, with the reason (and the run config's default concurrency)
     return RunRequest(
         run_key=run_key,
-        partition_key=MultiPartitionKey({"suite": suite, "prompt_version": version}),
+        partition_key=EvalPartition(suite, version).key,
         run_config={
             **RunConfig(ops={"agent_run_outputs": config}).to_config_dict(),
             **execution_config(auto_count(items, config.concurrency)),

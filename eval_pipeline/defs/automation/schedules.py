@@ -12,13 +12,8 @@ from dagster import (
     schedule,
 )
 
-from eval_pipeline.defs.automation.common import (
-    env_setting,
-    eval_run_request,
-    missing_partitions,
-    watched_prompts,
-)
-from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.automation.common import env_setting, eval_run_request, watched_prompts
+from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.defs.resources import ServicesResource, SuitesResource
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 
@@ -61,9 +56,8 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
                 wanted.append((w, f"v{version}"))
         if not wanted:
             return SkipReason("no suite has a production prompt version")
-        new = missing_partitions(context.instance, [version for _, version in wanted])
-        if new:  # schedules cannot return partition requests: add them directly
-            context.instance.add_dynamic_partitions(prompt_version_partitions.name, new)
+        # schedules cannot return partition requests: add them directly
+        add_partitions(context.instance, [EvalPartition(w.suite, v) for w, v in wanted])
         return [
             eval_run_request(
                 suites,

@@ -14,13 +14,8 @@ from dagster import (
 )
 
 from eval_pipeline.core.label_moves import SensorCursor, current_state, plan_requests
-from eval_pipeline.defs.automation.common import (
-    env_setting,
-    eval_run_request,
-    missing_partitions,
-    watched_prompts,
-)
-from eval_pipeline.defs.partitions import prompt_version_partitions
+from eval_pipeline.defs.automation.common import env_setting, eval_run_request, watched_prompts
+from eval_pipeline.defs.partitions import EvalPartition, evaluation_partitions, missing_partitions
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 
@@ -61,11 +56,14 @@ def build_prompt_label_sensor(eval_job: UnresolvedAssetJobDefinition) -> SensorD
 
         state = current_state(watched, snapshot)
         requests, cursor = plan_requests(previous, state, watched, evaluated=evaluated)
-        # Every labelled version is a partition, evaluated already (from the CLI) or not:
-        # its assets can be materialized from the UI and its checks read per partition.
-        labelled = {f"v{v}" for by_label in state.values() for v in by_label.values()}
+        # Every labelled version of a suite's prompt is a partition of that suite, evaluated
+        # already (from the CLI) or not: its assets can be materialized from the UI and its
+        # checks read per partition. Other suites get none (their prompts have other versions).
+        labelled = [EvalPartition(suite, f"v{v}")
+                    for suite, by_label in state.items() for v in by_label.values()]  # fmt: skip
         new_partitions = missing_partitions(
-            context.instance, [*labelled, *(r.partition_version for r in requests)]
+            context.instance,
+            [*labelled, *(EvalPartition(r.suite, r.partition_version) for r in requests)],
         )
         for r in requests:
             context.log.info(f"{r.suite}: {', '.join(map(str, r.moves))} → {r.tier} run")
@@ -82,9 +80,7 @@ def build_prompt_label_sensor(eval_job: UnresolvedAssetJobDefinition) -> SensorD
                 for r in requests
             ],
             dynamic_partitions_requests=(
-                [prompt_version_partitions.build_add_request(new_partitions)]
-                if new_partitions
-                else []
+                [evaluation_partitions.build_add_request(new_partitions)] if new_partitions else []
             ),
             cursor=cursor.dumps(),
             skip_reason=None if requests else f"no watched label moved ({registry.description})",

@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
+    AllPartitionMapping,
     AssetCheckResult,
     AssetExecutionContext,
     AssetIn,
     AssetsDefinition,
     AssetSpec,
     BetaWarning,
+    DataVersion,
     Failure,
     MaterializeResult,
     MetadataValue,
-    MultiToSingleDimensionPartitionMapping,
     Nothing,
     Output,
     asset,
@@ -69,9 +70,12 @@ SUMMARY_DESCRIPTION = (
     "the suite's thresholds and, item by item, the regression gate against its baseline run "
     "(core/scoring/gate.py). A failing blocking check fails the run with its numbers."
 )
-with warnings.catch_warnings():  # beta in Dagster 1.13, and the documented way to do this
-    warnings.simplefilter("ignore", BetaWarning)
-    SUITE_OF_EVAL = MultiToSingleDimensionPartitionMapping(partition_dimension_name="suite")
+# Each evaluation (suite/version) reads its suite's cases. Dagster 1.13 has no built-in
+# mapping from a key "drive_thru/v3" to the suite partition "drive_thru", and custom
+# mappings are deprecated (partitions/utils/mapping.py), so the edge is drawn from every
+# suite; golden_dataset's data version is its cases' content hash, so an evaluation shows
+# as unsynced only when some suite's cases changed, not on every re-materialization.
+GOLDEN_OF_EVAL = AllPartitionMapping()
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         # (Markdown, not reST: Dagster shows this docstring as the asset's description)
         suite = services.suite(context.partition_key)
         cases = suite.load_cases()
-        yield Output(cases, metadata=dataset_metadata(suite, cases))
+        with warnings.catch_warnings():  # beta in Dagster 1.13, and what the mapping needs
+            warnings.simplefilter("ignore", BetaWarning)
+            version = DataVersion(dataset_version(cases))
+            yield Output(cases, metadata=dataset_metadata(suite, cases), data_version=version)
         yield from golden_dataset_checks(suite, cases, context.partition_key)
 
     @asset(group_name=GROUP, partitions_def=partitions.suites, deps=[golden_dataset])
@@ -169,7 +176,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                     "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
         return MaterializeResult(metadata=metadata)
 
-    golden_dataset_in = AssetIn(golden_dataset.key, partition_mapping=SUITE_OF_EVAL,
+    golden_dataset_in = AssetIn(golden_dataset.key, partition_mapping=GOLDEN_OF_EVAL,
                                 dagster_type=Nothing)  # fmt: skip
     agent_run_outputs = build_agent_run_outputs(partitions.evals, golden_dataset_in, GROUP)
 

@@ -216,4 +216,6 @@ def failure_message(result: EvalResult, partition: str) -> str:
     for check in result.gate.checks if result.gate else ():
         if check.blocking_failure:
             lines.append(f"- {check.name}: {check.description}")
+    # what the gate could not tell is said too: not a finding, and not to be read as one
+    lines += [f"- undecided (not a regression found): {why}" for why in result.undecided]
     return "\n".join(lines)

@@ -27,7 +27,6 @@ from dagster import (
     DynamicOut,
     DynamicOutput,
     In,
-    MultiPartitionKey,
     Nothing,
     OpExecutionContext,
     Output,
@@ -47,6 +46,7 @@ from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.execution import separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
+from eval_pipeline.defs.partitions import EvalPartition
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
@@ -142,9 +142,9 @@ def request_of(context: OpExecutionContext, request: RunOptions) -> RunRequest:
 
 
 def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple[str, str]:
-    key = context.partition_key
-    assert isinstance(key, MultiPartitionKey), "evaluation assets are suite × prompt_version"
-    return key.keys_by_dimension["suite"], key.keys_by_dimension["prompt_version"]
+    """The suite and the prompt version key ('v3') of the evaluation's partition."""
+    partition = EvalPartition.parse(context.partition_key)
+    return partition.suite, partition.version
 
 
 @op(ins={"golden_dataset": In(Nothing)}, out=DynamicOut(ShardTask))

@@ -22,6 +22,7 @@ from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
 from eval_pipeline.defs.evaluation.checks import check_result, not_tested
+from eval_pipeline.defs.evaluation.outputs import partition_keys
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -61,8 +62,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         llm: LLMResource,
         results_store: ResultsStoreResource,
     ) -> Iterator[Any]:
-        keys = context.partition_key.keys_by_dimension
-        suite_name, version_key = keys["suite"], keys["prompt_version"]
+        suite_name, version_key = partition_keys(context)
         suite = services.suite(suite_name)
         path, cases = latest_failures(settings.failures_dir(suite_name))
         if not cases:
