@@ -158,3 +158,13 @@ def write_team_project(root: Path, name: str, agent: str, cases: list[dict[str, 
         (prompts / f"v{version}.yaml").write_text(yaml.safe_dump(body))
     (root / "prompts" / "labels.yaml").write_text(f"{name}/assistant:\n  production: 1\n")
     return project
+
+
+def materialized(result: Any, node: str) -> dict[str, Any]:
+    """``node``'s first materialization metadata in ``result`` with its numbers under their
+    own names (the pipeline keys them ``<suite>.<name>`` for Dagster's plots:
+    defs/partitions.py ``plotted_per_suite``)."""
+    found = result.asset_materializations_for_node(node)[0]
+    key = found.partition or ""
+    suite = key.split("/")[0] if "/" in key else key.split("|")[-1]
+    return {k.removeprefix(f"{suite}."): v for k, v in found.metadata.items()}

@@ -6,13 +6,26 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import Definitions, EnvVar, instance_for_test, materialize
+from dagster import (
+    Definitions,
+    EnvVar,
+    FloatMetadataValue,
+    IntMetadataValue,
+    instance_for_test,
+    materialize,
+)
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.assets import build_evaluation_assets
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.resources import LLMResource
-from eval_pipeline_tests.helpers import PROJECT, SUITE_NAMES, copy_project, eval_resources
+from eval_pipeline_tests.helpers import (
+    PROJECT,
+    SUITE_NAMES,
+    copy_project,
+    eval_resources,
+    materialized,
+)
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +89,7 @@ def test_graph_materializes_and_checks_pass(env):
     gates = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
     assert {found[n].metadata["outcome"].value for n in gates} == {"N/A"}
     assert all(found[n].description.startswith("N/A — drive_thru v1: not tested") for n in gates)
-    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(result, "eval_summary")
     untested = meta["checks_not_tested"].value
     assert all(f"**{n}**: no baseline yet" in untested for n in gates), untested
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
@@ -85,7 +98,7 @@ def test_graph_materializes_and_checks_pass(env):
     assert run.dagster_run_id == result.run_id
     summary = store.read_summary(run.run_id)
     assert summary.n_cases == 11
-    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(result, "eval_summary")
     assert meta["mean_order_correctness"].value == summary.metrics["order_correctness"]
     assert "| simple |" in meta["by_category"].value
 
@@ -244,7 +257,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     # the sequential gate decides pass/fail metrics itself: binary_gate tests nothing
     assert found["binary_gate"].metadata["outcome"].value == "N/A"
     assert found["paired_gate"].metadata["baseline_run_id"].value != "none"
-    pictures = same.asset_materializations_for_node("eval_summary")[0].metadata
+    pictures = materialized(same, "eval_summary")
     assert pictures["trend_chart"].value.startswith("![order_correctness trend](data:image/png")
     assert "category_delta_chart" in pictures
     # the same pictures as tables short enough for Dagster to show inline
@@ -274,16 +287,22 @@ def test_behavioural_suite_materializes_with_axes_and_tools_table(env):
     instance, resources, _ = env
     result = evaluate(instance, resources, "v1", suite="product_discovery")
     assert result.success
-    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(result, "eval_summary")
     for axis in ("groundedness", "correctness", "completeness", "overall"):
         assert meta[f"mean_{axis}"].value == 1.0
     assert "search\\_products" in meta["tools_called_vs_expected"].value
+    # Dagster plots each numeric key with partitions on the x-axis: keyed by suite, a plot
+    # is one suite's values (before: product_discovery/v2's mean joined order_management/v1's)
+    raw = result.asset_materializations_for_node("eval_summary")[0].metadata
+    numbers = [k for k, v in raw.items() if isinstance(v, FloatMetadataValue | IntMetadataValue)]
+    assert numbers and all(k.startswith("product_discovery.") for k in numbers), numbers
+    assert raw["product_discovery.primary_value"].value == 1.0 and "verdict" in raw
 
 
 def test_research_suite_shows_per_step_survival(env):
     instance, resources, _ = env
     result = evaluate(instance, resources, "v2", suite="research")
-    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(result, "eval_summary")
     assert "| step | items | passed | share |" in meta["per_step_survival"].value
     assert meta["mean_survived_until"].value < 1.0
 
@@ -313,7 +332,7 @@ def test_errors_by_kind_reach_the_dagster_metadata(env):
                                                      api_key="none", model="offline")}  # fmt: skip
         result = evaluate(instance, resources, "v1", tier="full")
     for node in ("agent_run_outputs", "eval_summary"):
-        meta = result.asset_materializations_for_node(node)[0].metadata
+        meta = materialized(result, node)
         table = meta["errors_by_kind"].value
         assert "HTTP 400 server\\_error" in table and "maximum context length" in table, node
         assert meta["errors_HTTP 404 server_error"].value >= 1

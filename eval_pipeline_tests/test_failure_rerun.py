@@ -25,7 +25,7 @@ from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.traces.assets import build_trace_assets
 from eval_pipeline.evaluators.base import evaluator_name
-from eval_pipeline_tests.helpers import SUITE_NAMES, agent, eval_resources, suite
+from eval_pipeline_tests.helpers import SUITE_NAMES, agent, eval_resources, materialized, suite
 
 DAY = date(2026, 11, 21)
 BLIND_ADD = {  # production added without looking the item up: tool_protocol fails
@@ -104,7 +104,7 @@ def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeyp
             instance=instance, partition_key=MultiPartitionKey(
                 {"day": DAY.isoformat(), "suite": "drive_thru"}),
         )  # fmt: skip
-        found = traces.asset_materializations_for_node("production_failures")[0].metadata
+        found = materialized(traces, "production_failures")
         saved = yaml.safe_load((tmp_path / "home" / "failures" / "drive_thru" / "2026-11-21.yaml")
                                .read_text())  # fmt: skip
         assert found["failures"].value == len(saved["cases"]) > 0
@@ -115,7 +115,7 @@ def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeyp
             key = EvalPartition("drive_thru", version).key
             result = materialize([failure_rerun], resources=resources, instance=instance,
                                  partition_key=key)  # fmt: skip
-            meta = result.asset_materializations_for_node("failure_rerun")[0].metadata
+            meta = materialized(result, "failure_rerun")
             (check,) = result.get_asset_check_evaluations()
             outcome[version] = (meta["fixed"].value, meta["still_failing"].value, check)
             listed = [c["metadata"]["trace_id"] for c in saved["cases"]
@@ -131,7 +131,7 @@ def test_dagster_production_failures_feed_the_candidates_rerun(tmp_path, monkeyp
         # each rerun is a run of the results store (tier "failures"), the second from the memo
         again = materialize([failure_rerun], resources=resources, instance=instance,
                             partition_key=EvalPartition("drive_thru", "v1").key)  # fmt: skip
-        run_id = again.asset_materializations_for_node("failure_rerun")[0].metadata["run_id"]
+        run_id = materialized(again, "failure_rerun")["run_id"]
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     reruns = store.list_runs(suite="drive_thru", prompt_version="v1")
     assert len(reruns) == 2 and {r.tier for r in reruns} == {"failures"}

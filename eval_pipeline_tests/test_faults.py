@@ -24,6 +24,7 @@ from eval_pipeline_tests.helpers import (
     SUITE_NAMES,
     copy_project,
     eval_resources,
+    materialized,
 )
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
@@ -108,7 +109,7 @@ def test_provider_faults_lose_nothing_and_count_nothing_twice(env):
     summary = store.read_summary(run.run_id)
     assert (summary.n_items, summary.n_errors) == (47, len(failed))
 
-    meta = result.asset_materializations_for_node("agent_run_outputs")[0].metadata
+    meta = materialized(result, "agent_run_outputs")
     assert meta["provider_status_429"].value > 0 and meta["provider_status_500"].value > 0
     assert meta["provider_no_response"].value > 0  # hangs ended by the client timeout
     refused = sum(stats[f"fault_{kind}"] for kind in (429, 500, 400, "hang"))

@@ -16,7 +16,14 @@ from eval_pipeline.core.calibration import CalibrationError, calibrate, load_lab
 from eval_pipeline.core.scoring.agreement import cohen_kappa
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
 from eval_pipeline.defs.partitions import build_partitions
-from eval_pipeline_tests.helpers import EXAMPLES, SUITE_NAMES, copy_project, eval_resources, suite
+from eval_pipeline_tests.helpers import (
+    EXAMPLES,
+    SUITE_NAMES,
+    copy_project,
+    eval_resources,
+    materialized,
+    suite,
+)
 
 SUITE = "drive_thru_conversations"
 BIN = Path(sys.executable).parent
@@ -108,7 +115,7 @@ def test_the_agreement_check_warns_for_the_weak_judge(tmp_path):
         assert not check.passed and check.severity.value == "WARN"
         assert check.description.startswith("WARN — below kappa 0.4: helpfulness — ")
         assert check.metadata["partition"].value == SUITE
-        meta = result.asset_materializations_for_node("judge_calibration")[0].metadata
+        meta = materialized(result, "judge_calibration")
         assert meta["tone kappa"].value == pytest.approx(0.666667)
         assert meta["judge_calls"].value == 32
         # a suite without labelled judges materializes and tests nothing: N/A, said first

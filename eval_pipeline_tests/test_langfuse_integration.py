@@ -25,7 +25,14 @@ from eval_pipeline.integrations.langfuse_datasets import dataset_name, sync_data
 from eval_pipeline.integrations.langfuse_prompts import LangfusePromptRegistry
 from eval_pipeline.integrations.langfuse_scores import OUTBOX_KIND
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
-from eval_pipeline_tests.helpers import EXAMPLES, PROJECT, eval_job, eval_resources, sensor_tick
+from eval_pipeline_tests.helpers import (
+    EXAMPLES,
+    PROJECT,
+    eval_job,
+    eval_resources,
+    materialized,
+    sensor_tick,
+)
 from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4
 from eval_pipeline_tests.langfuse_server import PROJECT_ID, LangfuseTestServer
@@ -147,7 +154,7 @@ def test_label_move_in_langfuse_runs_once_and_scores_land_on_the_traces(env, ser
     assert run.status == "complete" and store.read_summary(run.run_id).n_cases == 11
     assert run.prompt_config == {"temperature": 0.4}  # the prompt's config reached the model
     assert run.model_params["temperature"] == 0.4
-    meta = result.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(result, "eval_summary")
     assert meta["langfuse_scores_queued"].value == 0
     server.settle()  # Langfuse ingests asynchronously
     scores = store.read_scores(run.run_id)
@@ -187,7 +194,7 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
     server.fail_paths = ("/api/public/ingestion", "/api/public/otel/v1/traces")
     failed = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
     assert failed.success  # Langfuse being down never fails an evaluation
-    meta = failed.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(failed, "eval_summary")
     queued = meta["langfuse_scores_queued"].value
     assert queued > 0 and "503" in meta["langfuse_writeback_error"].value
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
@@ -195,7 +202,7 @@ def test_write_back_outage_is_queued_and_delivered_by_the_next_run(env, server):
 
     server.fail_paths = ()
     again = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
-    meta = again.asset_materializations_for_node("eval_summary")[0].metadata
+    meta = materialized(again, "eval_summary")
     assert meta["langfuse_scores_retried"].value == queued
     assert meta["langfuse_scores_queued"].value == 0
     assert store.queued(OUTBOX_KIND) == {}
@@ -430,7 +437,7 @@ def test_reused_items_are_items_of_the_runs_experiment_too(env, server):
         config = {"ops": {"agent_run_outputs": {"config": {"tier": "smoke", "cache": cache}}}}
         result = job.execute_in_process(partition_key=key, run_config=config, instance=instance)
         assert result.success
-        return result.asset_materializations_for_node("agent_run_outputs")[0].metadata
+        return materialized(result, "agent_run_outputs")
 
     def roots(run_id: str) -> list[dict]:
         server.settle()

@@ -20,7 +20,7 @@ from eval_pipeline.integrations.langfuse_scores import (
     SET_ASIDE_KIND,
     write_back,
 )
-from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
+from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, materialized
 from eval_pipeline_tests.langfuse_rules import V3, V4, LangfuseVersion
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
@@ -91,9 +91,9 @@ def test_drive_thru_smoke_path_against_each_supported_release(server, cli, tmp_p
             resources=eval_resources(tmp_path, langfuse=langfuse),
             partition_key=MultiPartitionKey({"day": DAY, "suite": "drive_thru"}),
         )  # fmt: skip
-    read = result.asset_materializations_for_node("production_traces")[0].metadata
+    read = materialized(result, "production_traces")
     assert read["traces_read"].value == 120 and read["source"].value.startswith("langfuse")
-    scored = result.asset_materializations_for_node("trace_scores")[0].metadata
+    scored = materialized(result, "trace_scores")
     # v1 observations carry no trace cost (costDetails only, empty on a root span): a cost
     # budget cannot be judged there, and is not sent as a pass (it was, as $0.00)
     unknown_cost = 120 if server.version.major == 3 else 0

@@ -154,7 +154,7 @@ def test_the_teams_definitions_module_materializes_our_assets(tmp_path, server):
         run = defs.resolve_job_def("eval_job").execute_in_process(
             partition_key=key, instance=instance)
         meta = run.asset_materializations_for_node("eval_summary")[0].metadata
-        print(golden.success, run.success, meta["mean_overall"].value,
+        print(golden.success, run.success, meta["weather.mean_overall"].value,
               sorted(defs.resolve_sensor_def("prompt_label_sensor").job_name for _ in [0]))
     """)
     (root / "dagster").mkdir()

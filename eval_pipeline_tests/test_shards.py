@@ -21,6 +21,7 @@ from eval_pipeline_tests.helpers import (
     clean_cli_env,
     copy_project,
     eval_resources,
+    materialized,
     suite,
 )
 from eval_pipeline_tests.model_server import LocalOpenAIServer
@@ -152,9 +153,9 @@ def test_dagster_run_in_shards_writes_one_output_per_item_and_one_summary(tmp_pa
         ]
         assert sorted(m["concurrency"].value for m in shard_meta) == [2, 2, 3]
         assert sum(m["items"].value for m in shard_meta) == 47
-        (materialization,) = result.asset_materializations_for_node("agent_run_outputs")
-        assert materialization.metadata["shards"].value == 3
-        assert materialization.metadata["items"].value == 47
+        materialization = materialized(result, "agent_run_outputs")
+        assert materialization["shards"].value == 3
+        assert materialization["items"].value == 47
     store = ResultsStore(resources["results_store"].url)
     (run,) = store.list_runs()
     assert run.status == "complete" and store.read_summary(run.run_id).n_items == 47
@@ -176,8 +177,8 @@ def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
                                                                  "repeats": 10}}}},
         )  # fmt: skip
         assert result.success
-        (materialization,) = result.asset_materializations_for_node("agent_run_outputs")
-        assert materialization.metadata["shards"].value == 1  # auto would say 2 for 470 items
+        materialization = materialized(result, "agent_run_outputs")
+        assert materialization["shards"].value == 1  # auto would say 2 for 470 items
 
 
 # --- executors ------------------------------------------------------------------------

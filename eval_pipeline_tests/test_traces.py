@@ -34,6 +34,7 @@ from eval_pipeline_tests.helpers import (
     SUITE_NAMES,
     definitions,
     eval_resources,
+    materialized,
     suite_at,
 )
 from eval_pipeline_tests.helpers import suite as project_suite
@@ -220,12 +221,12 @@ def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
             for _ in range(2)
         ]
     assert all(r.success for r in runs)
-    sampled = [r.asset_materializations_for_node("production_traces")[0].metadata for r in runs]
+    sampled = [materialized(r, "production_traces") for r in runs]
     assert sampled[0]["traces_read"].value == 120
     assert 58 <= sampled[0]["traces_sampled"].value <= 62
     assert sampled[0]["sample_hash"] == sampled[1]["sample_hash"]
     assert sampled[0]["source"].value.startswith("local")
-    scored = runs[0].asset_materializations_for_node("trace_scores")[0].metadata
+    scored = materialized(runs[0], "trace_scores")
     assert 0 < scored["mean_tool_protocol"].value < 1
     review = tmp_path / "drive_thru" / "2026-11-20.yaml"
     assert yaml.safe_load(review.read_text())
@@ -237,7 +238,7 @@ def test_trace_assets_sample_score_and_write_the_review_file(tmp_path):
             instance=instance,
             partition_key=MultiPartitionKey({"day": "2026-11-20", "suite": "research"}),
         )
-    meta = none.asset_materializations_for_node("production_traces")[0].metadata
+    meta = materialized(none, "production_traces")
     assert meta["traces_read"].value == 0 and "no production trace name" in meta["note"].value
 
 

@@ -13,14 +13,17 @@ old two dimensions is moved over (``eval-pipeline dagster-partitions``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dagster import (
     AssetCheckSpec,
     DagsterInstance,
     DailyPartitionsDefinition,
     DynamicPartitionsDefinition,
+    FloatMetadataValue,
+    IntMetadataValue,
     MultiPartitionsDefinition,
     PartitionsDefinition,
     PreviewWarning,
@@ -130,6 +133,22 @@ def build_partitions(suite_names: Sequence[str]) -> Partitions:
         evals=evaluation_partitions,
         traces=MultiPartitionsDefinition({"day": day_partitions, "suite": suites}),
     )
+
+
+def plotted_per_suite(suite: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` with each number under ``<suite>.<key>`` (``drive_thru.primary_value``).
+
+    Dagster plots every numeric metadata key of an asset with the partitions along the
+    x-axis, one line per key: under plain keys drive_thru/v2's value was joined to
+    research/v1's in one line. Keyed by suite, each plot is one suite's values over its
+    versions (or days). Text, tables and flags keep their keys."""
+    return {f"{suite}.{key}" if _plotted(value) else key: value for key, value in metadata.items()}
+
+
+def _plotted(value: Any) -> bool:
+    if isinstance(value, FloatMetadataValue | IntMetadataValue):
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def partitioned_check(

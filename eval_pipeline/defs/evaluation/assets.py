@@ -53,7 +53,7 @@ from eval_pipeline.defs.evaluation.metadata import (
     tools_metadata,
 )
 from eval_pipeline.defs.evaluation.outputs import build_agent_run_outputs
-from eval_pipeline.defs.partitions import Partitions, partitioned_check
+from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
@@ -201,7 +201,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                          "judge_input_tokens": spent.tokens.input,
                          "judge_output_tokens": spent.tokens.output}  # fmt: skip
         metadata |= {f"mean_{k}": round(sum(v) / len(v), 4) for k, v in means.items()}
-        return Output(agent_run_outputs, metadata=metadata)
+        return Output(agent_run_outputs, metadata=plotted_per_suite(prepared.suite.name, metadata))
 
     @multi_asset(
         specs=[AssetSpec("eval_summary", group_name=GROUP, partitions_def=partitions.evals,
@@ -247,38 +247,46 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         primary = summary.metric(suite.thresholds.primary_metric)
         yield MaterializeResult(
             asset_key="eval_summary",
-            metadata={
-                **writeback,
-                "run_id": run_id,
-                "verdict": result.verdict.value,
-                "primary_metric": suite.thresholds.primary_metric,
-                "primary_value": primary if primary is not None else float("nan"),
-                **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
-                "errors": summary.n_errors,
-                "paused": summary.n_paused,
-                **errors_metadata(summary),
-                "by_category": MetadataValue.md(markdown_table(summary.by_category, "category")),
-                "by_difficulty": MetadataValue.md(
-                    markdown_table(summary.by_difficulty, "difficulty")
-                ),
-                "cost_usd": summary.cost_usd,
-                **(
-                    {"judge_cost_usd": summary.judge_cost_usd, "judge_calls": summary.judge_calls}
-                    if summary.judge_calls
-                    else {}
-                ),
-                "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
-                **(
-                    {
-                        "sequential": result.sequential.line(),
-                        "model_calls": result.sequential.model_calls,
-                    }
-                    if result.sequential
-                    else {}
-                ),
-                **({"budget": run.stopped} if run.stopped else {}),
-                **pictures,
-            },
+            metadata=plotted_per_suite(
+                run.suite,
+                {
+                    **writeback,
+                    "run_id": run_id,
+                    "verdict": result.verdict.value,
+                    "primary_metric": suite.thresholds.primary_metric,
+                    "primary_value": primary if primary is not None else float("nan"),
+                    **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
+                    "errors": summary.n_errors,
+                    "paused": summary.n_paused,
+                    **errors_metadata(summary),
+                    "by_category": MetadataValue.md(
+                        markdown_table(summary.by_category, "category")
+                    ),
+                    "by_difficulty": MetadataValue.md(
+                        markdown_table(summary.by_difficulty, "difficulty")
+                    ),
+                    "cost_usd": summary.cost_usd,
+                    **(
+                        {
+                            "judge_cost_usd": summary.judge_cost_usd,
+                            "judge_calls": summary.judge_calls,
+                        }
+                        if summary.judge_calls
+                        else {}
+                    ),
+                    "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
+                    **(
+                        {
+                            "sequential": result.sequential.line(),
+                            "model_calls": result.sequential.model_calls,
+                        }
+                        if result.sequential
+                        else {}
+                    ),
+                    **({"budget": run.stopped} if run.stopped else {}),
+                    **pictures,
+                },
+            ),
         )
         selected = {key.name for key in context.selected_asset_check_keys}
         yield from (check for check in checks if check.check_name in selected)

@@ -46,7 +46,7 @@ from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.execution import separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
-from eval_pipeline.defs.partitions import EvalPartition
+from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
@@ -239,7 +239,7 @@ def collect_outputs(
                  "peak_rss_mb_per_shard": max(r.peak_rss_mb for r in reports)}  # fmt: skip
     metadata["prompt_registry"] = found.registry().description
     metadata["langfuse"] = found.description
-    return Output(ref, metadata=metadata)
+    return Output(ref, metadata=plotted_per_suite(run.suite, metadata))
 
 
 @config_mapping

@@ -23,7 +23,7 @@ from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
 from eval_pipeline.defs.evaluation.checks import check_result, not_tested
 from eval_pipeline.defs.evaluation.outputs import partition_keys
-from eval_pipeline.defs.partitions import Partitions, partitioned_check
+from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
     ResultsStoreResource,
@@ -68,7 +68,9 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         if not cases:
             why = ("no production failures to run again (production_failures has not run for "
                    "this suite, or found none)")  # fmt: skip
-            yield MaterializeResult(asset_key=ASSET, metadata={"rerun": 0, "note": why})
+            yield MaterializeResult(
+                asset_key=ASSET, metadata=plotted_per_suite(suite_name, {"rerun": 0, "note": why})
+            )
             if CHECK in {k.name for k in context.selected_asset_check_keys}:  # (not a failure)
                 yield check_result(ASSET, CHECK, "N/A", not_tested(why),
                                    f"{suite_name} {version_key}", {}, [])  # fmt: skip
@@ -97,7 +99,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         if written is not None:
             metadata |= written.metadata()
         context.log.info(f"{partition}: {report.line()}")
-        yield MaterializeResult(asset_key=ASSET, metadata=metadata)
+        yield MaterializeResult(asset_key=ASSET, metadata=plotted_per_suite(suite_name, metadata))
         if CHECK in {k.name for k in context.selected_asset_check_keys}:
             label = "PASS" if not report.still_failing else "WARN"
             numbers = {"fixed": report.fixed, "still_failing": report.still_failing,

@@ -39,7 +39,7 @@ from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result, not_tested
-from eval_pipeline.defs.partitions import Partitions, partitioned_check
+from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
 
@@ -73,8 +73,8 @@ def previous_days(
     for record in records:  # newest first: the first seen per partition is its latest
         materialization = record.asset_materialization
         if materialization and materialization.partition not in latest:
-            latest[materialization.partition] = {
-                k: v.value for k, v in materialization.metadata.items()
+            latest[materialization.partition] = {  # (numbers keyed by suite: partitions.py)
+                k.removeprefix(f"{suite}."): v.value for k, v in materialization.metadata.items()
             }
     found = []
     for meta in latest.values():  # (days before trace_scores recorded sd_/n_ have no n)
@@ -143,11 +143,14 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         if not suite.trace_name:  # an unnamed root would match every trace in Langfuse
             return Output(
                 [],
-                metadata={
-                    "traces_read": 0,
-                    "traces_sampled": 0,
-                    "note": f"suite {suite_name} has no production trace name",
-                },
+                metadata=plotted_per_suite(
+                    suite_name,
+                    {
+                        "traces_read": 0,
+                        "traces_sampled": 0,
+                        "note": f"suite {suite_name} has no production trace name",
+                    },
+                ),
             )
         source = services.get().trace_source()
         sampling = SamplingConfig(config.rate, config.cap, config.stratify_by, config.salt)
@@ -162,16 +165,19 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         rows = "\n".join(f"| {md_escape(k)} | {v} |" for k, v in sorted(strata.items()))
         return Output(
             sampled,
-            metadata={
-                "source": source.description,
-                "trace_name": suite.trace_name,
-                "traces_read": counts["read"],
-                "traces_sampled": len(sampled),
-                "traces_with_notes": counts["with_notes"],
-                "sample_hash": content_hash(sorted(r.trace_id for r in sampled)),
-                "sampling": f"rate {config.rate}, cap {config.cap}, by {config.stratify_by}",
-                "by_stratum": MetadataValue.md("| stratum | traces |\n|---|---:|\n" + rows),
-            },
+            metadata=plotted_per_suite(
+                suite_name,
+                {
+                    "source": source.description,
+                    "trace_name": suite.trace_name,
+                    "traces_read": counts["read"],
+                    "traces_sampled": len(sampled),
+                    "traces_with_notes": counts["with_notes"],
+                    "sample_hash": content_hash(sorted(r.trace_id for r in sampled)),
+                    "sampling": f"rate {config.rate}, cap {config.cap}, by {config.stratify_by}",
+                    "by_stratum": MetadataValue.md("| stratum | traces |\n|---|---:|\n" + rows),
+                },
+            ),
         )
 
     @multi_asset(
@@ -218,7 +224,8 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
             metadata["checks_not_tested"] = MetadataValue.md(
                 "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in untested.items())
             )
-        yield Output(scores, output_name="trace_scores", metadata=metadata)
+        yield Output(scores, output_name="trace_scores",
+                     metadata=plotted_per_suite(suite_name, metadata))  # fmt: skip
         selected = {key.name for key in context.selected_asset_check_keys}
         blocking = config.severity == "error"
         for name, outcome in outcomes.items():
@@ -268,17 +275,20 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         )
         return Output(
             str(path),
-            metadata={
-                "review_file": MetadataValue.path(str(path)),
-                "candidates": len(candidates),
-                "worst": reasons["worst"],
-                "novel": reasons["novel"],
-                "with_user_correction": sum(
-                    "corrected_items" in (c.trace.metadata.get("user_feedback") or {})
-                    for c in candidates
-                ),
-                "preview": MetadataValue.md(table),
-            },
+            metadata=plotted_per_suite(
+                suite_name,
+                {
+                    "review_file": MetadataValue.path(str(path)),
+                    "candidates": len(candidates),
+                    "worst": reasons["worst"],
+                    "novel": reasons["novel"],
+                    "with_user_correction": sum(
+                        "corrected_items" in (c.trace.metadata.get("user_feedback") or {})
+                        for c in candidates
+                    ),
+                    "preview": MetadataValue.md(table),
+                },
+            ),
         )
 
     @asset(group_name=GROUP, partitions_def=partitions.traces)
@@ -298,11 +308,11 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         rows = "\n".join(
             f"| {trace_id} | {', '.join(failed)} |" for trace_id, failed in traced[:50]
         )
-        return Output(str(path), metadata={
+        return Output(str(path), metadata=plotted_per_suite(suite_name, {
             "failures": len(cases), "of_traces": len(production_traces),
             **{f"failed_{k}": v for k, v in sorted(reasons.items())},
             "failures_file": MetadataValue.path(str(path)),
             "traces": MetadataValue.md("| trace id | failed |\n|---|---|\n" + rows),
-        })  # fmt: skip
+        }))  # fmt: skip
 
     return [production_traces, trace_scores, golden_candidates, production_failures]
