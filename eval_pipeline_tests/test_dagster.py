@@ -83,8 +83,8 @@ def test_graph_materializes_and_checks_pass(env):
     assert {n: found[n].passed for n in thresholds} == dict.fromkeys(thresholds, True)
     assert found["min_mean_scores"].description.startswith("drive_thru v1: ")
     assert found["min_mean_scores"].metadata["partition"].value == "drive_thru v1"
-    assert found["min_mean_scores"].metadata["order_correctness mean"].value == 1.0
-    assert found["min_mean_scores"].metadata["order_correctness minimum"].value == 0.85
+    assert found["min_mean_scores"].metadata["drive_thru.order_correctness mean"].value == 1.0
+    assert found["min_mean_scores"].metadata["drive_thru.order_correctness minimum"].value == 0.85
     # nothing to compare with: the gate checks tested nothing, and say so first (N/A)
     gates = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
     assert {found[n].metadata["outcome"].value for n in gates} == {"N/A"}
@@ -132,7 +132,7 @@ def test_golden_dataset_check_results(env):
                          resources=resources)  # fmt: skip
     found = checks(result)
     assert found["dataset_valid"].passed and found["absence_coverage"].passed
-    assert found["absence_coverage"].metadata["share_expecting_nothing"].value >= 0.25
+    assert found["absence_coverage"].metadata["drive_thru.share_expecting_nothing"].value >= 0.25
     # Each result names its partition; each check says what it tests (it said nothing).
     for name in ("dataset_valid", "absence_coverage"):
         assert found[name].metadata["partition"].value == "drive_thru"
@@ -238,14 +238,16 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     gate = checks(worse)["paired_gate"]
     assert not gate.passed and gate.severity.value == "ERROR"
     assert gate.description.startswith("FAIL — drive_thru v2: margin 0.02")
-    meta = gate.metadata  # every number named by its metric
+    meta = gate.metadata  # every number named by its suite and metric
     assert meta["partition"].value == "drive_thru v2" and meta["outcome"].value == "FAIL"
-    assert meta["tool_call_accuracy Δ"].value < 0 and meta["tool_call_accuracy n"].value == 47
+    assert meta["drive_thru.tool_call_accuracy Δ"].value < 0
+    assert meta["drive_thru.tool_call_accuracy n"].value == 47
     assert meta["tool_call_accuracy CI"].value.startswith("[-")
     assert "delta" not in meta and "ci_high" not in meta
     assert "dt-" in meta["worse_items"].value  # ids of the items that got worse
     categories = checks(worse)["category_deltas"].metadata
-    assert "not_on_menu Δ" in categories and categories["not_on_menu n"].value >= 5
+    assert "drive_thru.not_on_menu Δ" in categories
+    assert categories["drive_thru.not_on_menu n"].value >= 5
     failure = next(e for e in worse.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.event_specific_data.error.message
     # the sequential gate's evidence: each metric's Δ and confidence interval, how many pairs

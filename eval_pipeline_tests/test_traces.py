@@ -294,10 +294,10 @@ def test_a_day_below_its_floors_and_clearly_below_the_previous_days_is_flagged(t
     floors, drop = found["2026-11-22"]["trace_floors"], found["2026-11-22"]["trace_drop"]
     assert not floors.passed and floors.severity.value == "WARN"
     assert floors.description.startswith("WARN — drive_thru 2026-11-22: below floor: tool_proto")
-    assert floors.metadata["tool_protocol mean"].value < 0.75
+    assert floors.metadata["drive_thru.tool_protocol mean"].value < 0.75
     assert not drop.passed and "tool_protocol" in drop.description
-    assert drop.metadata["tool_protocol previous"].value > 0.8
-    assert drop.metadata["tool_protocol p value"].value < 0.01
+    assert drop.metadata["drive_thru.tool_protocol previous"].value > 0.8
+    assert drop.metadata["drive_thru.tool_protocol p value"].value < 0.01
 
 
 def test_the_drop_rule_needs_history_a_margin_and_significance():

@@ -111,8 +111,8 @@ def golden_dataset_checks(
     yield AssetCheckResult(
         check_name="dataset_valid", passed=True,
         description=f"{partition}: {len(cases)} valid cases",
-        metadata={"partition": partition, "cases": len(cases),
-                  "dataset_version": dataset_version(cases)},
+        metadata=plotted_per_suite(suite.name, {"partition": partition, "cases": len(cases),
+                  "dataset_version": dataset_version(cases)}),
     )  # fmt: skip
     if not suite.absence_categories:
         yield check_result("golden_dataset", "absence_coverage", "N/A", not_tested(
@@ -128,8 +128,9 @@ def golden_dataset_checks(
     yield AssetCheckResult(
         check_name="absence_coverage", passed=passed,
         description=f"{'PASS' if passed else 'FAIL'} — {partition}: {found} (at least 25%)",
-        metadata={"partition": partition, "share_expecting_nothing": share,
-                  "missing_absence_categories": ", ".join(missing) or "none"},
+        metadata=plotted_per_suite(suite.name, {"partition": partition,
+                  "share_expecting_nothing": share,
+                  "missing_absence_categories": ", ".join(missing) or "none"}),
     )  # fmt: skip
 
 

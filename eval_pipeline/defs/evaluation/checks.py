@@ -42,7 +42,7 @@ from eval_pipeline.core.scoring.rows import (
     Row,
 )
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
-from eval_pipeline.defs.partitions import partitioned_check
+from eval_pipeline.defs.partitions import partitioned_check, plotted_per_suite
 
 ASSET = "eval_summary"
 
@@ -146,8 +146,12 @@ def check_result(
     blocks: bool = True,
 ) -> AssetCheckResult:
     """A check's result: passed for PASS and N/A (it tested nothing); ERROR for FAIL, and
-    for UNDECIDED when it ``blocks`` the run (``on_undecided: fail``); WARN otherwise."""
-    metadata: dict[str, Any] = {"partition": partition, "outcome": label, **numbers}
+    for UNDECIDED when it ``blocks`` the run (``on_undecided: fail``); WARN otherwise.
+    ``partition`` is said "<suite>[ <version or day>]"; the numbers are keyed by that suite,
+    as the assets' are (a check's plots run over all its partitions)."""
+    suite = partition.split(" ")[0]
+    metadata: dict[str, Any] = {"partition": partition, "outcome": label,
+                                **plotted_per_suite(suite, numbers)}  # fmt: skip
     if rows:
         metadata["details"] = MetadataValue.md(rows_markdown(rows))
     if worse:
