@@ -36,12 +36,22 @@ class LangfuseVersion:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
+    @property
+    def label(self) -> str:
+        """The release, and "dual" for a v4 server that keeps v3's reads."""
+        return f"{self.version}{'-dual' if self.major >= 4 and self.legacy_reads else ''}"
+
 
 V3 = LangfuseVersion("3.225.4", v2_observations=False, legacy_reads=True,
                      default_fields=("core",))  # fmt: skip
 V4 = LangfuseVersion("4.16.0", v2_observations=True, legacy_reads=False,
                      default_fields=("core", "basic"))  # fmt: skip
 SUPPORTED = (V3, V4)
+# v4 in its dual write mode (LANGFUSE_MIGRATION_V4_WRITE_MODE=dual, a migration from v3):
+# v3's reads, dataset runs and ingestion events are served as well; seen on a real 4.16.0
+# (GET /api/public/traces 200, POST dataset-run-items stores the run)
+V4_DUAL = LangfuseVersion("4.16.0", v2_observations=True, legacy_reads=True,
+                          default_fields=("core", "basic"))  # fmt: skip
 
 EVENTS_ONLY_404 = (
     "This endpoint is not available on deployments running in Langfuse v4 events_only mode. "

@@ -34,7 +34,7 @@ from eval_pipeline_tests.helpers import (
     sensor_tick,
 )
 from eval_pipeline_tests.helpers import suite as project_suite
-from eval_pipeline_tests.langfuse_rules import V3, V4
+from eval_pipeline_tests.langfuse_rules import V3, V4, V4_DUAL
 from eval_pipeline_tests.langfuse_server import PROJECT_ID, LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -562,7 +562,7 @@ def test_refused_keys_are_said_as_a_configuration_problem(env, server, tmp_path)
     assert report.queued == 1 and "ingestion suspended" in report.error
 
 
-@pytest.mark.parametrize("version", [V3, V4], ids=lambda v: f"langfuse-{v.version}")
+@pytest.mark.parametrize("version", [V3, V4, V4_DUAL], ids=lambda v: f"langfuse-{v.label}")
 def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
     """Every item's spans carry the experiment attributes Langfuse's OTel ingestion reads
     (one experiment per run, one item per case and repeat, rooted at the item's root span,
@@ -591,6 +591,10 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
                     f"{experiment_id(run.run_id)}") in said  # fmt: skip
         assert run.code_commit == "0123abc"
         cases = {c.id for c in select_smoke()}
+        # the dataset mirrors the whole suite: linking a smoke run archived the other 36
+        # cases on v3 and dual (synced with the run's cases; seen on a real dual server)
+        active = [i for i in srv.state.dataset_items.values() if i["status"] == "ACTIVE"]
+        assert len(active) == len(project_suite("drive_thru").load_cases()) > len(cases)
         linked = [o for o in srv.state.observations if o["experimentId"]]
         assert {o["experimentId"] for o in linked} == {experiment_id(run.run_id)}
         assert {o["experimentName"] for o in linked} == {run.run_id}
@@ -628,7 +632,14 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
             assert {s["observationId"] for s in item_scores} == set(roots.values())
             assert all(roots[s["traceId"]] == s["observationId"] for s in item_scores)
             assert {s.get("datasetRunId") for s in means} == {experiment_id(run.run_id)}
-            assert srv.requests[("POST", "/api/public/dataset-run-items")] == 0
+            if not version.legacy_reads:
+                assert srv.requests[("POST", "/api/public/dataset-run-items")] == 0
+            else:  # dual: the v3 dataset run too (its Datasets list and run pages read it;
+                # before, the real server's run page said "Dataset run not found")
+                (dataset_run,) = srv.state.dataset_runs.values()
+                assert dataset_run["name"] == run.run_id
+                assert sorted(i["datasetItemId"] for i in srv.state.dataset_run_items) == \
+                    sorted(item_id("drive_thru", c) for c in cases)  # fmt: skip
             # the experiment names the synced dataset (listed under it), whose items exist
             dataset = srv.state.datasets["eval-pipeline/drive_thru"]
             assert {o["_attributes"].get("langfuse.experiment.dataset.id")

@@ -24,6 +24,7 @@ server is.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -114,6 +115,29 @@ def reads_experiments(settings: LangfuseSettings) -> bool:
     return _MAJORS[settings] >= 4
 
 
+_DUAL: dict[LangfuseSettings, bool] = {}
+
+
+def keeps_dataset_runs(settings: LangfuseSettings) -> bool:
+    """Whether a v4 server also keeps v3's dataset runs: its dual write mode
+    (``LANGFUSE_MIGRATION_V4_WRITE_MODE=dual``, for a migration from v3). Its Datasets list
+    counts those runs and its dataset run pages read them, and its users see the
+    span-attribute experiments only with the V4 preview on, so the run is linked both ways.
+    Told apart as the server does it: v3's reads answer 404 in events_only (the default)
+    and 200 in dual (web/src/pages/api/public/traces/index.ts, v4.16.0). False while it
+    cannot be told (asked again next time)."""
+    if settings not in _DUAL:
+        try:
+            with settings.http() as http:
+                status = http.get("/api/public/traces", params={"limit": 1}).status_code
+        except Exception:
+            return False
+        if status not in (200, 404):
+            return False
+        _DUAL[settings] = status == 200
+    return _DUAL[settings]
+
+
 @dataclass(frozen=True)
 class ExperimentDataset:
     """The dataset a v4 run's spans name, and each case's item in it."""
@@ -178,12 +202,23 @@ def experiment_url(settings: LangfuseSettings, run_id: str) -> str | None:
 def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
              run: RunRecord, outputs: Sequence[ItemOutput],
              ref: LangfuseDatasetRef | None = None) -> Linked:  # fmt: skip
-    """The run's experiment: on v4 the span attributes already made it; on v3 every output
-    is linked as a dataset run item of its dataset (a ``langfuse:`` suite's own, ``ref``;
-    else the suite's, synced first). Never raises."""
+    """The run's experiment: on v4 the span attributes already made it (in dual mode its
+    v3 dataset run is written too); on v3 the dataset run. Never raises."""
+    if not reads_experiments(settings):
+        return post_run_items(settings, client, cases, run, outputs, ref)
+    linked = Linked(experiment_id(run.run_id))
+    if keeps_dataset_runs(settings):  # dual mode: its dataset run too, under the same name
+        legacy = post_run_items(settings, client, cases, run, outputs, ref)
+        return dataclasses.replace(linked, problem=legacy.problem)
+    return linked
+
+
+def post_run_items(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
+                   run: RunRecord, outputs: Sequence[ItemOutput],
+                   ref: LangfuseDatasetRef | None = None) -> Linked:  # fmt: skip
+    """Every output linked as a dataset run item of its dataset (a ``langfuse:`` suite's
+    own, ``ref``; else the suite's, synced first): v3's dataset run. Never raises."""
     suite, run_id = run.suite, run.run_id
-    if reads_experiments(settings):
-        return Linked(experiment_id(run_id))
     where = f"dataset run of {ref.name if ref else dataset_name(suite)}"
     try:
         linked = linked_items(client, suite, cases, ref)

@@ -156,7 +156,10 @@ class Services:
         if self.langfuse is None:
             return None
         ref = suite.dataset_ref if suite is not None else None
-        linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref)
+        # the dataset mirrors the whole suite, as the run's spans named it (agent()): synced
+        # with a smoke run's cases only, it archived the rest (seen on a dual-mode server)
+        mirrored = suite.load_cases() if suite is not None and ref is None else cases
+        linked = link_run(self.langfuse, self.client(), mirrored, run, outputs, ref)
         # (v4: memo-served items have a span in this run's trace: their scores go there)
         environment = self.langfuse.environment  # (the traces')
         items = langfuse_scores.item_score_payloads(
