@@ -148,7 +148,11 @@ class Services:
         metrics: dict[str, float | None],
         suite: Suite | None = None,
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
-        """A run's item scores onto their traces, each naming its score config
+        """``cases``: the suite's, as the run loaded them (its dataset mirrors the whole
+        suite, as the run's spans named it in ``agent``: synced with a smoke run's cases
+        only, it archived the rest, seen on a dual-mode server).
+
+        A run's item scores onto their traces, each naming its score config
         (langfuse_score_configs.py, with ``suite``'s category scales), the run linked as
         an experiment of its dataset (langfuse_experiments.py; a ``langfuse:`` suite's
         own) and its means onto it (or onto its session, when it could not be linked: the
@@ -156,10 +160,7 @@ class Services:
         if self.langfuse is None:
             return None
         ref = suite.dataset_ref if suite is not None else None
-        # the dataset mirrors the whole suite, as the run's spans named it (agent()): synced
-        # with a smoke run's cases only, it archived the rest (seen on a dual-mode server)
-        mirrored = suite.load_cases() if suite is not None and ref is None else cases
-        linked = link_run(self.langfuse, self.client(), mirrored, run, outputs, ref)
+        linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref)
         # (v4: memo-served items have a span in this run's trace: their scores go there)
         environment = self.langfuse.environment  # (the traces')
         items = langfuse_scores.item_score_payloads(

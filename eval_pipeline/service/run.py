@@ -135,12 +135,18 @@ class Prepared:
         """The run's agent (its factory runs here, once), traced when Langfuse is set."""
         if self._agent is None:
             extra = {"dagster_run_id": d} if (d := self.request.dagster_run_id) else None
-            # (a run on production failures: its experiment is still the suite's dataset)
-            suite_cases = None if self.plan.run.tier == FAILURES_TIER else self.plan.all_cases
             self._agent = self.env.services.agent(self.suite, self.prompt, self.llm,
                                                   run=self.plan.run, metadata=extra,
-                                                  cases=suite_cases)  # fmt: skip
+                                                  cases=self.suite_cases())  # fmt: skip
         return self._agent
+
+    def suite_cases(self) -> list[GoldenCase]:
+        """The suite's cases, which its Langfuse dataset mirrors: as this run loaded them,
+        or, for a run on production failures (whose experiment is still the suite's
+        dataset), read from the suite."""
+        if self.plan.run.tier == FAILURES_TIER:
+            return self.suite.load_cases()
+        return self.plan.all_cases
 
     def session(self) -> AbstractContextManager[Any]:
         """The run's recording session, or nothing to open."""
@@ -295,7 +301,7 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     (undelivered scores wait in the outbox): what went wrong becomes a warning."""
     services = prepared.env.services
     services.flush()
-    report = services.write_run(prepared.store, result.run, list(result.cases), result.scores,
+    report = services.write_run(prepared.store, result.run, prepared.suite_cases(), result.scores,
                                 result.outputs, result.summary.metrics,
                                 prepared.suite)  # fmt: skip
     if report is not None:
