@@ -16,6 +16,7 @@ from eval_pipeline.agents.project import Project, load_project
 from eval_pipeline.core.prompts import PromptVersion
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs import build_definitions
+from eval_pipeline.defs.partitions import unplotted
 from eval_pipeline.defs.resources import (
     LangfuseResource,
     LLMResource,
@@ -167,4 +168,4 @@ def materialized(result: Any, node: str) -> dict[str, Any]:
     found = result.asset_materializations_for_node(node)[0]
     key = found.partition or ""
     suite = key.split("/")[0] if "/" in key else key.split("|")[-1]
-    return {k.removeprefix(f"{suite}."): v for k, v in found.metadata.items()}
+    return unplotted(suite, found.metadata)

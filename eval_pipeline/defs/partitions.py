@@ -145,6 +145,12 @@ def plotted_per_suite(suite: str, metadata: Mapping[str, Any]) -> dict[str, Any]
     return {f"{suite}.{key}" if _plotted(value) else key: value for key, value in metadata.items()}
 
 
+def unplotted(suite: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` read back with each of ``suite``'s numbers under its own name again
+    (the inverse of ``plotted_per_suite``)."""
+    return {key.removeprefix(f"{suite}."): value for key, value in metadata.items()}
+
+
 def _plotted(value: Any) -> bool:
     if isinstance(value, FloatMetadataValue | IntMetadataValue):
         return True

@@ -39,7 +39,12 @@ from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
 from eval_pipeline.defs.evaluation.checks import check_result, not_tested
-from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
+from eval_pipeline.defs.partitions import (
+    Partitions,
+    partitioned_check,
+    plotted_per_suite,
+    unplotted,
+)
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource
 from eval_pipeline.integrations import langfuse_scores
 
@@ -73,9 +78,8 @@ def previous_days(
     for record in records:  # newest first: the first seen per partition is its latest
         materialization = record.asset_materialization
         if materialization and materialization.partition not in latest:
-            latest[materialization.partition] = {  # (numbers keyed by suite: partitions.py)
-                k.removeprefix(f"{suite}."): v.value for k, v in materialization.metadata.items()
-            }
+            values = {k: v.value for k, v in materialization.metadata.items()}
+            latest[materialization.partition] = unplotted(suite, values)
     found = []
     for meta in latest.values():  # (days before trace_scores recorded sd_/n_ have no n)
         metrics = [key.removeprefix("mean_") for key in meta if key.startswith("mean_")]
