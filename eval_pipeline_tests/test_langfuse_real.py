@@ -421,11 +421,6 @@ def test_a_run_evaluates_the_version_a_langfuse_label_points_to(ran, server):
     assert {(o["promptName"], o["promptVersion"]) for o in generations} == {(ran.prompt, 3)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`eval-pipeline prompts` reads the local registry "
-    "only (cli/prompts.py); runs do read Langfuse by label",
-)
 def test_the_prompts_commands_read_the_langfuse_registry(ran):
     shown = ran.cli("prompts", "show", ran.prompt, "--label", ran.label, check=False)
     assert shown.returncode == 0 and "v3" in shown.stdout, shown.stdout + shown.stderr
@@ -586,8 +581,8 @@ def test_the_datasets_list_counts_the_runs(ran, server, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             "Langfuse 4.16 events_only: the Datasets list counts Postgres dataset_runs rows, "
             "which no public API writes in events_only (POST dataset-run-items answers the "
-            "experiment id and stores nothing); the runs are listed under the dataset's "
-            "Experiments tab")))  # fmt: skip
+            "experiment id and stores nothing); fixed after 4.16 by langfuse/langfuse#16814 "
+            "(the count read from events)")))  # fmt: skip
     dataset = server.dataset(f"eval-pipeline/{ran.suite}")
     status, metrics = server.trpc(
         "datasets.allDatasetsMetrics",
@@ -637,8 +632,8 @@ def test_no_request_was_refused(ran, server):
 @pytest.mark.xfail(
     strict=True,
     reason="item scores sit on the item's root observation, where "
-    "the experiment views read them; Langfuse's prompt metrics count trace-level "
-    "scores and GENERATION observations' only (docs/langfuse.md)",
+    "the experiment views show them; Langfuse's prompt metrics count trace-level scores "
+    "and prompt-linked GENERATION observations' only (docs/langfuse.md)",
 )
 def test_prompt_version_metrics_count_each_trace_score_once(ran, server):
     prompt = server.get(f"/v2/prompts/{quote(ran.prompt, safe='')}", version=3)

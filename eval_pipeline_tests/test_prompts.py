@@ -96,3 +96,43 @@ def test_a_prompt_name_cannot_leave_the_registry(prompts_dir, tmp_path, name):
     assert f"prompt name {name!r}" in " ".join(done.output.split())
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
     assert not Path("/tmp/absolute").exists()
+
+
+def test_with_langfuse_configured_the_commands_use_its_registry(prompts_dir, tmp_path,
+                                                                 monkeypatch):  # fmt: skip
+    """Runs read prompts from Langfuse when LANGFUSE_* is set, but `prompts list|show|label
+    |add` read and wrote the local prompts/ folder: `show --label staging` answered a
+    version the run would not evaluate. Now they go to Langfuse and leave the folder alone."""
+    from eval_pipeline_tests.langfuse_server import LangfuseTestServer
+
+    local = sorted(str(p) for p in prompts_dir.rglob("*"))
+    source = tmp_path / "chat.yaml"
+    source.write_text(yaml.safe_dump({
+        "type": "chat", "config": {"temperature": 0},
+        "prompt": [{"role": "system", "content": "Take the order. {{menu}}"},
+                   {"role": "placeholder", "content": "{{history}}"}],
+    }))  # fmt: skip
+    with LangfuseTestServer() as server:
+        for var, value in server.env().items():
+            monkeypatch.setenv(var, value)
+        added = invoke("add", NAME, str(source), "--label", "staging")
+        assert added.exit_code == 0 and "added v1" in added.output, added.output
+        assert invoke("add", NAME, str(source)).exit_code == 0  # v2, unlabelled
+        assert "set" in invoke("label", NAME, "1", "production").output
+        moved = invoke("label", NAME, "2", "production")
+        assert moved.exit_code == 0 and "moved from v1" in moved.output, moved.output
+        listed = " ".join(invoke("list").output.split())
+        assert server.base_url in listed and NAME in listed, listed
+        assert "production → v2" in listed and "staging → v1" in listed, listed
+        shown = invoke("show", NAME, "--label", "staging")
+        assert shown.exit_code == 0 and f"{NAME} v1" in shown.output, shown.output
+        assert "Take the order. {{menu}}" in shown.output
+        stored = server.state.prompts[NAME][0]
+        assert stored["prompt"][1] == {"type": "placeholder", "name": "history"}
+        assert stored["config"] == {"temperature": 0}
+        missing = invoke("label", NAME, "9", "production")
+        assert missing.exit_code == 2 and "version 9" in missing.output, missing.output
+        assert [e["labels"] for e in server.state.prompts[NAME]] == [
+            ["staging"], ["latest", "production"]
+        ]  # fmt: skip
+    assert sorted(str(p) for p in prompts_dir.rglob("*")) == local

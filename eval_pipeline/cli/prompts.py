@@ -1,29 +1,30 @@
-"""`eval-pipeline prompts`: the local prompt registry (list, show, label, add)."""
+"""`eval-pipeline prompts`: the prompt registry runs read (list, show, label, add): Langfuse
+when it is configured, else the project's prompts/ folder (integrations/services.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from eval_pipeline.cli.report import console
 
+if TYPE_CHECKING:
+    from eval_pipeline.integrations.prompt_registry import PromptRegistry
+
 
 @click.group()
 def prompts() -> None:
-    """The local prompt registry (the project's prompts/ and prompts/labels.yaml)."""
+    """The prompt registry runs read: Langfuse's prompts when LANGFUSE_* is set, else the
+    project's prompts/ and prompts/labels.yaml."""
 
 
-def _prompts_dir() -> Path:
+def _registry() -> PromptRegistry:
     from eval_pipeline.agents.project import load_project
+    from eval_pipeline.integrations.services import Services
 
-    return load_project().prompts_dir
-
-
-def _registry():
-    from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-
-    return LocalPromptRegistry(_prompts_dir())
+    return Services.from_env(load_project().prompts_dir).registry()
 
 
 @prompts.command("list")
@@ -31,10 +32,11 @@ def prompts_list() -> None:
     """Every prompt with its versions and labels."""
     from rich.table import Table
 
-    table = Table(title=f"Prompts in {_prompts_dir()}")
+    registry = _registry()
+    table = Table(title=f"Prompts in {registry.description}")
     for column in ("name", "versions", "labels"):
         table.add_column(column)
-    for name, versions, labels in _registry().list_prompts():
+    for name, versions, labels in registry.list_prompts():
         shown = ", ".join(f"{label} → v{v}" for label, v in sorted(labels.items()))
         table.add_row(name, ", ".join(f"v{v}" for v in versions), shown or "–")
     console.print(table)
@@ -61,9 +63,10 @@ def prompts_show(name: str, version: int | None, label: str) -> None:
 @click.argument("label")
 def prompts_label(name: str, version: int, label: str) -> None:
     """Point LABEL of prompt NAME at VERSION (moves it if it was elsewhere)."""
-    previous = _registry().set_label(name, version, label)
+    registry = _registry()
+    previous = registry.set_label(name, version, label)
     moved = f"moved from v{previous}" if previous and previous != version else "set"
-    console.print(f"{name}: label {label} → v{version} ({moved})")
+    console.print(f"{name}: label {label} → v{version} ({moved}) in {registry.description}")
 
 
 @prompts.command("add")

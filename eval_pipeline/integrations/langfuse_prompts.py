@@ -10,7 +10,9 @@ prompt of the project.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from langfuse.api.commons.errors.not_found_error import NotFoundError
@@ -19,7 +21,11 @@ from langfuse.api.core.api_error import ApiError
 from eval_pipeline.agents.langfuse_prompt import unserved
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
-from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
+from eval_pipeline.integrations.prompt_registry import (
+    RegistryUnavailable,
+    check_label,
+    read_prompt_file,
+)
 
 PAGE_SIZE = 100
 
@@ -32,13 +38,45 @@ class LangfusePromptRegistry(LangfuseService):
         return self._fetch(name, label=label)
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
+        return self._create(PromptVersion(name, 0, "text", text), labels=[label])
+
+    def add(self, name: str, source: Path) -> PromptVersion:
+        return self._create(read_prompt_file(name, source), labels=[])
+
+    def _create(self, new: PromptVersion, labels: list[str]) -> PromptVersion:
         try:
-            made = self.client.create_prompt(name=name, prompt=text, type="text", labels=[label])
+            made = self.client.create_prompt(
+                name=new.name, prompt=to_langfuse(new), type=new.type, config=new.config,
+                labels=labels,
+            )  # fmt: skip
         except (ApiError, httpx.HTTPError) as exc:
             raise RegistryUnavailable(
-                f"creating Langfuse prompt {name!r}: {describe_error(exc)}"
+                f"creating Langfuse prompt {new.name!r}: {describe_error(exc)}"
             ) from exc
         return from_langfuse(made)
+
+    def set_label(self, name: str, version: int, label: str) -> int | None:
+        check_label(label)
+        previous = self.label_versions([label]).get(name, {}).get(label)
+        self.get(name, version)  # must exist: a clear error, not the server's 404
+        try:
+            self.client.api.prompt_version.update(
+                name=quote(name, safe=""), version=version, new_labels=[label],
+                request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 0},
+            )  # fmt: skip
+        except (ApiError, httpx.HTTPError) as exc:
+            raise RegistryUnavailable(
+                f"labelling Langfuse prompt {name!r} v{version} {label!r}: {describe_error(exc)}"
+            ) from exc
+        return previous
+
+    def list_prompts(self) -> list[tuple[str, list[int], dict[str, int]]]:
+        listed = list(self._list())
+        labels = self.label_versions({label for meta in listed for label in meta.labels})
+        return [
+            (meta.name, sorted(meta.versions), labels.get(meta.name, {}))
+            for meta in sorted(listed, key=lambda meta: meta.name)
+        ]
 
     def _fetch(self, name: str, **which: Any) -> PromptVersion:
         what = " ".join(f"{k} {v!r}" for k, v in which.items())
@@ -80,6 +118,19 @@ class LangfusePromptRegistry(LangfuseService):
             if page >= (response.meta.total_pages or 0):
                 return
             page += 1
+
+
+def to_langfuse(prompt: PromptVersion) -> str | list[dict[str, str]]:
+    """Our prompt body as Langfuse's: a placeholder message ``{{name}}`` is its
+    ``{"type": "placeholder", "name": …}`` (the inverse of ``from_langfuse``)."""
+    if isinstance(prompt.prompt, str):
+        return prompt.prompt
+    return [
+        {"type": "placeholder", "name": m["content"].strip("{} ")}
+        if m["role"] == "placeholder"
+        else {"role": m["role"], "content": m["content"]}
+        for m in prompt.prompt
+    ]
 
 
 def from_langfuse(fetched: Any) -> PromptVersion:

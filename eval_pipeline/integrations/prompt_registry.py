@@ -8,6 +8,7 @@ can start locally (with git history of its prompts) and move to Langfuse later.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,6 +44,18 @@ class PromptRegistry(Protocol):
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
         """A new version of text prompt ``name`` holding ``text``, labelled ``label``."""
+        ...
+
+    def list_prompts(self) -> list[tuple[str, list[int], dict[str, int]]]:
+        """(name, versions, {label: version}) of every prompt, by name."""
+        ...
+
+    def set_label(self, name: str, version: int, label: str) -> int | None:
+        """Point ``label`` at ``version`` (moving it if set); returns the previous version."""
+        ...
+
+    def add(self, name: str, source: Path) -> PromptVersion:
+        """Store ``source`` (``read_prompt_file``) as the next version of ``name``."""
         ...
 
 
@@ -135,7 +148,6 @@ class LocalPromptRegistry:
         return [(n, self.versions(n), self.labels(n)) for n in names if self.versions(n)]
 
     def set_label(self, name: str, version: int, label: str) -> int | None:
-        """Point ``label`` at ``version`` (moving it if set); returns the previous version."""
         self.get(name, version)  # must exist and be valid
         check_label(label)
         everything = self._all_labels()
@@ -146,30 +158,34 @@ class LocalPromptRegistry:
         return previous
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
-        prompt = self._write(name, {"type": "text", "prompt": text}, Path(f"{name} (new)"))
+        prompt = self._write(name, _parse(Path(f"{name} (new)"), {"prompt": text}, name, 0, ()))
         self.set_label(name, prompt.version, label)
         return self.get(name, prompt.version)
 
     def add(self, name: str, source: Path) -> PromptVersion:
-        """Store ``source`` as the next version. A .yaml/.yml file holds type, prompt and
-        config; any other file is the text of a text prompt. Validated before writing."""
-        if source.suffix in {".yaml", ".yml"}:
-            data = _load_yaml(source)
-        else:
-            try:
-                data = {"type": "text", "prompt": source.read_text(encoding="utf-8")}
-            except (OSError, UnicodeDecodeError) as exc:
-                raise PromptError(f"{source}: cannot read: {exc}") from exc
-        return self._write(name, data, source)
+        return self._write(name, read_prompt_file(name, source))
 
-    def _write(self, name: str, data: Any, source: Path) -> PromptVersion:
+    def _write(self, name: str, new: PromptVersion) -> PromptVersion:
         version = max(self.versions(name), default=0) + 1
-        prompt = _parse(source, data, name, version, ())
         target = self.folder(name) / f"v{version}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
-        body = {"type": prompt.type, "config": prompt.config, "prompt": prompt.prompt}
+        body = {"type": new.type, "config": new.config, "prompt": new.prompt}
         target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
-        return prompt
+        return dataclasses.replace(new, version=version)
+
+
+def read_prompt_file(name: str, source: Path) -> PromptVersion:
+    """``source`` as a new (not yet numbered: version 0) version of prompt ``name``, checked
+    before any registry is written: a .yaml/.yml file holds type, prompt and config; any
+    other file is the text of a text prompt."""
+    if source.suffix in {".yaml", ".yml"}:
+        data = _load_yaml(source)
+    else:
+        try:
+            data = {"type": "text", "prompt": source.read_text(encoding="utf-8")}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptError(f"{source}: cannot read: {exc}") from exc
+    return _parse(source, data, name, 0, ())
 
 
 def check_label(label: str) -> str:
