@@ -444,27 +444,30 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
     branch, adapted.)"""
     from eval_pipeline import api
-    from eval_pipeline.defs.evaluation.checks import check_results, failure_message
+    from eval_pipeline.defs.evaluation.checks import (
+        CheckedPartition,
+        check_results,
+        failure_message,
+    )
 
+    partition = CheckedPartition("order_management", "v2")
     api.evaluate("order_management", prompt_version=1)
     for policy, code in (("fail", 3), ("warn", 0)):
         result = api.evaluate("order_management", label="staging", tier="smoke",
                               baseline_label="production", on_undecided=policy,
                               gate="fixed")  # fmt: skip
         assert result.verdict == "UNDECIDED" and result.exit_code == code
-        checks, _ = check_results(result, "order_management v2")
+        checks, _ = check_results(result, partition)
         paired = next(c for c in checks if c.check_name == "paired_gate")
         assert not paired.passed and "UNDECIDED" in paired.description
         assert paired.severity.value == ("ERROR" if policy == "fail" else "WARN")
-    assert failure_message(result, "order_management v2").startswith(
-        "order_management v2: UNDECIDED"
-    )
+    assert failure_message(result, partition).startswith("order_management v2: UNDECIDED")
     # A run that FAILs a threshold while its gate could not tell says both: before, the
     # step failure listed min_mean_scores only, and a reader took the gate for a finding.
     failing = SimpleNamespace(**{k: getattr(result, k) for k in ("errors", "checks", "gate",
                                                                  "undecided")},
                               verdict="FAIL", failed=["min_mean_scores"])  # fmt: skip
-    said = failure_message(failing, "order_management v2")
+    said = failure_message(failing, partition)
     assert said.startswith("order_management v2: FAIL — blocking checks failed: min_mean_scores")
     assert "- undecided (not a regression found): " in said
 

@@ -39,6 +39,7 @@ from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
 from eval_pipeline.core.suite import Suite
 from eval_pipeline.defs.evaluation.checks import (
+    CheckedPartition,
     check_result,
     check_results,
     check_specs,
@@ -102,16 +103,15 @@ ABSENCE_COVERAGE = ("Blocks. At least 25% of the cases expect the agent to do no
 GOLDEN_CHECKS = {"dataset_valid": DATASET_VALID, "absence_coverage": ABSENCE_COVERAGE}
 
 
-def golden_dataset_checks(
-    suite: Suite, cases: list[GoldenCase], partition: str
-) -> Iterator[AssetCheckResult]:
+def golden_dataset_checks(suite: Suite, cases: list[GoldenCase]) -> Iterator[AssetCheckResult]:
     """dataset_valid (reached only when the cases loaded), and absence_coverage: for a
     suite that declares no absence categories it tested nothing, so it says N/A, as
     eval_summary's untested checks do, never a pass with a share of 0."""
+    partition = CheckedPartition(suite.name)
     yield AssetCheckResult(
         check_name="dataset_valid", passed=True,
         description=f"{partition}: {len(cases)} valid cases",
-        metadata=plotted_per_suite(suite.name, {"partition": partition, "cases": len(cases),
+        metadata=plotted_per_suite(suite.name, {"partition": suite.name, "cases": len(cases),
                   "dataset_version": dataset_version(cases)}),
     )  # fmt: skip
     if not suite.absence_categories:
@@ -128,7 +128,7 @@ def golden_dataset_checks(
     yield AssetCheckResult(
         check_name="absence_coverage", passed=passed,
         description=f"{'PASS' if passed else 'FAIL'} — {partition}: {found} (at least 25%)",
-        metadata=plotted_per_suite(suite.name, {"partition": partition,
+        metadata=plotted_per_suite(suite.name, {"partition": suite.name,
                   "share_expecting_nothing": share,
                   "missing_absence_categories": ", ".join(missing) or "none"}),
     )  # fmt: skip
@@ -153,7 +153,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             warnings.simplefilter("ignore", BetaWarning)
             version = DataVersion(dataset_version(cases))
             yield Output(cases, metadata=dataset_metadata(suite, cases), data_version=version)
-        yield from golden_dataset_checks(suite, cases, context.partition_key)
+        yield from golden_dataset_checks(suite, cases)
 
     @asset(group_name=GROUP, partitions_def=partitions.suites, deps=[golden_dataset])
     def langfuse_dataset(
@@ -231,7 +231,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             writeback |= report.metadata()
             if report.queued or report.set_aside:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
-        partition = f"{run.suite} {run.prompt_version}"
+        partition = CheckedPartition(run.suite, run.prompt_version)
         checks, not_tested = check_results(result, partition)
         pictures = summary_pictures(store, result, suite)
         if result.warnings:

@@ -19,6 +19,7 @@ What the Dagster UI shows of them is written for a reader:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
@@ -47,6 +48,19 @@ from eval_pipeline.defs.partitions import partitioned_check, plotted_per_suite
 ASSET = "eval_summary"
 
 
+@dataclass(frozen=True)
+class CheckedPartition:
+    """The partition a check result judged: its suite (the result's numbers are keyed by
+    it, as the assets' are) and, for a suite × version or day × suite asset, the version or
+    day; said ``drive_thru v2`` in descriptions."""
+
+    suite: str
+    part: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.suite} {self.part}" if self.part else self.suite
+
+
 def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
     """A Dagster check per registered check (core/scoring/checks): its name, description
     and whether it blocks, as declared there (a project's own included: its plugins are
@@ -57,7 +71,9 @@ def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
     ]
 
 
-def check_results(result: EvalResult, partition: str) -> tuple[list[AssetCheckResult], dict]:
+def check_results(
+    result: EvalResult, partition: CheckedPartition
+) -> tuple[list[AssetCheckResult], dict]:
     """A result for every check: what the tested ones found, N/A for the others; and why
     the others did not test anything."""
     done: list[AssetCheckResult] = [measured(result, partition)]
@@ -112,7 +128,7 @@ def not_tested(why: str) -> str:
     return why if why.startswith("not tested") else f"not tested: {why}"
 
 
-def measured(result: EvalResult, partition: str) -> AssetCheckResult:
+def measured(result: EvalResult, partition: CheckedPartition) -> AssetCheckResult:
     """items_measured: FAIL with why the run could not measure the agent, else PASS."""
     summary = result.summary
     numbers = {"items": summary.n_items, "items_failed": summary.n_errors,
@@ -138,7 +154,7 @@ def check_result(
     name: str,
     label: str,
     description: str,
-    partition: str,
+    partition: CheckedPartition,
     numbers: dict[str, Any],
     rows: Sequence[Row],
     worse: Sequence[Row] | None = None,
@@ -147,11 +163,10 @@ def check_result(
 ) -> AssetCheckResult:
     """A check's result: passed for PASS and N/A (it tested nothing); ERROR for FAIL, and
     for UNDECIDED when it ``blocks`` the run (``on_undecided: fail``); WARN otherwise.
-    ``partition`` is said "<suite>[ <version or day>]"; the numbers are keyed by that suite,
-    as the assets' are (a check's plots run over all its partitions)."""
-    suite = partition.split(" ")[0]
-    metadata: dict[str, Any] = {"partition": partition, "outcome": label,
-                                **plotted_per_suite(suite, numbers)}  # fmt: skip
+    The numbers are keyed by the partition's suite (a check's plots run over all its
+    partitions)."""
+    metadata: dict[str, Any] = {"partition": str(partition), "outcome": label,
+                                **plotted_per_suite(partition.suite, numbers)}  # fmt: skip
     if rows:
         metadata["details"] = MetadataValue.md(rows_markdown(rows))
     if worse:
@@ -206,7 +221,7 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
     return {k: v for k, v in numbers.items() if v is not None}
 
 
-def failure_message(result: EvalResult, partition: str) -> str:
+def failure_message(result: EvalResult, partition: CheckedPartition) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
     if result.verdict == "UNDECIDED":

@@ -15,7 +15,7 @@ from dagster import (
 
 from eval_pipeline.core.calibration import Calibration, calibrate, labelled_rubrics
 from eval_pipeline.core.scoring.summary import md_escape
-from eval_pipeline.defs.evaluation.checks import check_result, not_tested
+from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import SuitesResource
 
@@ -55,7 +55,7 @@ def build_judge_calibration(partitions: Partitions, group: str) -> AssetsDefinit
         if not results:
             yield check_result(ASSET, CHECK, "N/A", not_tested(
                 "the suite has no labelled rubric to calibrate its judges on"),
-                context.partition_key, {}, [])  # fmt: skip
+                CheckedPartition(context.partition_key), {}, [])  # fmt: skip
             return
         low = [r for r in results if r.below_floor]
         partition = context.partition_key

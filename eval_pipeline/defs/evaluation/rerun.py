@@ -21,7 +21,7 @@ from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
-from eval_pipeline.defs.evaluation.checks import check_result, not_tested
+from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.evaluation.outputs import partition_keys
 from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import (
@@ -73,7 +73,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
             )
             if CHECK in {k.name for k in context.selected_asset_check_keys}:  # (not a failure)
                 yield check_result(ASSET, CHECK, "N/A", not_tested(why),
-                                   f"{suite_name} {version_key}", {}, [])  # fmt: skip
+                                   CheckedPartition(suite_name, version_key), {}, [])  # fmt: skip
             return
         env = environment(services, llm, results_store)
         request = RunRequest(suite_name, RunOptions(shards=1),
@@ -89,7 +89,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         lineage = [ItemScore(r.trace_id, 0, f"rerun_fixed_{version_key}", float(r.fixed),
                              _comment(r, version_key)) for r in report.rows]  # fmt: skip
         written = found.write_back(store, langfuse_scores.trace_score_payloads(lineage))
-        partition = f"{suite_name} {version_key}"
+        partition = CheckedPartition(suite_name, version_key)
         metadata: dict[str, Any] = {
             "rerun": len(report.rows), "fixed": report.fixed,
             "still_failing": report.still_failing, "failures_file": MetadataValue.path(str(path)),

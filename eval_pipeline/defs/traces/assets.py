@@ -38,7 +38,7 @@ from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, che
 from eval_pipeline.core.traces.records import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
-from eval_pipeline.defs.evaluation.checks import check_result, not_tested
+from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.partitions import (
     Partitions,
     partitioned_check,
@@ -222,7 +222,7 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         previous = previous_days(context, day, suite_name, config.days)
         outcomes = {"trace_floors": check_floors(today, config),
                     "trace_drop": check_drop(today, previous, config)}  # fmt: skip
-        partition = f"{suite_name} {day}"
+        partition = CheckedPartition(suite_name, str(day))
         untested = {k: o.description for k, o in outcomes.items() if not o.tested}
         if untested:
             metadata["checks_not_tested"] = MetadataValue.md(
