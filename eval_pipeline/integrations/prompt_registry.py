@@ -158,16 +158,17 @@ class LocalPromptRegistry:
         return previous
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
-        prompt = self._write(name, _parse(Path(f"{name} (new)"), {"prompt": text}, name, 0, ()))
+        prompt = self._write(PromptVersion(name, 0, "text", text))
         self.set_label(name, prompt.version, label)
         return self.get(name, prompt.version)
 
     def add(self, name: str, source: Path) -> PromptVersion:
-        return self._write(name, read_prompt_file(name, source))
+        return self._write(read_prompt_file(name, source))
 
-    def _write(self, name: str, new: PromptVersion) -> PromptVersion:
-        version = max(self.versions(name), default=0) + 1
-        target = self.folder(name) / f"v{version}.yaml"
+    def _write(self, new: PromptVersion) -> PromptVersion:
+        """``new`` stored as the next version of its prompt."""
+        version = max(self.versions(new.name), default=0) + 1
+        target = self.folder(new.name) / f"v{version}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         body = {"type": new.type, "config": new.config, "prompt": new.prompt}
         target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
