@@ -110,6 +110,8 @@ def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(h
     no run: the label sensor finds every labelled version evaluated."""
     from dagster import DagsterInstance
 
+    from eval_pipeline.core.reports.verdicts import latest_verdicts, verdicts_markdown
+    from eval_pipeline.core.scoring.summary import md_escape
     from eval_pipeline.defs.instance import LOCAL_INSTANCE, instance_problems
     from eval_pipeline_tests.helpers import eval_resources, sensor_tick
 
@@ -182,6 +184,17 @@ def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(h
     assert staging_v2.verdict == "FAIL" and staging_v2.delta is not None
     assert f"{staging_v2.delta:+.3f}" in table and "[" in table
     assert table.count("PASS") >= 5 and table.count("FAIL") >= 5
+    # The Δ shown backs the verdict: a gate FAIL shows a metric it found worse, its interval
+    # below 0. Before, drive_thru_conversations v2 (failed on tool_protocol_every_turn,
+    # Δ -0.367) showed its primary metric's Δ +0.000 [-0.147, +0.210].
+    shown = verdicts_markdown(latest_verdicts(store))  # Dagster's `verdicts` table
+    for run, said in store.latest_verdicts():
+        if "paired_gate" in said.reason:
+            assert said.metric and said.ci_high is not None and said.ci_high < 0, (run, said)
+            assert said.delta_text in table
+            assert f"| {md_escape(said.metric)} | {said.delta_text} | {said.interval_text} |" in (
+                shown
+            )  # fmt: skip
 
 
 CHECK_EXECUTIONS = """

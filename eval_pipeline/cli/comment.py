@@ -19,7 +19,7 @@ MARKER = "<!-- eval-pipeline verdicts -->"
 
 
 def comment_body(results: list[ResultFile], summary_url: str | None) -> str:
-    """One line per suite: its verdict and why, the primary metric's Δ against the baseline
+    """One line per suite: its verdict and why, the Δ that backs it against the baseline
     and its interval, after how many cases the gate decided; the job summaries' link."""
     lines = [MARKER, "### Evaluation gates", "",
              "| suite | verdict | metric | Δ | interval | decided |",

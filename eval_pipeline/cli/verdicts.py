@@ -13,7 +13,7 @@ from eval_pipeline.cli.report import console
 @click.option("--suite", default=None, help="Only this suite.")
 def verdicts(suite: str | None) -> None:
     """The latest verdict of every suite × prompt version: PASS, FAIL, UNDECIDED or ERROR,
-    the primary metric's Δ against the baseline and its interval, after how many cases a
+    the metric that backs it with its Δ against the baseline and interval, after how many cases a
     sequential gate decided, and the run."""
     from eval_pipeline import settings
     from eval_pipeline.core.redact import redact
@@ -27,8 +27,8 @@ def verdicts(suite: str | None) -> None:
                       "run `eval-pipeline run --suite NAME` first.")  # fmt: skip
         return
     table = Table(title=f"Latest verdict per suite and version ({where})")
-    for name in ("suite", "version", "tier", "verdict", "Δ", "interval", "decided", "run",
-                 "finished"):  # fmt: skip
+    for name in ("suite", "version", "tier", "verdict", "metric", "Δ", "interval", "decided",
+                 "run", "finished"):  # fmt: skip
         table.add_column(name, justify="right" if name == "Δ" else "left", overflow="fold")
     colour = {"PASS": "green", "FAIL": "red", "UNDECIDED": "yellow", "ERROR": "red"}
     for row in rows:
@@ -36,6 +36,7 @@ def verdicts(suite: str | None) -> None:
         verdict = f"[{colour[said.verdict]}]{said.verdict}[/]" + (
             f" {escape(said.reason[:60])}" if said.reason else "")  # fmt: skip
         run = row.run
-        table.add_row(escape(run.suite), run.prompt_version, run.tier, verdict, said.delta_text,
-                      said.interval_text, escape(row.decided), run.run_id, row.when)  # fmt: skip
+        table.add_row(escape(run.suite), run.prompt_version, run.tier, verdict,
+                      escape(said.metric or "–"), said.delta_text, said.interval_text,
+                      escape(row.decided), run.run_id, row.when)  # fmt: skip
     console.print(table)

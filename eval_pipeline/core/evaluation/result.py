@@ -142,15 +142,19 @@ class EvalResult:
         return "; ".join(self.undecided)
 
     def verdict_record(self) -> VerdictRecord:
-        """The verdict as the results store keeps it, with the primary metric's paired Δ
-        and interval when the gate compared it."""
+        """The verdict as the results store keeps it, with the paired Δ and interval of the
+        metric that backs it: the largest drop among the metrics the gate found worse, else
+        the primary metric (when the gate compared it). Before, a FAIL on
+        tool_protocol_every_turn (Δ −0.367) showed the primary's Δ +0.000 [−0.147, +0.210]."""
         primary = self.thresholds.primary_metric
-        row = next((r for c in (self.gate.checks if self.gate else ()) for r in c.rows
-                    if isinstance(r, PairedRow) and r.metric == primary and r.category is None),
-                   None)  # fmt: skip
+        rows = [r for c in (self.gate.checks if self.gate else ()) for r in c.rows
+                if isinstance(r, PairedRow) and r.category is None]  # fmt: skip
+        worse = [r for r in rows if r.outcome == "fail"]
+        row = min(worse, key=lambda r: r.delta) if worse else next(
+            (r for r in rows if r.metric == primary), None)  # fmt: skip
         return VerdictRecord(
             run_id=self.run.run_id, verdict=self.verdict.value, reason=self.reason,
-            metric=primary if row else None, delta=row.delta if row else None,
+            metric=row.metric if row else None, delta=row.delta if row else None,
             ci_low=row.ci_low if row else None, ci_high=row.ci_high if row else None,
             baseline_run_id=self.gate.baseline_run_id if self.gate else None,
             decided_after=self.sequential.line() if self.sequential else None,

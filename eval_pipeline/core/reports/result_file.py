@@ -122,7 +122,7 @@ class ResultFile(_Model):
     gate_note: str | None  # why there is no gate
     failed: list[str]  # the checks that failed the run
     warnings: list[str]
-    # The verdict as the results store keeps it: its reason, the primary metric's paired Δ
+    # The verdict as the results store keeps it: its reason, the paired Δ that backs it
     # and interval, after how many cases a sequential gate decided
     conclusion: VerdictRecord
     items: list[ItemResult]

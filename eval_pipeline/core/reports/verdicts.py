@@ -34,16 +34,17 @@ def latest_verdicts(store: ResultsStore, suite: str | None = None) -> list[Verdi
 
 def verdicts_markdown(rows: Sequence[VerdictRow], limit: int = 60) -> str:
     """The table Dagster shows; each run links to its Dagster run when it had one."""
-    lines = ["| suite | version | tier | verdict | Δ | interval | decided | run |",
-             "|---|---|---|---|---:|---|---|---|"]  # fmt: skip
+    lines = ["| suite | version | tier | verdict | metric | Δ | interval | decided | run |",
+             "|---|---|---|---|---|---:|---|---|---|"]  # fmt: skip
     for row in rows[:limit]:
         run, said = row.run, row.said
         link = f"[{run.run_id}](/runs/{run.dagster_run_id})" if run.dagster_run_id \
             else md_escape(run.run_id)  # fmt: skip
         verdict = said.verdict + (f": {md_escape(said.reason[:80])}" if said.reason else "")
         lines.append(f"| {md_escape(run.suite)} | {run.prompt_version} | {run.tier} | "
-                     f"{verdict} | {said.delta_text} | {said.interval_text} | "
+                     f"{verdict} | {md_escape(said.metric or '–')} | {said.delta_text} | "
+                     f"{said.interval_text} | "
                      f"{md_escape(row.decided)} | {link} |")  # fmt: skip
     if len(rows) > limit:
-        lines.append(f"| … {len(rows) - limit} more: `eval-pipeline verdicts` | | | | | | | |")
+        lines.append(f"| … {len(rows) - limit} more: `eval-pipeline verdicts` | | | | | | | | |")
     return "\n".join(lines)

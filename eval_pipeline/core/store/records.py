@@ -123,7 +123,7 @@ class VerdictRecord:
     run_id: str
     verdict: str  # PASS, FAIL, UNDECIDED or ERROR
     reason: str  # the failed checks, the undecided metrics or the first error ("" for PASS)
-    metric: str | None = None  # the primary metric, when the gate compared it
+    metric: str | None = None  # the metric that backs the verdict (verdict_record), if gated
     delta: float | None = None  # its paired Δ against the baseline
     ci_low: float | None = None
     ci_high: float | None = None
