@@ -462,6 +462,9 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
         assert not paired.passed and "UNDECIDED" in paired.description
         assert paired.severity.value == ("ERROR" if policy == "fail" else "WARN")
     assert failure_message(result, partition).startswith("order_management v2: UNDECIDED")
+    # The verdicts view shows the Δ of a metric the gate could not decide, not one it did
+    said = result.verdict_record()
+    assert said.metric in {row.metric for row in result.undecided_rows}, said
     # A run that FAILs a threshold while its gate could not tell says both: before, the
     # step failure listed min_mean_scores only, and a reader took the gate for a finding.
     failing = SimpleNamespace(**{k: getattr(result, k) for k in ("errors", "checks", "gate",
@@ -501,3 +504,39 @@ def test_an_undecided_whitespace_change_says_what_it_learned(project, tmp_path):
     rows = next(c for c in json.loads(out.read_text())["gate"]["checks"]
                 if c["name"] == "paired_gate")["rows"]  # fmt: skip
     assert all("the finest it can is 0.072" in r["learned"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "backs"),
+    [
+        ({"overall": "pass", "tool_use": "fail", "groundedness": "fail"}, "tool_use"),
+        ({"overall": "pass", "tool_use": "warn", "groundedness": "warn"}, "groundedness"),
+        ({"overall": "pass", "tool_use": "pass", "groundedness": "pass"}, "overall"),
+    ],
+)
+def test_the_verdict_keeps_the_delta_of_the_metric_that_backs_it(outcomes, backs):
+    """The verdicts view (Dagster's table, `eval-pipeline verdicts`, the PR comment) showed
+    the primary metric's Δ for every verdict: a FAIL on tool_use read "+0.010 [-0.010,
+    +0.030]". Now: the largest drop found worse, else the undecided metric that could be
+    worst, else the primary."""
+    from eval_pipeline.core.evaluation import EvalResult
+    from eval_pipeline.core.scoring.rows import PairedRow
+
+    numbers = {"overall": (0.01, -0.01, 0.03), "tool_use": (-0.30, -0.40, -0.20),
+               "groundedness": (-0.10, -0.45, 0.05)}  # fmt: skip
+    rows = [
+        PairedRow(metric=m, n=20, delta=d, ci_low=lo, ci_high=hi, p_value=None, mde=None,
+                  decision=outcomes[m], outcome=outcomes[m], cases_needed=None, note="")
+        for m, (d, lo, hi) in numbers.items()
+    ]  # fmt: skip
+    undecided = [r for r in rows if r.outcome == "warn"]
+    gate = SimpleNamespace(checks=[SimpleNamespace(rows=rows, undecided=bool(undecided))],
+                           baseline_run_id="base")  # fmt: skip
+    result = SimpleNamespace(
+        gate=gate, undecided_rows=undecided, thresholds=SimpleNamespace(primary_metric="overall"),
+        run=SimpleNamespace(run_id="r"), verdict=SimpleNamespace(value="FAIL"), reason="",
+        sequential=None,
+    )  # fmt: skip
+    said = EvalResult.verdict_record(result)
+    low, high = numbers[backs][1:]
+    assert (said.metric, said.ci_low, said.ci_high) == (backs, low, high)
