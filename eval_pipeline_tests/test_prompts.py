@@ -63,7 +63,13 @@ def test_bad_input_exits_2_and_writes_nothing(prompts_dir, tmp_path):
     assert invoke("show", NAME, "--label", "canary").exit_code == 2
     good = tmp_path / "good.txt"
     good.write_text("A fine prompt.")
-    assert invoke("add", NAME, str(good), "--label", "bad label!").exit_code == 2
+    for label in ("bad label!", "latest", "Production", "x" * 37):  # Langfuse refuses these
+        refused = invoke("add", NAME, str(good), "--label", label)
+        assert refused.exit_code == 2 and repr(label) in refused.output, refused.output
+    placeholder = tmp_path / "placeholder.yaml"
+    for content in ("{{history}} and more", "[1, 2]"):
+        placeholder.write_text(f"type: chat\nprompt:\n- role: placeholder\n  content: {content}\n")
+        assert invoke("add", NAME, str(placeholder)).exit_code == 2
     assert sorted(p.name for p in (prompts_dir / NAME).iterdir()) == before  # no version
     assert (prompts_dir / "labels.yaml").read_text() == labels
 
@@ -132,6 +138,15 @@ def test_with_langfuse_configured_the_commands_use_its_registry(prompts_dir, tmp
         assert stored["config"] == {"temperature": 0}
         missing = invoke("label", NAME, "9", "production")
         assert missing.exit_code == 2 and "version 9" in missing.output, missing.output
+        again = invoke("label", NAME, "2", "production")
+        assert again.exit_code == 0 and "already there" in again.output, again.output
+        # Refused before anything is sent: before, `add --label latest` stored a version
+        # and then failed on the label (HTTP 400, "retry later")
+        for label in ("latest", "Production"):
+            refused = invoke("add", NAME, str(source), "--label", label)
+            assert refused.exit_code == 2 and repr(label) in refused.output, refused.output
+            assert invoke("label", NAME, "1", label).exit_code == 2
+        assert len(server.state.prompts[NAME]) == 2
         assert [e["labels"] for e in server.state.prompts[NAME]] == [
             ["staging"], ["latest", "production"]
         ]  # fmt: skip

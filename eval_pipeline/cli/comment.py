@@ -28,8 +28,8 @@ def comment_body(results: list[ResultFile], summary_url: str | None) -> str:
         said = result.conclusion
         verdict = f"**{said.verdict}**" + (f" — {md_escape(said.reason[:120])}" if said.reason
                                            else "")  # fmt: skip
-        decided = md_escape(said.decided_after or "–")
-        lines.append(f"| {md_escape(result.run.suite)} | {verdict} | {said.metric or '–'} | "
+        decided, metric = md_escape(said.decided_after or "–"), md_escape(said.metric or "–")
+        lines.append(f"| {md_escape(result.run.suite)} | {verdict} | {metric} | "
                      f"{said.delta_text} | {said.interval_text} | {decided} |")  # fmt: skip
     if summary_url:
         lines += ["", f"The evidence, suite by suite: [the job summaries]({summary_url})."]

@@ -65,7 +65,8 @@ def prompts_label(name: str, version: int, label: str) -> None:
     """Point LABEL of prompt NAME at VERSION (moves it if it was elsewhere)."""
     registry = _registry()
     previous = registry.set_label(name, version, label)
-    moved = f"moved from v{previous}" if previous and previous != version else "set"
+    moved = ("already there" if previous == version
+             else f"moved from v{previous}" if previous else "set")  # fmt: skip
     console.print(f"{name}: label {label} → v{version} ({moved}) in {registry.description}")
 
 
@@ -75,17 +76,11 @@ def prompts_label(name: str, version: int, label: str) -> None:
 @click.option("--label", default=None, help="Also point this label at the new version.")
 def prompts_add(name: str, source: Path, label: str | None) -> None:
     """Store SOURCE as the next version of NAME (.yaml: type/prompt/config; else text)."""
-    from eval_pipeline.integrations.prompt_registry import check_label
-
-    if label:
-        check_label(label)  # before anything is written
     registry = _registry()
-    prompt = registry.add(name, source)
+    prompt = registry.add(name, source, label)
+    added = f"{name}: added v{prompt.version} ({prompt.content_hash}) in {registry.description}"
     if label:
-        registry.set_label(name, prompt.version, label)
-    if label:
-        console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}), "
-                      f"labelled {label}")  # fmt: skip
+        console.print(f"{added}, labelled {label}")
         return
-    console.print(f"{name}: added v{prompt.version} ({prompt.content_hash}); label it with "
+    console.print(f"{added}; label it with "
                   f"`eval-pipeline prompts label {name} {prompt.version} staging`")  # fmt: skip

@@ -22,6 +22,7 @@ from eval_pipeline.agents.langfuse_prompt import unserved
 from eval_pipeline.core.prompts import PromptError, PromptVersion
 from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
 from eval_pipeline.integrations.prompt_registry import (
+    PLACEHOLDER,
     RegistryUnavailable,
     check_label,
     read_prompt_file,
@@ -38,10 +39,11 @@ class LangfusePromptRegistry(LangfuseService):
         return self._fetch(name, label=label)
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
-        return self._create(PromptVersion(name, 0, "text", text), labels=[label])
+        return self._create(PromptVersion(name, 0, "text", text), labels=[check_label(label)])
 
-    def add(self, name: str, source: Path) -> PromptVersion:
-        return self._create(read_prompt_file(name, source), labels=[])
+    def add(self, name: str, source: Path, label: str | None = None) -> PromptVersion:
+        labels = [] if label is None else [check_label(label)]
+        return self._create(read_prompt_file(name, source), labels=labels)  # one request
 
     def _create(self, new: PromptVersion, labels: list[str]) -> PromptVersion:
         try:
@@ -57,7 +59,8 @@ class LangfusePromptRegistry(LangfuseService):
 
     def set_label(self, name: str, version: int, label: str) -> int | None:
         check_label(label)
-        previous = self.label_versions([label]).get(name, {}).get(label)
+        previous = next((max(m.versions) for m in self._list(name=name, label=label)
+                         if m.name == name and m.versions), None)  # fmt: skip
         self.get(name, version)  # must exist: a clear error, not the server's 404
         try:
             self.client.api.prompt_version.update(
@@ -121,12 +124,13 @@ class LangfusePromptRegistry(LangfuseService):
 
 
 def to_langfuse(prompt: PromptVersion) -> str | list[dict[str, str]]:
-    """Our prompt body as Langfuse's: a placeholder message ``{{name}}`` is its
-    ``{"type": "placeholder", "name": …}`` (the inverse of ``from_langfuse``)."""
+    """Our prompt body as Langfuse's: a placeholder message ``{{name}}`` (checked when it
+    was read) is its ``{"type": "placeholder", "name": …}`` (the inverse of
+    ``from_langfuse``)."""
     if isinstance(prompt.prompt, str):
         return prompt.prompt
     return [
-        {"type": "placeholder", "name": m["content"].strip("{} ")}
+        {"type": "placeholder", "name": PLACEHOLDER.match(m["content"]).group(1)}
         if m["role"] == "placeholder"
         else {"role": m["role"], "content": m["content"]}
         for m in prompt.prompt

@@ -8,7 +8,6 @@ can start locally (with git history of its prompts) and move to Langfuse later.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +25,7 @@ class RegistryUnavailable(ServiceError):
 
 
 PROMPT_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+PLACEHOLDER = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")  # a chat placeholder
 
 
 class PromptRegistry(Protocol):
@@ -54,8 +54,9 @@ class PromptRegistry(Protocol):
         """Point ``label`` at ``version`` (moving it if set); returns the previous version."""
         ...
 
-    def add(self, name: str, source: Path) -> PromptVersion:
-        """Store ``source`` (``read_prompt_file``) as the next version of ``name``."""
+    def add(self, name: str, source: Path, label: str | None = None) -> PromptVersion:
+        """Store ``source`` (``read_prompt_file``) as the next version of ``name``, with
+        ``label`` pointed at it; nothing is written when either is invalid."""
         ...
 
 
@@ -158,21 +159,27 @@ class LocalPromptRegistry:
         return previous
 
     def create(self, name: str, text: str, label: str) -> PromptVersion:
-        prompt = self._write(PromptVersion(name, 0, "text", text))
-        self.set_label(name, prompt.version, label)
-        return self.get(name, prompt.version)
+        return self._add(PromptVersion(name, 0, "text", text), label)
 
-    def add(self, name: str, source: Path) -> PromptVersion:
-        return self._write(read_prompt_file(name, source))
+    def add(self, name: str, source: Path, label: str | None = None) -> PromptVersion:
+        return self._add(read_prompt_file(name, source), label)
 
-    def _write(self, new: PromptVersion) -> PromptVersion:
-        """``new`` stored as the next version of its prompt."""
+    def _add(self, new: PromptVersion, label: str | None) -> PromptVersion:
+        if label is not None:
+            check_label(label)  # before anything is written
+        version = self._write(new)
+        if label is not None:
+            self.set_label(new.name, version, label)
+        return self.get(new.name, version)
+
+    def _write(self, new: PromptVersion) -> int:
+        """``new`` stored as the next version of its prompt: that version's number."""
         version = max(self.versions(new.name), default=0) + 1
         target = self.folder(new.name) / f"v{version}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         body = {"type": new.type, "config": new.config, "prompt": new.prompt}
         target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
-        return dataclasses.replace(new, version=version)
+        return version
 
 
 def read_prompt_file(name: str, source: Path) -> PromptVersion:
@@ -189,9 +196,18 @@ def read_prompt_file(name: str, source: Path) -> PromptVersion:
     return _parse(source, data, name, 0, ())
 
 
+LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")  # Langfuse's rule (PROMPT_LABEL_REGEX, 36 at most)
+
+
 def check_label(label: str) -> str:
-    if not label or not all(c.isalnum() or c in "-_." for c in label):
-        raise PromptError(f"invalid label {label!r}: use letters, digits, '-', '_' or '.'")
+    """A label both registries accept, checked before anything is written: Langfuse's rule,
+    and not ``latest``, which Langfuse keeps on the newest version itself."""
+    if not LABEL.match(label):
+        raise PromptError(f"invalid label {label!r}: use at most 36 lowercase letters, "
+                          "digits, '-', '_' or '.' (e.g. staging)")  # fmt: skip
+    if label == "latest":
+        raise PromptError("label 'latest' always points at the newest version (Langfuse "
+                          "moves it): choose another label, e.g. staging")  # fmt: skip
     return label
 
 
@@ -205,12 +221,15 @@ def _parse(
     valid_chat = (
         kind == "chat"
         and isinstance(prompt, list)
-        and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt)
-    )
+        and all(isinstance(m, dict) and "role" in m and isinstance(m.get("content"), str)
+                and (m["role"] != "placeholder" or PLACEHOLDER.match(m["content"]))
+                for m in prompt)
+    )  # fmt: skip
     if not (valid_chat or (kind == "text" and isinstance(prompt, str))):
         raise PromptError(
             f"{path}: field 'prompt': a text prompt is a string, a chat prompt a list of "
-            "{role, content} messages"
+            "{role, content} messages (content a string; a placeholder message's content is "
+            "exactly {{name}})"
         )
     config = data.get("config") or {}
     if not isinstance(config, dict):
