@@ -9,7 +9,7 @@ from typing import Any, Literal
 from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.errors import ConfigurationError
 
-_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")  # a {{variable}} (Langfuse syntax)
 
 
 class PromptError(ConfigurationError):
@@ -46,7 +46,7 @@ class PromptVersion:
 
     def compile(self, **variables: str) -> str:
         """Fill ``{{var}}`` placeholders of the system text (Langfuse syntax); unknown ones stay."""
-        return _VARIABLE.sub(
+        return VARIABLE.sub(
             lambda m: str(variables.get(m.group(1), m.group(0))), self.system_text()
         )
 

@@ -17,7 +17,7 @@ import yaml
 
 from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ServiceError
-from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.core.prompts import VARIABLE, PromptError, PromptVersion
 
 
 class RegistryUnavailable(ServiceError):
@@ -25,7 +25,7 @@ class RegistryUnavailable(ServiceError):
 
 
 PROMPT_NAME = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
-PLACEHOLDER = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")  # a chat placeholder
+PLACEHOLDER = re.compile(rf"^{VARIABLE.pattern}$")  # a chat placeholder message's content
 
 
 class PromptRegistry(Protocol):
