@@ -715,13 +715,15 @@ def production(ran, server) -> dict[str, Any]:
         client.flush()
     source = Services(settings, ran.root / "prompts").trace_source()
     today = datetime.now(UTC).date()
+    # (ingestion is asynchronous: a root can be readable before its generation is, so
+    # wait for each trace's tokens too)
     read = eventually(
         lambda: (
             (r := list(source.traces(suite, today)))
-            and len([x for x in r if x.trace_id in ids]) == len(ids)
+            and len([x for x in r if x.trace_id in ids and x.input_tokens]) == len(ids)
             and r
         ),
-        "the production traces through LangfuseTraceSource",
+        "the production traces, with their generations, through LangfuseTraceSource",
     )
     scores = score_traces(read, suite.trace_evaluators)
     store = ResultsStore(f"sqlite:///{ran.root.parent / 'traces-store.sqlite'}")
