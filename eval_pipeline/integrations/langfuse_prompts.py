@@ -9,7 +9,7 @@ prompt of the project.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -62,15 +62,9 @@ class LangfusePromptRegistry(LangfuseService):
         previous = next((max(m.versions) for m in self._list(name=name, label=label)
                          if m.name == name and m.versions), None)  # fmt: skip
         self.get(name, version)  # must exist: a clear error, not the server's 404
-        try:
-            self.client.api.prompt_version.update(
-                name=quote(name, safe=""), version=version, new_labels=[label],
-                request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 0},
-            )  # fmt: skip
-        except (ApiError, httpx.HTTPError) as exc:
-            raise RegistryUnavailable(
-                f"labelling Langfuse prompt {name!r} v{version} {label!r}: {describe_error(exc)}"
-            ) from exc
+        self._api(f"labelling Langfuse prompt {name!r} v{version} {label!r}",
+                  self.client.api.prompt_version.update,
+                  name=quote(name, safe=""), version=version, new_labels=[label])  # fmt: skip
         return previous
 
     def list_prompts(self) -> list[tuple[str, list[int], dict[str, int]]]:
@@ -108,19 +102,22 @@ class LangfusePromptRegistry(LangfuseService):
     def _list(self, **filters: Any) -> Iterable[Any]:
         page = 1
         while True:
-            try:
-                response = self.client.api.prompts.list(
-                    page=page, limit=PAGE_SIZE, **filters,
-                    request_options={"timeout_in_seconds": self.timeout_s, "max_retries": 0},
-                )  # fmt: skip
-            except (ApiError, httpx.HTTPError) as exc:
-                raise RegistryUnavailable(
-                    f"listing Langfuse prompts: {describe_error(exc)}"
-                ) from exc
+            response = self._api("listing Langfuse prompts", self.client.api.prompts.list,
+                                 page=page, limit=PAGE_SIZE, **filters)  # fmt: skip
             yield from response.data
             if page >= (response.meta.total_pages or 0):
                 return
             page += 1
+
+    def _api(self, what: str, call: Callable[..., Any], **arguments: Any) -> Any:
+        """One call of the SDK's API client, within our timeout and without retries; an
+        error of the server or the network is the registry being unavailable (``what``
+        says which call)."""
+        try:
+            return call(**arguments, request_options={"timeout_in_seconds": self.timeout_s,
+                                                      "max_retries": 0})  # fmt: skip
+        except (ApiError, httpx.HTTPError) as exc:
+            raise RegistryUnavailable(f"{what}: {describe_error(exc)}") from exc
 
 
 def to_langfuse(prompt: PromptVersion) -> str | list[dict[str, str]]:
