@@ -7,7 +7,7 @@ Why not suite × version as two dimensions: Dagster 1.13 multi-partitions are th
 product of their dimensions, so a version added for one suite's prompt made a partition
 for every suite ("Missing" partitions that match no prompt version), and it has no
 dependent dimension. See docs/dagster.md ("Partitions") for how an instance made with the
-old two dimensions is moved over (``eval-pipeline dagster-partitions``).
+old two dimensions is moved over (``eval-pipeline instance``).
 """
 
 from __future__ import annotations

@@ -148,15 +148,15 @@ class Services:
         metrics: dict[str, float | None],
         suite: Suite | None = None,
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
-        """``cases``: the suite's, as the run loaded them (its dataset mirrors the whole
-        suite, as the run's spans named it in ``agent``: synced with a smoke run's cases
-        only, it archived the rest, seen on a dual-mode server).
-
-        A run's item scores onto their traces, each naming its score config
+        """A run's item scores onto their traces, each naming its score config
         (langfuse_score_configs.py, with ``suite``'s category scales), the run linked as
         an experiment of its dataset (langfuse_experiments.py; a ``langfuse:`` suite's
         own) and its means onto it (or onto its session, when it could not be linked: the
-        report says why); never raises."""
+        report says why); never raises.
+
+        ``cases``: the suite's, as the run loaded them (its dataset mirrors the whole
+        suite, as the run's spans named it in ``agent``: synced with a smoke run's cases
+        only, it archived the rest, seen on a dual-mode server)."""
         if self.langfuse is None:
             return None
         ref = suite.dataset_ref if suite is not None else None
