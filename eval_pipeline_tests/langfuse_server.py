@@ -18,7 +18,8 @@ source at the releases we support (``langfuse_rules.py``; ``version=V3`` or ``V4
 - ``GET /v2/observations`` only on v4 (v3: 404 without a preview flag), with field groups,
   IO as raw strings and metadata values cut at 200 characters unless read in full;
   ``GET /observations`` (v1, pages of at most 100) only on v3 (v4: 404 before auth);
-- ``/health`` needs no auth and tells the version; prompt creation answers 201.
+- ``/health`` needs no auth and tells the version; prompt creation answers 201, and
+  400 for a label outside Langfuse's rule (lowercase, at most 36 characters).
 
 Binds to 127.0.0.1 only; HTTP Basic auth like the real API.
 """
@@ -29,6 +30,7 @@ import base64
 import gzip
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -303,6 +305,12 @@ class LangfuseTestServer:
 
     async def _create_prompt_route(self, request: Request) -> Response:
         body = request.state.body
+        bad = [i for i, x in enumerate(body.get("labels") or []) if not PROMPT_LABEL.match(x)]
+        if bad:  # PromptLabelSchema (packages/shared/src/features/prompts/types.ts, v4.16.0)
+            return _invalid([{"origin": "string", "code": "invalid_format", "format": "regex",
+                              "pattern": "/^[a-z0-9_\\-.]+$/", "path": ["labels", i],
+                              "message": "Label must be lowercase alphanumeric with optional "
+                              "underscores, hyphens, or periods"} for i in bad])  # fmt: skip
         with self.state.lock:
             version = self._create_prompt(
                 body["name"], body["prompt"], body.get("type", "text"), body.get("labels") or [],
@@ -802,6 +810,10 @@ def stable_experiment_id(dataset_id: str, run_name: str) -> str:
 def _error(status: int, message: str, error: str | None = None) -> JSONResponse:
     body = {"message": message, **({"error": error} if error else {})}
     return JSONResponse(body, status_code=status)
+
+
+# packages/shared/src/features/prompts/constants.ts: PROMPT_LABEL_REGEX, at most 36
+PROMPT_LABEL = re.compile(r"^[a-z0-9_\-.]{1,36}$")
 
 
 def _invalid(issues: list[dict[str, Any]]) -> JSONResponse:

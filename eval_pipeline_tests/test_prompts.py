@@ -147,6 +147,13 @@ def test_with_langfuse_configured_the_commands_use_its_registry(prompts_dir, tmp
             assert refused.exit_code == 2 and repr(label) in refused.output, refused.output
             assert invoke("label", NAME, "1", label).exit_code == 2
         assert len(server.state.prompts[NAME]) == 2
+        # The double refuses such a label as the real server does (a 400 naming it)
+        from langfuse.api.core.api_error import ApiError
+
+        with pytest.raises(ApiError) as refused_by_server:
+            server.client().create_prompt(name="other", prompt="x", labels=["Production"])
+        assert refused_by_server.value.status_code == 400
+        assert refused_by_server.value.body["error"][0]["path"] == ["labels", 0]
         assert [e["labels"] for e in server.state.prompts[NAME]] == [
             ["staging"], ["latest", "production"]
         ]  # fmt: skip
