@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from eval_pipeline.cli.group import says_verdict
 from eval_pipeline.cli.options import run_option
 from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
-from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.options import run_options
 from eval_pipeline.core.redact import redact
 
@@ -137,7 +137,11 @@ def _write_files(store, result, json_path, junit_path, report_path) -> None:
     if junit_path:
         console.print(f"JUnit: {exports.write_junit(junit_path, result)}")
     if report_path:
-        result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
+        try:
+            result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
+        except Exception as exc:  # (a chart explains a verdict, never decides it)
+            result.warnings.append(explanation_failed("the report's charts", exc))
+            click.echo(f"Warning: {result.warnings[-1]}", err=True)
         console.print(f"Report: {exports.write_markdown(report_path, result)}")
 
 

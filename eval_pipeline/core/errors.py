@@ -52,3 +52,10 @@ class ServiceError(EvalError, RuntimeError):
 
 class RunFailed(EvalError, RuntimeError):
     """A stage failed after the run was recorded (the run is marked failed with why)."""
+
+
+def explanation_failed(what: str, exc: BaseException) -> str:
+    """The line a report shows where something that only explains a verdict (a note, a
+    description, a chart, metadata) could not be composed. Such a failure is reported and
+    never decides the run: the verdict is made before, and without, its explanation."""
+    return f"{what} could not be composed ({type(exc).__name__}: {exc})"

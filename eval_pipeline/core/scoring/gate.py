@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.memo import PARAMS_NOT_IN_KEY
 from eval_pipeline.core.scoring.checks import GateCheck, GateInputs, checks, spec
@@ -50,7 +50,7 @@ class GateReport:
         for check in self.checks:
             declared = spec(check.name)
             explain = declared.explain if declared is not None else None
-            checks_.append(explain(check, self.inputs) if explain is not None else check)
+            checks_.append(explain_safely(explain, check, self.inputs) if explain else check)
         return dataclasses.replace(self, checks=checks_)
 
     @property
@@ -60,6 +60,25 @@ class GateReport:
 
     def check(self, name: str) -> GateCheck | None:
         return next((c for c in self.checks if c.name == name), None)
+
+
+def explain_safely(explain, check: GateCheck, inputs: GateInputs) -> GateCheck:
+    """A check's ``explain`` (a project's plugin may register one too); when it fails, the
+    check as decided with a line saying so: an explanation never changes a verdict."""
+    try:
+        told = explain(check, inputs)
+        if _decided(told) != _decided(check):
+            raise ValueError("it changed what the check decided")
+        return told
+    except Exception as exc:  # (an explanation never decides a run)
+        said = explanation_failed(f"{check.name}'s explanation", exc)
+        return dataclasses.replace(check, description=f"{check.description}; {said}")
+
+
+def _decided(check: GateCheck) -> tuple:
+    """What a check decided, which its explanation must leave as it is."""
+    rows = [(r.outcome, getattr(r, "delta", None)) for r in check.rows]
+    return check.outcome, check.tested, check.errors, rows
 
 
 class NotComparable(ConfigurationError):

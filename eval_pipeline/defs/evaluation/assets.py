@@ -34,6 +34,7 @@ from dagster import (
 
 from eval_pipeline import service
 from eval_pipeline.core.cases import GoldenCase, dataset_version
+from eval_pipeline.core.errors import explanation_failed
 from eval_pipeline.core.reports.verdicts import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
@@ -233,7 +234,13 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         partition = CheckedPartition(run.suite, run.prompt_version)
         checks, not_tested = check_results(result, partition)
-        pictures = summary_pictures(store, result, suite)
+        try:  # (pictures explain a verdict, never decide it)
+            pictures = summary_pictures(store, result, suite)
+            pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
+        except Exception as exc:
+            result.warnings.append(explanation_failed("the summary's charts and tables", exc))
+            context.log.warning(result.warnings[-1])
+            pictures = {}
         if result.warnings:
             lines = "\n".join(f"- {md_escape(w)}" for w in result.warnings)
             pictures["warnings"] = MetadataValue.md(lines)
@@ -244,7 +251,6 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         pictures["verdicts"] = MetadataValue.md(verdicts_markdown(latest_verdicts(store)))
         if result.gate is not None and result.gate.notes:
             pictures["gate_note"] = "; ".join(result.gate.notes)
-        pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
         primary = summary.metric(suite.thresholds.primary_metric)
         yield MaterializeResult(
             asset_key="eval_summary",
@@ -275,7 +281,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                         if summary.judge_calls
                         else {}
                     ),
-                    "gate": result.gate.outcome if result.gate else (result.gate_note or ""),
+                    "gate": (result.gate_verdict.value if result.gate_verdict
+                             else result.gate_note or ""),  # (PASS/FAIL/UNDECIDED/ERROR)
                     **(
                         {
                             "sequential": result.sequential.line(),
