@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from eval_pipeline.core.errors import explanation_failed
 from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.checks.gate_inputs import (
     GateInputs,
@@ -55,11 +56,19 @@ def explain(check: GateCheck, inputs: GateInputs) -> GateCheck:
     if inputs.order is None:
         return check
     order = _order(inputs)
-    rows = [r.model_copy(update={"learned": learned(inputs, r.metric,
-                                                    differences(inputs, r.metric, order))})
+    rows = [r.model_copy(update={"learned": _learned(inputs, r.metric, order)})
             if isinstance(r, PairedRow) and r.outcome == "warn" else r
             for r in check.rows]  # fmt: skip
     return dataclasses.replace(check, rows=rows, description=_sequential_text(inputs, rows))
+
+
+def _learned(inputs: GateInputs, metric: str, order: Sequence[str]) -> str:
+    """``learned``, or the line saying it could not be composed: it explains an undecided
+    metric and must never turn the verdict into an ERROR (a pass rate of 2/3 did)."""
+    try:
+        return learned(inputs, metric, differences(inputs, metric, order))
+    except Exception as exc:  # (an explanation never decides a run)
+        return explanation_failed("what these pairs establish", exc)
 
 
 def _order(inputs: GateInputs) -> list[str]:
@@ -202,9 +211,11 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
             return "; ".join(parts)
         base = inputs.paired(metric)[0]
         rate = round(min(0.99, max(0.01, sum(base) / len(base))), 2) if base else 0.5
-        churn = min(better / n if n else 0.0, 1 - rate)
+        # (rounded for the cache, then kept within 1 − rate as computed: round(1/3, 2)
+        # = 0.33 exceeds 1 − 0.67 = 0.32999999999999996 and was refused)
+        churn = min(round(better / n if n else 0.0, 2), 1 - rate)
         drop = detectable_drop(suite, alpha_worse=alpha / len(inputs.sequential_metrics),
-                               margin=margin, base_rate=rate, flip=round(churn, 2),
+                               margin=margin, base_rate=rate, flip=churn,
                                alpha_not_worse=alpha)  # fmt: skip
         parts.append(f"it would catch a drop of {drop:.2f} with 80% probability" if drop
                      else "no drop it could catch with 80% probability")  # fmt: skip
