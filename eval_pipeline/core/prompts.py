@@ -10,6 +10,9 @@ from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.errors import ConfigurationError
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")  # a {{variable}} (Langfuse syntax)
+# A label both registries accept: Langfuse's rule (PROMPT_LABEL_REGEX, 36 at most).
+LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")
+LABEL_RULE = "at most 36 lowercase letters, digits, '-', '_' or '.' (e.g. staging)"
 
 
 class PromptError(ConfigurationError):

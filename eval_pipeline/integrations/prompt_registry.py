@@ -17,7 +17,7 @@ import yaml
 
 from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ServiceError
-from eval_pipeline.core.prompts import VARIABLE, PromptError, PromptVersion
+from eval_pipeline.core.prompts import LABEL, LABEL_RULE, VARIABLE, PromptError, PromptVersion
 
 
 class RegistryUnavailable(ServiceError):
@@ -94,6 +94,11 @@ class LocalPromptRegistry:
             raise PromptError(f"{self.labels_file}: expected 'prompt name: {{label: version}}'")
         for name, by_label in data.items():
             for label, version in by_label.items():
+                if not isinstance(label, str) or not LABEL.match(label):
+                    raise PromptError(  # Langfuse would refuse it: the move would fail later
+                        f"{self.labels_file}: {name}: {label!r} is not a label: use "
+                        f"{LABEL_RULE}, as Langfuse does"
+                    )
                 if isinstance(version, bool) or not isinstance(version, int) or version < 1:
                     raise PromptError(
                         f"{self.labels_file}: {name}: {label}: {version!r} is not a version "
@@ -196,15 +201,11 @@ def read_prompt_file(name: str, source: Path) -> PromptVersion:
     return _parse(source, data, name, 0, ())
 
 
-LABEL = re.compile(r"^[a-z0-9_.-]{1,36}$")  # Langfuse's rule (PROMPT_LABEL_REGEX, 36 at most)
-
-
 def check_label(label: str) -> str:
     """A label both registries accept, checked before anything is written: Langfuse's rule,
     and not ``latest``, which Langfuse keeps on the newest version itself."""
     if not LABEL.match(label):
-        raise PromptError(f"invalid label {label!r}: use at most 36 lowercase letters, "
-                          "digits, '-', '_' or '.' (e.g. staging)")  # fmt: skip
+        raise PromptError(f"invalid label {label!r}: use {LABEL_RULE}")
     if label == "latest":
         raise PromptError("label 'latest' always points at the newest version (Langfuse "
                           "moves it): choose another label, e.g. staging")  # fmt: skip

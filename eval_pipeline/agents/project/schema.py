@@ -21,15 +21,27 @@ suites:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from eval_pipeline.agents.targets import ImportPath, check_import_path
 from eval_pipeline.core.options import DEFAULTS
+from eval_pipeline.core.prompts import LABEL, LABEL_RULE
 
 MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key
+
+
+def _label(label: str) -> str:
+    """A label no registry can carry (Langfuse's rule) never moves: a sensor watching it
+    would never evaluate a version."""
+    if not LABEL.match(label):
+        raise ValueError(f"{label!r} is not a label: use {LABEL_RULE}")
+    return label
+
+
+Label = Annotated[str, AfterValidator(_label)]
 
 # An evaluator entry: "name", "package.module:function", or {"name": {param: value}}.
 EvaluatorEntry = str | dict[str, dict[str, Any] | None]
@@ -50,7 +62,7 @@ class SuiteConfig(BaseModel):
     agent: str | dict[str, Any]  # an import path, or one kind's mapping (adapters/kinds.py)
     dataset: str
     prompt: str | None = None
-    watched_labels: list[str] = Field(default_factory=lambda: ["production", "staging"])
+    watched_labels: list[Label] = Field(default_factory=lambda: ["production", "staging"])
     evaluators: list[EvaluatorEntry] = Field(min_length=1)
     run_evaluators: list[EvaluatorEntry] = Field(default_factory=list)
     thresholds: str | dict[str, Any] | None = None
