@@ -56,6 +56,9 @@ class Suite:
     evaluators: Sequence[Evaluator]
     thresholds: Thresholds
     prompt_name: str | None = None
+    # Where the thresholds were written (their file, or the project file's suite entry),
+    # for errors naming a field of them; "" when none were (the defaults).
+    thresholds_origin: str = ""
     run_evaluators: Sequence[RunEvaluator] = ()
     categories: tuple[str, ...] | None = None  # None: whatever the cases use
     absence_categories: tuple[str, ...] = ()  # categories whose cases expect "do nothing"

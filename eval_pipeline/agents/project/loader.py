@@ -237,6 +237,7 @@ class _Resolver:
         self.project, self.name = project, name
         self.config: SuiteConfig = project.config.suites[name]
         self.problems: list[str] = []
+        self.thresholds_origin = ""  # where the thresholds were written (``thresholds``)
         importable(project.dir)
 
     def where(self, fieldname: str) -> str:
@@ -262,6 +263,7 @@ class _Resolver:
         trace_evaluators = self.evaluators("trace_evaluators", c.trace_evaluators, item)
         validator = self.target("case_validator", c.case_validator) if c.case_validator else None
         thresholds = self.thresholds(dataset, evaluators, trace_evaluators)
+        self.absence_categories()
         if c.source is not None:
             sources = tuple(filter(None, (self.source_path(entry) for entry in c.source)))
         if self.problems:
@@ -269,7 +271,8 @@ class _Resolver:
         return Suite(
             name=self.name, dataset_dir=dataset, dataset_ref=ref, build_agent=make_agent,
             evaluators=evaluators,
-            thresholds=thresholds, prompt_name=c.prompt, run_evaluators=run_evaluators,
+            thresholds=thresholds, thresholds_origin=self.thresholds_origin,
+            prompt_name=c.prompt, run_evaluators=run_evaluators,
             categories=tuple(c.categories) if c.categories is not None else None,
             absence_categories=tuple(c.absence_categories), validate_case=validator,
             watched_labels=tuple(c.watched_labels), repeats=c.repeats,
@@ -283,6 +286,19 @@ class _Resolver:
             agent_description=description, trace_name=c.trace_name or "",
             trace_evaluators=trace_evaluators, source_paths=sources,
         )  # fmt: skip
+
+    def absence_categories(self) -> None:
+        """Each absence category one of the suite's declared categories (when it declares
+        them; else the golden_dataset's absence_coverage check names one no case has)."""
+        declared = self.config.categories
+        if declared is None:
+            return
+        for i, category in enumerate(self.config.absence_categories):
+            if category not in declared:
+                near = difflib.get_close_matches(category, declared, n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                self.problem(f"absence_categories.{i}", f"{category!r} is not one of the "
+                             f"suite's categories ({', '.join(declared)}){hint}")  # fmt: skip
 
     # --- the agent ---------------------------------------------------------------------
     def agent(self) -> tuple[Callable[..., Agent] | None, str, tuple[Path, ...], AgentKind | None]:
@@ -411,11 +427,13 @@ class _Resolver:
             if isinstance(given, dict):
                 found = Thresholds.model_validate(given)
                 self.metric_names(found, "the project file", evaluators, trace_evaluators)
+                self.thresholds_origin = f"{self.where('thresholds')} (inline)"
                 return found
             path = self.project.dir / given if given else dataset / "thresholds.yaml"
             if given or path.exists():
                 found = load_thresholds(path)
                 self.metric_names(found, str(path), evaluators, trace_evaluators)
+                self.thresholds_origin = str(path)
                 return found
         except (ThresholdsError, ValidationError) as exc:
             self.problem("thresholds", str(exc).replace("\n", " "))

@@ -3,6 +3,7 @@ nothing is written. And the order in which a sequential run draws further cases.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from eval_pipeline.core.running.runner import (
     jobs_of,
 )
 from eval_pipeline.core.running.shards import Shard, auto_count, split
+from eval_pipeline.core.scoring.thresholds import ThresholdsError
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suite import Suite
@@ -87,6 +89,8 @@ def plan(
         all_cases = list(cases)
     else:
         all_cases = list(loaded) if loaded is not None else suite.load_cases(noticed)
+    if cases is None:
+        _check_floored_categories(suite, all_cases)
     selected = all_cases if cases is not None else select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
     _check_max_repeats(suite, request, repeats)
@@ -127,6 +131,29 @@ def plan(
             "is reused from the memo (give the suite a `version:`)"
         )
     return RunPlan(suite, prompt, run, all_cases, selected, runner, policy, request, shard_list)
+
+
+def _check_floored_categories(suite: Suite, cases: Sequence[GoldenCase]) -> None:
+    """Each category a floor names is the category of a case of the suite (the whole
+    dataset, whatever the tier): a floor on one no case has floors nothing, and its check
+    looked passed (a misspelt category where the suite declares none, or a declared one
+    with no case yet)."""
+    there = sorted({c.category for c in cases})
+    problems = []
+    for metric, floors in suite.thresholds.category_floors.items():
+        for category in floors:
+            if category in there:
+                continue
+            near = difflib.get_close_matches(category, there, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            problems.append(
+                f"{suite.thresholds_origin or 'the thresholds'}: field 'category_floors."
+                f"{metric}': {category!r} is not the category of any case of the suite (its "
+                f"cases' categories: {', '.join(there)}), so its floor floors nothing: "
+                f"correct it{hint}, or remove it until the suite has such cases"
+            )
+    if problems:
+        raise ThresholdsError("; ".join(problems))
 
 
 def _check_max_repeats(suite: Suite, request: RunOptions, repeats: int) -> None:
