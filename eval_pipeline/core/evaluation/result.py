@@ -132,6 +132,21 @@ class EvalResult:
         return Verdict.UNDECIDED if self.undecided else Verdict.PASS
 
     @property
+    def gate_verdict(self) -> Verdict | None:
+        """What the regression gate alone says, in the verdict's words (None: no gate):
+        ERROR (it cannot compare the runs, or scores it lacks could change it), FAIL (a
+        blocking gate check failed), UNDECIDED (it could not tell), else PASS. A run that
+        FAILs on a threshold may have an UNDECIDED gate; a warning check passes."""
+        gate = self.gate
+        if gate is None:
+            return None
+        if gate.problems or any(c.errors for c in gate.checks):
+            return Verdict.ERROR
+        if any(c.blocking_failure for c in gate.checks):
+            return Verdict.FAIL
+        return Verdict.UNDECIDED if self.undecided else Verdict.PASS
+
+    @property
     def reason(self) -> str:
         """Why the verdict is what it is: the first error (ERROR), the failed checks (FAIL),
         the undecided metrics (UNDECIDED); "" for PASS."""
