@@ -83,6 +83,7 @@ _SPREAD = BETS[:-1] * (1 - BETS[:-1])
 WEIGHTS = np.concatenate((0.5 * _SPREAD / _SPREAD.sum(), [0.5]))
 LOG_WEIGHTS = np.log(WEIGHTS)
 LOOK_AHEAD_DRAWS = 64  # bootstrap continuations behind "about N more pairs"
+BOUND_STEPS, BOUND_ROUNDS = 128, 5  # the exact bounds' search (_bound)
 
 
 class Decision(StrEnum):
@@ -192,32 +193,31 @@ def _bound(x: np.ndarray, alpha: float, lo: float, hi: float, side: str,
            population: int | None, known: float | None = None) -> float:  # fmt: skip
     """The exact running bound after all of ``x``: for side "above" the largest μ ruled out
     as too low by some time (the lower bound L: Δ > L), for "below" the smallest ruled out
-    as too high (U: Δ < U). Bisection on a monotone function of μ; ``known``: a μ already
-    known to be ruled out (the decision point), so the bound never disagrees with it."""
+    as too high (U: Δ < U). Whether μ is ruled out is monotone in μ, so the boundary is
+    found by a search that narrows it 128-fold a round (``BOUND_ROUNDS`` rounds, to
+    (hi − lo)/128⁵ ≈ 6e-11, one vectorised pass each: bisection took 60 passes);
+    ``known``: a μ already known to be ruled out (the decision point), so the bound never
+    disagrees with it."""
     level = math.log(1 / alpha)
 
-    def out(mu: float) -> bool:
-        return bool(np.max(log_wealth(x, mu, lo=lo, hi=hi, side=side,
-                                      population=population)) >= level)  # fmt: skip
+    def out(mu: np.ndarray) -> np.ndarray:
+        paths = log_wealth(x[None, :], mu, lo=lo, hi=hi, side=side, population=population)
+        return paths.max(axis=-1) >= level
 
-    if side == "above":
-        inside, outside = hi, lo  # inside: not ruled out; outside: ruled out (or the end)
-        if known is not None and out(known):
-            outside = known
-        if out(inside):
-            return hi
-    else:
-        inside, outside = lo, hi
-        if known is not None and out(known):
-            outside = known
-        if out(inside):
-            return lo
-    for _ in range(60):
-        mid = 0.5 * (inside + outside)
-        if out(mid):
-            outside = mid
-        else:
-            inside = mid
+    # ruled out at ``outside``; not ruled out at ``inside``; the boundary lies between
+    inside, outside = (hi, lo) if side == "above" else (lo, hi)
+    if out(np.array([inside]))[0]:
+        return inside
+    if known is not None and out(np.array([known]))[0]:
+        outside = known
+    for _ in range(BOUND_ROUNDS):
+        mu = np.linspace(outside, inside, BOUND_STEPS + 1)[1:-1]
+        ruled = out(mu)  # True up to the boundary, then False
+        count = int(ruled.sum())
+        if count:
+            outside = float(mu[count - 1])
+        if count < len(mu):
+            inside = float(mu[count])
     return outside
 
 

@@ -1,8 +1,9 @@
 """paired_gate: per gated metric, item by item against the baseline, is the candidate worse
 by more than the margin? Sequential (the default): anytime-valid tests on the pairs in the
 order drawn, the pass/fail metrics among them (core/scoring/sequential.py); fixed: a paired
-t-test on the tier's items, Holm-adjusted with the binary metrics, passing only what the
-anytime-valid bound backs, on the full suite. Its WARN is UNDECIDED."""
+t-test on the tier's items, Holm-adjusted with the binary metrics, failing and passing
+only what the anytime-valid tests back (passing on the full suite only). Its WARN is
+UNDECIDED."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from eval_pipeline.core.scoring.sequential import (
     detectable_drop,
     finest_margin,
 )
+from eval_pipeline.core.scoring.stats import PairedComparison
 
 MAX_LISTED = 15
 DROP_COMPUTED_UP_TO = 300  # detectable_drop is exact, and cubic in the cases: 2 s at 200
@@ -101,32 +103,20 @@ def _decide(inputs: GateInputs, differences_: dict[str, list[float]], *,
 
 def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
     """The fixed-n paired gate: per gated metric the paired difference's CI (Student t)
-    and its Holm-adjusted p (``GateInputs.fixed_family``); a drop that is not significant
-    once every metric is counted warns. It passes a metric only when the anytime-valid
-    bound (the sequential gate's, at one look) agrees: the t interval alone passed a drop
-    of the margin in 11–18% of runs where most pairs tie (a spread of 0 at n = 5: always),
-    and only on the full suite: a hand-picked tier may fail a candidate, never pass it.
-    UNCHANGED: a pass, whatever so few items show."""
+    and its Holm-adjusted p (``GateInputs.fixed_family``), each decision backed by the
+    anytime-valid tests at one look (``fixed_decision``). UNCHANGED: a pass, whatever so
+    few items show."""
     family = inputs.fixed_family
     valid = _decide(inputs, {m: differences(inputs, m, inputs.items) for m in family.comparisons},
                     look_ahead=False)  # fmt: skip
-    tier_only = inputs.candidate.tier != "full"
     rows, outcomes = [], []
     for metric, comparison in family.comparisons.items():
         p_holm = family.paired_holm[metric]
-        decision = comparison.decision
-        notes = [comparison.note] if comparison.note else []
-        if decision == "fail" and p_holm >= inputs.alpha:
-            decision = "warn"
-        if decision == "pass" and valid[metric].decision is not Decision.NOT_WORSE:
-            decision = "warn"
-            notes.append(f"not worse by more than {max(0.0, -valid[metric].lower):.3f} by the "
-                         "anytime-valid bound, not by the margin")  # fmt: skip
-        if decision == "pass" and tier_only:
-            decision = "warn"
-            notes.append(f"decided on the {inputs.candidate.tier} tier only: a hand-picked "
-                         "tier can fail a candidate, never pass it (use the sequential gate, "
-                         "or --tier full)")  # fmt: skip
+        v = valid[metric]
+        decision, notes = fixed_decision(
+            comparison, p_holm, alpha=inputs.alpha, tier=inputs.candidate.tier,
+            not_worse=v.decision is Decision.NOT_WORSE, worse=v.upper <= 0, lower=v.lower,
+        )  # fmt: skip
         outcomes.append(decision)
         if comparison.tested and declared_boolean(inputs.cand_scores, metric):
             notes.insert(0, "BOOLEAN: p from McNemar's exact test")
@@ -146,6 +136,42 @@ def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
 
 def _sequential_rows(inputs: GateInputs) -> tuple[list[PairedRow], list[str]]:
     """Per metric the gate decides on, the tests over the paired differences in the order
+def fixed_decision(
+    comparison: PairedComparison, p_holm: float, *, alpha: float, tier: str,
+    not_worse: bool, worse: bool, lower: float,
+) -> tuple[Outcome, list[str]]:  # fmt: skip
+    """One gated metric's fixed-gate decision, and the notes that say why. The t interval
+    (stats.compare_paired) proposes; the anytime-valid tests on the same pairs at one look
+    (``not_worse``: NOT WORSE reached, with ``lower`` its bound; ``worse``: Δ < 0 shown,
+    at α over the family) must back either side, so each side is valid whatever the
+    differences' shape:
+
+    - FAIL also needs the drop significant once every metric is counted (Holm) and shown
+      by the WORSE test. The t interval alone (and the sign test, a test of the median,
+      where every pair moved alike) called an unchanged mean worse in 31% of runs at
+      n = 11 (differences +1 w.p. 0.1, else −1/9) and 59% at n = 5;
+    - PASS also needs NOT WORSE by the anytime-valid bound (the t interval alone passed a
+      drop of the margin in 11–18% of runs where most pairs tie), and the full suite: a
+      hand-picked tier may fail a candidate, never pass it."""
+    decision = comparison.decision
+    notes = [comparison.note] if comparison.note else []
+    if decision == "fail" and p_holm >= alpha:
+        decision = "warn"
+    if decision == "fail" and not worse:
+        decision = "warn"
+        notes.append("the drop is not shown by the anytime-valid bound (Δ < 0 at the "
+                     "gate's level): not a regression found")  # fmt: skip
+    if decision == "pass" and not not_worse:
+        decision = "warn"
+        notes.append(f"not worse by more than {max(0.0, -lower):.3f} by the "
+                     "anytime-valid bound, not by the margin")  # fmt: skip
+    if decision == "pass" and tier != "full":
+        decision = "warn"
+        notes.append(f"decided on the {tier} tier only: a hand-picked tier can fail a "
+                     "candidate, never pass it (use the sequential gate, or --tier full)")
+    return decision, notes
+
+
     drawn, and the decision (UNCHANGED: a pass). A pair with a missing score is left out
     and counted; when imputing the worst for those pairs (the best, for WORSE) would change
     the decision, the run cannot be decided from its scores: an error naming the metric."""
@@ -252,7 +278,8 @@ register(CheckSpec(
     "cannot tell (and, once they run short, the baseline's flaky cases repeated: metadata "
     "`repeats`); fails when it lies below 0 and Δ ≤ −margin, passes when it lies above "
     "−margin (the description ends with how many cases and model calls that took). Fixed "
-    "gate: the 90% CI and the Holm-adjusted p < α on the tier's cases. When it cannot tell, "
+    "gate: the 90% CI and the Holm-adjusted p < α on the tier's cases, each side backed by "
+    "the anytime-valid tests at one look. When it cannot tell, "
     "the verdict is UNDECIDED: the check fails (on_undecided: fail, the default) or warns "
     "(warn), with about how many cases would decide it.",
 ))  # fmt: skip
