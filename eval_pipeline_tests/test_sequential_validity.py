@@ -189,3 +189,38 @@ def test_a_tier_the_candidate_was_tuned_on_cannot_carry_the_decision():
         wrong[name] = float(np.mean((t_nw <= 200) & (looked <= 200) & (t_nw < t_w)))
     assert wrong["drawn"] <= ALPHA + slack(ALPHA, runs), wrong
     assert wrong["tier first"] > ALPHA + slack(ALPHA, runs), wrong
+
+
+@pytest.mark.parametrize("tuned", [20, 40, 60])
+def test_a_prompt_fixed_on_the_first_cases_drawn_meets_a_draw_of_its_own(tuned):
+    """A team reads which cases its last candidate's gate looked at first (the report
+    lists them) and fixes the next prompt on the first 20 / 40 / 60 of them; over the
+    200-case suite it is worse by exactly the margin (every other case fails with the
+    probability that makes it so). Seeded by the dataset alone, every candidate met the
+    same order, the fixed cases came first (tied pairs), and it passed in 21 / 100 / 100%
+    of runs here (the issue's model, with misses in the fixed cases too: 19 / 33 / 42%). Each
+    candidate's draw is seeded by what makes it the agent it is (``draw_order``), so the
+    cases it was fixed on land anywhere in its own draw: a wrong PASS at α."""
+    from eval_pipeline.core.cases import GoldenCase
+    from eval_pipeline.core.evaluation.plan import draw_order
+    from eval_pipeline.core.store.records import RunRecord
+
+    cases = [GoldenCase(id=f"case-{i:03d}", input={},
+                        metadata={"category": "c", "difficulty": "easy", "tier": "full"})
+             for i in range(200)]  # fmt: skip
+    runs, rng = 1000, np.random.default_rng(tuned)
+    fail = MARGIN * 200 / (200 - tuned)  # elsewhere: worse by the margin over the suite
+
+    def candidate(k: int, prompt: str) -> RunRecord:
+        return RunRecord(f"run-{k}-{prompt}", "s", "p", "v", prompt, "dataset-1", "m", "full")
+
+    paths = np.zeros((runs, 200))
+    for k in range(runs):
+        read = {c.id for c in draw_order(cases, candidate(k, "seen"))[:tuned]}
+        drawn = draw_order(cases, candidate(k, "fixed"))
+        worse = rng.random(200) < fail
+        paths[k] = [0.0 if c.id in read else -float(w) for c, w in zip(drawn, worse, strict=True)]
+    t_nw, t_w = seq.decision_times(paths, margin=MARGIN, alpha_not_worse=ALPHA,
+                                   alpha_worse=ALPHA)  # fmt: skip
+    wrong = float(np.mean((t_nw <= 200) & (t_nw < t_w)))
+    assert wrong <= ALPHA + slack(ALPHA, runs), wrong

@@ -44,7 +44,7 @@ def go_on_until_decided(
         return result
     paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
     done = {c.id for c in [*plan_.cases, *cases]}
-    rest = [c for c in draw_order(plan_.all_cases, plan_.run.dataset_version)
+    rest = [c for c in draw_order(plan_.all_cases, plan_.run)
             if c.id not in done and c.id in paired]  # fmt: skip
     size = max(MIN_BATCH, len(cases))
     repeats = Repeats.planned(store, baseline, plan_)
