@@ -110,3 +110,24 @@ def test_a_category_floor_no_case_has_is_refused(team):
         "any case of the suite (its cases' categories: sum)"
     ) in text
     assert "did you mean 'sum'?" in text
+
+
+def test_a_registry_out_of_reach_stays_a_gate_note(team, monkeypatch):
+    """Whether anyone carries a label cannot be told while the registry is out of reach:
+    the run keeps today's note ("baseline unknown"), neither refused nor gated; asked for
+    with --baseline, it is an error, as before."""
+    from eval_pipeline.integrations.prompt_registry import (
+        LocalPromptRegistry,
+        RegistryUnavailable,
+    )
+
+    def down(self, labels):
+        raise RegistryUnavailable("labels: connection refused")
+
+    monkeypatch.setattr(LocalPromptRegistry, "label_versions", down)
+    thresholds(team, baseline_label="prodution")
+    done = run("--prompt-version", "3", "--tier", "smoke")
+    assert done.exit_code == 0, done.output
+    assert "baseline unknown: prompt registry unavailable" in said(done)
+    asked = run("--prompt-version", "3", "--tier", "smoke", "--baseline", "prodution")
+    assert asked.exit_code == 2 and "connection refused" in said(asked), asked.output
