@@ -258,3 +258,23 @@ def test_the_agents_fingerprint_covers_its_installed_dependencies():
 
     suite = load_project(PROJECT).suite("drive_thru")
     assert suite.code_version.endswith(f"+{installed_fingerprint()}")
+
+
+def test_the_gates_numbers_are_rounded_once():
+    """Δ −0.50851 was kept as round(Δ, 4) = −0.5085 and shown to 3 places as −0.508: rows
+    keep the exact numbers, and every view rounds them once (−0.509)."""
+    from eval_pipeline.core.reports.exports import _gate_section
+    from eval_pipeline.core.scoring.gate import Sequential
+    from eval_pipeline.defs.evaluation.checks import gate_numbers
+
+    gated = Thresholds.model_validate({"primary_metric": "quality"})
+    dropped = data(dict.fromkeys(ITEMS, 0.49149))
+    for sequential in (Sequential(ITEMS, suite_size=len(ITEMS)), None):
+        report = compare_runs(record("b"), record("c", agent_version="2"), data({}), dropped,
+                              gated, CATEGORIES, sequential=sequential)  # fmt: skip
+        paired = checks(report)["paired_gate"]
+        row = paired.rows[0]
+        assert row.delta == pytest.approx(-0.50851, abs=1e-9), row.delta
+        assert "Δ -0.509" in paired.description and "-0.508" not in paired.description
+        assert gate_numbers(paired)["quality Δ"] == -0.509
+        assert "| -0.509 |" in "\n".join(_gate_section(report))

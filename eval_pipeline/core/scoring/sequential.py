@@ -335,8 +335,9 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
         more = more_to_decide(x, margin=margin, alpha_not_worse=a_nw, alpha_worse=a_w,
                               lo=lo, hi=hi, population=population)  # fmt: skip
     level = f"{100 * (1 - a_nw):g}%"
-    shown = [round(v, 4) for v in (estimate, lower, upper)]  # (as the gate's rows hold them)
-    note = f"Δ {shown[0]:+.3f}, [{shown[1]:+.3f}, {shown[2]:+.3f}] after {n} pairs: "
+    # (exact numbers, rounded once, here as wherever the gate's rows are shown)
+    note = (f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} "
+            f"pair{'' if n == 1 else 's'}: ")  # fmt: skip
     if decision is Decision.CONTINUE:
         ahead = _look_ahead(n, population)
         note += (f"undecided; not worse by more than {max(0.0, -lower):.3f} so far "

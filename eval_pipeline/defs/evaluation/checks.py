@@ -209,7 +209,7 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
             numbers[f"{row.metric} ratio"] = row.ratio
         elif isinstance(row, PairedRow):
             subject = row.category or row.metric
-            numbers[f"{subject} Δ"] = row.delta
+            numbers[f"{subject} Δ"] = round(row.delta, 3)  # (as every view shows it)
             numbers[f"{subject} n"] = row.n
             if row.ci_low is not None and row.ci_high is not None:
                 numbers[f"{subject} CI"] = f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"

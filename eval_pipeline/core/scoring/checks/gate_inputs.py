@@ -144,16 +144,18 @@ def declared_boolean(scores: Sequence[ItemScore], metric: str) -> bool:
 
 
 def comparison_row(metric: str, comparison: PairedComparison, **extra: Any) -> PairedRow:
-    """A fixed-n paired comparison as a row (its CI and p only when it was tested)."""
+    """A fixed-n paired comparison as a row (its CI and p only when it was tested), its
+    numbers exact: rounded once, where they are shown (−0.50851 rounded to 4 places, then
+    shown to 3, read −0.508)."""
     tested = comparison.tested
     return PairedRow(
         metric=metric,
         n=comparison.n,
-        delta=round(comparison.delta, 4),
-        ci_low=round(comparison.ci_low, 4) if tested else None,
-        ci_high=round(comparison.ci_high, 4) if tested else None,
+        delta=comparison.delta,
+        ci_low=comparison.ci_low if tested else None,
+        ci_high=comparison.ci_high if tested else None,
         p_value=sig(comparison.p_value) if tested else None,
-        mde=round(comparison.mde, 4) if tested else None,
+        mde=comparison.mde if tested else None,
         decision=comparison.decision,
         cases_needed=comparison.cases_needed,
         note=comparison.note,

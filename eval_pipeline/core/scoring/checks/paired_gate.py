@@ -202,8 +202,8 @@ def fixed_decision(
             note += f"; {len(lacking[metric])} pair(s) without a score left out"
         rows.append(
             PairedRow(
-                metric=metric, n=d.n, delta=round(d.estimate, 4), ci_low=round(d.lower, 4),
-                ci_high=round(d.upper, 4), p_value=None, mde=None, decision=outcome,
+                metric=metric, n=d.n, delta=d.estimate, ci_low=d.lower,
+                ci_high=d.upper, p_value=None, mde=None, decision=outcome,
                 outcome=outcome, cases_needed=(d.n + d.more_to_decide) if d.more_to_decide
                 else None, note=note,
             )
@@ -251,7 +251,7 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
 def worse_items(inputs: GateInputs) -> list[WorseItem]:
     """The items whose primary metric dropped, the largest drops first."""
     items, b, c = inputs.pairs(inputs.thresholds.primary_metric)
-    drops = [WorseItem(item_id=i, baseline=round(x, 4), candidate=round(y, 4))
+    drops = [WorseItem(item_id=i, baseline=x, candidate=y)
              for i, x, y in zip(items, b, c, strict=True) if y < x]  # fmt: skip
     drops.sort(key=lambda r: (r.candidate - r.baseline, r.item_id))
     return drops[:MAX_LISTED]
