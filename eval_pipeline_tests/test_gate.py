@@ -278,3 +278,33 @@ def test_the_gates_numbers_are_rounded_once():
         assert "Δ -0.509" in paired.description and "-0.508" not in paired.description
         assert gate_numbers(paired)["quality Δ"] == -0.509
         assert "| -0.509 |" in "\n".join(_gate_section(report))
+
+
+def test_the_look_ahead_never_counts_past_the_suite():
+    """The gate's pairs are draws with replacement to its tests, but a suite of N cases
+    gives N pairs at most: "about 144 more pairs (174 in all)" on a 47-case suite sat next
+    to "the whole suite cannot decide". More pairs than the suite has left are never
+    promised; when the rest of the suite would not decide, the note says so, as ``learned``
+    does, and the row has no cases needed."""
+    from eval_pipeline.core.scoring.gate import Sequential
+
+    gated = Thresholds.model_validate({"primary_metric": "quality"})
+    tied = data({})
+    left = ("the whole suite (30 cases) would not decide it at this spread (not within the "
+            "20 more pairs it has left)")  # fmt: skip
+    drawn_all = "the whole suite (30 cases) is paired and cannot decide it"
+    for drawn, said in ((ITEMS[:10], left), (ITEMS, drawn_all)):
+        report = compare_runs(record("b"), record("c", agent_version="2"), tied, tied, gated,
+                              CATEGORIES, margin=0.02,
+                              sequential=Sequential(drawn, suite_size=len(ITEMS)))  # fmt: skip
+        paired = checks(report)["paired_gate"]
+        row = paired.rows[0]
+        assert row.outcome == "warn" and row.cases_needed is None, row
+        assert said in row.note and "more pairs (" not in row.note, row.note
+        assert "the whole suite (30 cases) cannot decide a margin of 0.02" in row.learned
+    # within the suite: the number is given (22 tied pairs decide a margin of 0.15)
+    report = compare_runs(record("b"), record("c", agent_version="2"), tied, tied, gated,
+                          CATEGORIES, margin=0.15,
+                          sequential=Sequential(ITEMS[:10], suite_size=len(ITEMS)))  # fmt: skip
+    row = checks(report)["paired_gate"].rows[0]
+    assert row.cases_needed == 22 and "about 12 more pairs (22 in all)" in row.note

@@ -139,7 +139,8 @@ def test_decide_says_what_it_decided_and_what_would_decide_it():
     # a suite of 12 cases cannot decide a margin of 0.01: out of reach, said as such
     tight = decide({"overall": [0.0] * 10}, margin=0.01, alpha=ALPHA, population=12)["overall"]
     assert tight.more_to_decide is None
-    assert "out of reach at this spread (not within 2 more pairs like these)" in tight.note
+    left = "the whole suite (12 cases) would not decide it at this spread"
+    assert f"{left} (not within the 2 more pairs it has left)" in tight.note
     worse = decide({"overall": [-1.0] * 12}, margin=0.05, alpha=ALPHA)["overall"]
     assert worse.decision is Decision.WORSE and worse.upper < 0
     with pytest.raises(ValueError, match="'overall'"):

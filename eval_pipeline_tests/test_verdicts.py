@@ -480,8 +480,9 @@ def test_an_undecided_whitespace_change_says_what_it_learned(project, tmp_path):
     0.02: every pair ties and the suite is too small to call it not worse. The report says
     what the run did establish: the bound, anytime-valid, with its confidence; how the pairs
     split; the best bound 47 pairs can give; that the suite cannot decide 0.02 and the
-    margin it can; the drop it would catch; a correct "about N more pairs" (174 tied pairs
-    decide 0.02: 127 more; it said 357)."""
+    margin it can; the drop it would catch; and, every case paired, that the suite cannot
+    decide it (174 tied pairs decide 0.02: it said "about 127 more pairs (174 in all)" of a
+    suite of 47, and 357 before that)."""
     prompts = project.parent / "prompts" / "drive-thru" / "orchestrator"
     body = yaml.safe_load((prompts / "v1.yaml").read_text())
     body["prompt"][0]["content"] = body["prompt"][0]["content"].rstrip() + "  \n"
@@ -495,7 +496,7 @@ def test_an_undecided_whitespace_change_says_what_it_learned(project, tmp_path):
     assert done.exit_code == 3, done.output
     text = " ".join(report.read_text().split())
     for said in ("not worse by more than 0.072 so far (95%, anytime-valid)",
-                 "about 127 more pairs (174 in all) would decide it",
+                 "the whole suite (47 cases) is paired and cannot decide it",
                  "0 pairs worse, 0 better, 47 tied",
                  "47 pairs could at best show not worse by more than 0.072",
                  "the whole suite (47 cases) cannot decide a margin of 0.02: the finest it "

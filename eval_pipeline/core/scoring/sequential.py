@@ -265,7 +265,7 @@ def decide(
     differences: Mapping[str, Sequence[float]], *, margin: float, alpha: float | None = None,
     alpha_not_worse: float | None = None, alpha_worse: float | None = None,
     family: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None,
-    population: int | None = None, look_ahead: bool = True,
+    population: int | None = None, look_ahead: bool = True, suite: int | None = None,
 ) -> dict[str, MetricDecision]:  # fmt: skip
     """Per metric, from its paired differences (candidate − baseline, in the order they were
     drawn): WORSE, NOT_WORSE or CONTINUE (module docstring).
@@ -277,6 +277,10 @@ def decide(
     sets both (backwards compatible: a wrong PASS and a wrong FAIL each stay ≤ α). With
     margin = 0 both are halved. ``bounds``: each metric's range of differences (default
     [−1, 1]). ``look_ahead``: estimate how many more pairs would decide an undecided metric.
+    ``suite``: the cases there are to pair in all (however they are drawn: the gate treats
+    its pairs as draws with replacement and passes no ``population``, yet a suite of N
+    cases gives N pairs at most): the look-ahead never counts beyond them, and an undecided
+    metric the rest of the suite cannot decide says so.
 
     A metric's decision is the first reached, at any pair so far (``decided_at``): both
     tests are time-uniform, so it stands on any longer prefix, and a caller that looks after
@@ -305,13 +309,14 @@ def decide(
         if not lo < -margin <= 0 < hi:
             raise ValueError(f"metric {metric!r}: margin {margin} does not fit [{lo}, {hi}]")
         decisions[metric] = _decide_one(metric, x, lo, hi, margin, alpha_not_worse,
-                                        alpha_worse / k, population, look_ahead)  # fmt: skip
+                                        alpha_worse / k, population, look_ahead,
+                                        suite)  # fmt: skip
     return decisions
 
 
 def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
                 a_nw: float, a_w: float, population: int | None,
-                look_ahead: bool) -> MetricDecision:  # fmt: skip
+                look_ahead: bool, suite: int | None = None) -> MetricDecision:  # fmt: skip
     n = len(x)
     if n == 0:
         return MetricDecision(metric, Decision.CONTINUE, 0, 0.0, lo, hi, None,
@@ -330,27 +335,42 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     lower = _bound(x, a_nw, lo, hi, "above", population, known=-margin)
     upper = _bound(x, a_w, lo, hi, "below", population, known=0.0)
     estimate = float(x.mean())
+    size = min((s for s in (population, suite) if s), default=None)  # the cases there are
+    most = PROJECTED if size is None else min(PROJECTED, size)
     more = None
     if decision is Decision.CONTINUE and look_ahead:
         more = more_to_decide(x, margin=margin, alpha_not_worse=a_nw, alpha_worse=a_w,
-                              lo=lo, hi=hi, population=population)  # fmt: skip
+                              lo=lo, hi=hi, population=population, most=most)  # fmt: skip
     level = f"{100 * (1 - a_nw):g}%"
     # (exact numbers, rounded once, here as wherever the gate's rows are shown)
     note = (f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} "
             f"pair{'' if n == 1 else 's'}: ")  # fmt: skip
     if decision is Decision.CONTINUE:
-        ahead = _look_ahead(n, population)
+        ahead = _look_ahead(n, population, most)
         note += (f"undecided; not worse by more than {max(0.0, -lower):.3f} so far "
                  f"({level}, anytime-valid)")  # fmt: skip
         if look_ahead:
-            note += (f"; about {more} more pairs ({n + more} in all) would decide it" if more else
-                     f"; the margin is out of reach at this spread (not within {ahead:,} "
-                     f"more pairs like these)")  # fmt: skip
+            note += _ahead_note(n, more, ahead, size, most)
     else:
         note += decision.value.replace("_", " ").lower()
     return MetricDecision(metric, decision, n, estimate, lower, upper, more, note, at,
                           float(np.exp(min(700.0, np.max(up)))),
                           float(np.exp(min(700.0, np.max(down)))))  # fmt: skip
+
+
+def _ahead_note(n: int, more: int | None, ahead: int, size: int | None, most: int) -> str:
+    """What the look-ahead found: about how many more pairs would decide, never more than
+    the suite of ``size`` cases has left; else that the rest of the suite would not (or,
+    without a suite, that the margin is out of reach within the look-ahead)."""
+    if more:
+        return f"; about {more} more pairs ({n + more} in all) would decide it"
+    if size is None or most < size:  # (a suite larger than the look-ahead)
+        return (f"; the margin is out of reach at this spread (not within {ahead:,} more "
+                f"pairs like these)")  # fmt: skip
+    if ahead == 0:
+        return f"; the whole suite ({size} cases) is paired and cannot decide it"
+    return (f"; the whole suite ({size} cases) would not decide it at this spread (not "
+            f"within the {ahead:,} more pairs it has left)")  # fmt: skip
 
 
 def _look_ahead(n: int, population: int | None, most: int = PROJECTED) -> int:

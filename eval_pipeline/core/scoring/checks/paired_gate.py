@@ -95,10 +95,12 @@ def _decide(inputs: GateInputs, differences_: dict[str, list[float]], *,
     """The sequential tests (core/scoring/sequential.py) on each metric's differences:
     PASS needs every metric NOT WORSE, an intersection–union test, so each NOT WORSE runs at
     the full α (Berger 1982); FAIL needs one WORSE, so WORSE shares α over every metric the
-    gate decides on (gated and pass/fail: Bonferroni, valid for time-uniform events)."""
+    gate decides on (gated and pass/fail: Bonferroni, valid for time-uniform events).
+    "About N more pairs" counts no further than the suite's cases (``suite_size``): the
+    pairs are draws with replacement to the tests, but the suite has so many cases."""
     return decide(differences_, margin=inputs.margin, alpha_not_worse=inputs.alpha,
                   alpha_worse=inputs.alpha, family=len(inputs.sequential_metrics),
-                  look_ahead=look_ahead)  # fmt: skip
+                  look_ahead=look_ahead, suite=inputs.suite_size)  # fmt: skip
 
 
 def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
