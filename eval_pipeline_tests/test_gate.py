@@ -308,3 +308,17 @@ def test_the_look_ahead_never_counts_past_the_suite():
                           sequential=Sequential(ITEMS[:10], suite_size=len(ITEMS)))  # fmt: skip
     row = checks(report)["paired_gate"].rows[0]
     assert row.cases_needed == 22 and "about 12 more pairs (22 in all)" in row.note
+
+
+def test_a_decided_category_shows_no_cases_needed():
+    """Category a, 12 of its 15 cases half as good, is decided worse: it needs no more
+    cases (Dagster's metadata said "a cases needed in all 3314" beside it)."""
+    from eval_pipeline.defs.evaluation.checks import gate_numbers
+
+    worse = {i: 0.5 for i in ITEMS[:12]}
+    report = compare_runs(record("b"), record("c"), data({}), data(worse), THRESHOLDS, CATEGORIES)
+    categories = checks(report)["category_deltas"]
+    row = next(r for r in categories.rows if r.category == "a")
+    assert categories.outcome == "warn" and row.decision == "fail"
+    assert row.cases_needed is None
+    assert not any("cases needed" in k for k in gate_numbers(categories))

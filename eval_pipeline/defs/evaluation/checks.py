@@ -214,7 +214,8 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
             if row.ci_low is not None and row.ci_high is not None:
                 numbers[f"{subject} CI"] = f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
                 numbers[f"{subject} p (Holm)"] = row.p_holm
-            if row.cases_needed and check.outcome != "pass":
+            # what would decide it: an undecided row's only (a decided one needs no more)
+            if row.cases_needed and check.outcome != "pass" and row.outcome in (None, "warn"):
                 numbers[f"{subject} cases needed in all"] = row.cases_needed
             if row.learned:
                 numbers[f"{subject} established"] = row.learned

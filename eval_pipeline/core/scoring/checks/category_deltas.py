@@ -24,8 +24,12 @@ def category_deltas(inputs: GateInputs) -> GateCheck:
     for category, comparison in comparisons.items():  # (the tested slices are one family)
         p_holm = adjusted.get(category)
         p = sig(p_holm) if p_holm is not None else None
-        rows.append(comparison_row(metric, comparison, category=category, p_holm=p))
-        if comparison.decision == "fail" and p_holm is not None and p_holm < alpha:
+        worse = comparison.decision == "fail" and p_holm is not None and p_holm < alpha
+        row = comparison_row(metric, comparison, category=category, p_holm=p)
+        if worse or comparison.decision == "pass":  # decided: no cases needed to decide it
+            row = row.model_copy(update={"cases_needed": None})
+        rows.append(row)
+        if worse:
             flagged.append(f"{category} (Δ {comparison.delta:+.3f})")
     untested = len(comparisons) - len(tested)
     text = (
