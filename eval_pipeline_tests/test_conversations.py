@@ -384,3 +384,58 @@ def test_the_conversation_suite_runs_without_langgraphs_unregistered_type_warnin
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "unregistered type" not in ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("driver", ["in_process", "dagster"])
+def test_a_smoke_run_says_how_many_of_its_cases_the_gate_paired(driver, tmp_path, monkeypatch):
+    """v3, the orchestrator prompt without its "ask when ambiguous" rule, on the 8 smoke
+    cases against production's full run: a clarify case fails all_items_pass, so the run
+    stops at its tier (FAIL). The gate pairs the suite's cases in their seeded draw order
+    up to the first the run has not run (a tier tuned on must not carry the decision), so
+    fewer than the 8 it measured. Before, every surface said another number: "all 8 items
+    measured", "undecided after 8 of 22 cases", the gate "after 1 pairs" with "about 173
+    more pairs (174 in all)" of a suite of 22, and eval_summary's gate said "warn" (its
+    word is UNDECIDED). Now each says how many it paired, and why."""
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.core import evaluation
+    from eval_pipeline.core.evaluation.plan import drawn_prefix
+    from eval_pipeline.core.scoring.rows import PairedRow
+    from eval_pipeline_tests.drivers import drive
+    from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+
+    project = copy_project(tmp_path)
+    prompts = project.parent / "prompts" / "drive-thru" / "orchestrator"
+    text = (prompts / "v1.yaml").read_text()
+    rule = "3. If a name matches several menu items, ask which one they want and add nothing yet."
+    line = next(x for x in text.splitlines(keepends=True) if rule in x)
+    (prompts / "v3.yaml").write_text(text.replace(line, ""))
+    clean_cli_env(monkeypatch, tmp_path, project)
+    base = drive(driver, tmp_path, project, SUITE, 1, tier="full")
+    assert base.verdict == "PASS"
+    staged = drive(driver, tmp_path, project, SUITE, 3, tier="smoke")
+    assert staged.verdict == "FAIL"
+    store, run = staged.store, staged.store.get_run(staged.run_id)
+    suite = load_project(project).suite(SUITE)
+    loaded = suite.load_cases()
+    assert (sum(1 for c in loaded if c.tier == "smoke"), len(loaded)) == (8, 22)
+    outputs = store.read_outputs(run.run_id)
+    assert len({o.item_id for o in outputs}) == 8  # (it stopped at its tier)
+    baseline = {o.item_id for o in store.read_outputs(base.run_id)}
+    paired = len(drawn_prefix(run, loaded, outputs, baseline))
+    assert paired < 8
+    cases = evaluation.cases_of_run(store, run.run_id, loaded)
+    again = evaluation.verdict(store, run, suite, cases, store.read_summary(run.run_id), loaded)
+    rows = [r for r in again.gate.check("paired_gate").rows if isinstance(r, PairedRow)]
+    assert rows and all(r.n == paired for r in rows)
+    for r in rows:  # (no more pairs than the suite has: a look-ahead that ignored it said 174)
+        assert r.cases_needed is None or r.cases_needed <= len(loaded), r.note
+    ((_, said),) = [(r, v) for r, v in store.latest_verdicts(SUITE) if r.run_id == run.run_id]
+    assert said.decided_after.startswith(f"undecided after 8 of 22 cases, {paired} of them "
+                                         "paired (")  # fmt: skip
+    if driver == "dagster":
+        measured = staged.checks["items_measured"].description
+        assert f"all 8 items measured; the gate paired {paired} of the 8 cases run" in measured
+        sequential = staged.summary_metadata["sequential"].value
+        assert f"8 of 22 cases, {paired} of them paired" in sequential
+        assert staged.summary_metadata["gate"].value == "UNDECIDED"
+        assert "174 in all" not in staged.checks["paired_gate"].description

@@ -408,7 +408,7 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
                  "--baseline", "production", "--gate", "sequential",
                  "--json", str(out))  # fmt: skip
     assert staged.exit_code in (1, 3), staged.output
-    assert "Sequential gate: " in staged.output and " of 21 cases (" in staged.output
+    assert "Sequential gate: " in staged.output and " of 21 cases" in staged.output
     body = json.loads(out.read_text())
     assert body["sequential"] and body["summary"]["n_cases"] > 5
     paired = next(c for c in body["gate"]["checks"] if c["name"] == "paired_gate")

@@ -39,6 +39,8 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
     print_gate(console, result.gate, result.gate_note)
     if result.sequential:
         console.print(f"Sequential gate: {result.sequential.line()}")
+        if paired := result.sequential.paired_line():
+            console.print(f"  {escape(paired)}")
         if repeats := result.sequential.repeats_line():
             console.print(f"  {escape(repeats)}")
     if result.run.stopped:

@@ -43,14 +43,33 @@ class SequentialReport:
     repeated: tuple[str, ...] = ()  # flaky cases run more often, up to ``repeats`` (``Repeats``)
     repeats: int = 1
     repeats_note: str = ""  # why no case was repeated, when none could be
+    # the gate's pairs: the cases in draw order up to the first the run has not run
+    # (core/evaluation/plan.py ``drawn_prefix``); None: not known (no gate)
+    paired: int | None = None
 
     def line(self) -> str:
         said = "decided" if self.decided else "undecided"
         flaky = ""
         if self.repeated:
             flaky = f", {len(self.repeated)} flaky ones up to {self.repeats} times each"
-        return (f"{said} after {self.cases} of {self.suite_cases} cases{flaky} "
+        paired = f", {self.paired} of them paired" if self.fewer_paired else ""
+        return (f"{said} after {self.cases} of {self.suite_cases} cases{paired}{flaky} "
                 f"({self.model_calls} model calls)")  # fmt: skip
+
+    @property
+    def fewer_paired(self) -> bool:
+        """The gate paired fewer of the run's cases than it ran (a tier's cases the draw
+        has not reached yet)."""
+        return self.paired is not None and self.paired < self.cases
+
+    def paired_line(self) -> str | None:
+        """Why the gate paired fewer cases than the run measured, when it did."""
+        if not self.fewer_paired:
+            return None
+        return (f"the gate paired {self.paired} of the {self.cases} cases run: the suite's "
+                "cases in its seeded draw order, up to the first this run has not run (a "
+                "tier's cases count only where the draw reaches them, so a tier tuned on "
+                "cannot carry the decision)")  # fmt: skip
 
     def repeats_line(self, shown: int = 10) -> str | None:
         """The flaky cases it repeated, named; or, when it stayed undecided, why none."""

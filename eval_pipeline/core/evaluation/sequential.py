@@ -73,9 +73,15 @@ def go_on_until_decided(
         cases=len(cases), suite_cases=len(plan_.all_cases), decided=not result.undecided,
         model_calls=Spending.of_run(result.outputs, result.scores).calls,
         repeated=tuple(c.id for c in cases if answers[c.id] > plan_.runner.repeats),
-        repeats=repeats.most, repeats_note=repeats.note,
+        repeats=repeats.most, repeats_note=repeats.note, paired=_paired(result),
     )  # fmt: skip
     return result
+
+
+def _paired(result: EvalResult) -> int | None:
+    """How many pairs the gate decided on (its draw-order prefix), when it compared."""
+    inputs = result.gate.inputs if result.gate is not None else None
+    return len(inputs.order) if inputs is not None and inputs.order is not None else None
 
 
 @dataclass(frozen=True)

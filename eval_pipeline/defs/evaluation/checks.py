@@ -135,6 +135,8 @@ def measured(result: EvalResult, partition: CheckedPartition) -> AssetCheckResul
                "scores_failed": summary.n_score_errors}  # fmt: skip
     if not result.errors:
         text = f"all {summary.n_items} items measured"
+        if result.sequential and (paired := result.sequential.paired_line()):
+            text += f"; {paired}"  # (what the gate's "after N pairs" counts)
         return check_result(ASSET, "items_measured", "PASS", text, partition, numbers, [])
     return check_result(ASSET, "items_measured", "FAIL", "; ".join(result.errors), partition,
                         numbers, [])  # fmt: skip
