@@ -322,3 +322,25 @@ def test_a_decided_category_shows_no_cases_needed():
     assert categories.outcome == "warn" and row.decision == "fail"
     assert row.cases_needed is None
     assert not any("cases needed" in k for k in gate_numbers(categories))
+
+
+def test_the_gates_word_is_a_verdicts_word():
+    """eval_summary's ``gate`` metadata said GateReport.outcome: "warn" for a gate that
+    could not tell. It says the gate's verdict in the verdict's words."""
+    from eval_pipeline.core.evaluation import EvalResult
+
+    def said(report, outputs, scores):
+        summary = Summary(0, 0, 0, 0, metrics={})
+        return EvalResult(record("c"), summary, [], THRESHOLDS, outputs, scores,
+                          gate=report).gate_verdict  # fmt: skip
+
+    worse = data({i: 0.5 for i in ITEMS[:12]})
+    fails = compare_runs(record("b"), record("c"), data({}), worse, THRESHOLDS, CATEGORIES)
+    five = ITEMS[:5]
+    tied = data({}, items=five)
+    cannot = compare_runs(record("b"), record("c", prompt_hash="other"), tied, tied,
+                          THRESHOLDS, CATEGORIES)  # fmt: skip
+    assert fails.outcome == "fail" and cannot.outcome == "warn"
+    assert said(fails, *worse) == "FAIL" and said(cannot, *tied) == "UNDECIDED"
+    same = compare_runs(record("b"), record("c"), data({}), data({}), THRESHOLDS, CATEGORIES)
+    assert said(same, *data({})) == "PASS" and said(None, *data({})) is None
