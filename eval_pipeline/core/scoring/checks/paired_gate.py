@@ -136,8 +136,6 @@ def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
     return check
 
 
-def _sequential_rows(inputs: GateInputs) -> tuple[list[PairedRow], list[str]]:
-    """Per metric the gate decides on, the tests over the paired differences in the order
 def fixed_decision(
     comparison: PairedComparison, p_holm: float, *, alpha: float, tier: str,
     not_worse: bool, worse: bool, lower: float,
@@ -174,6 +172,8 @@ def fixed_decision(
     return decision, notes
 
 
+def _sequential_rows(inputs: GateInputs) -> tuple[list[PairedRow], list[str]]:
+    """Per metric the gate decides on, the tests over the paired differences in the order
     drawn, and the decision (UNCHANGED: a pass). A pair with a missing score is left out
     and counted; when imputing the worst for those pairs (the best, for WORSE) would change
     the decision, the run cannot be decided from its scores: an error naming the metric."""
