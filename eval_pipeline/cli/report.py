@@ -60,7 +60,8 @@ def verdict_line(result: EvalResult) -> str:
         return f"VERDICT: UNDECIDED — {result.reason} (exit {code}{policy}){note}"
     if verdict == "FAIL":
         return f"VERDICT: FAIL — {result.reason} (exit {code}){note}"
-    return f"VERDICT: PASS (exit {code}){note}"
+    said = f" — {result.reason}" if result.reason else ""
+    return f"VERDICT: PASS{said} (exit {code}){note}"
 
 
 def error_line(why: str, code: int = 2, limit: int = 200) -> str:

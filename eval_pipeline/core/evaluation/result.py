@@ -13,7 +13,8 @@ from eval_pipeline.core.errors import ExitCode
 from eval_pipeline.core.options import OnUndecided
 from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.scoring import gate as gating
-from eval_pipeline.core.scoring.checks import ThresholdCheck
+from eval_pipeline.core.scoring.checks import ThresholdCheck, spec
+from eval_pipeline.core.scoring.reducers import margin_scale
 from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
@@ -168,12 +169,33 @@ class EvalResult:
     @property
     def reason(self) -> str:
         """Why the verdict is what it is: the first error (ERROR), the failed checks (FAIL),
-        the undecided metrics (UNDECIDED); "" for PASS."""
+        the undecided metrics (UNDECIDED); for PASS what it does not back: that nothing
+        was gated, or the scale the margin was on when it is not per answer (else "")."""
         if self.errors:
             return self.errors[0]
         if self.failed:
             return ", ".join(self.failed)
-        return "; ".join(self.undecided)
+        if self.undecided:
+            return "; ".join(self.undecided)
+        if self.ungated:
+            return self.ungated
+        scale = self.margin_scale
+        return f"not worse by the margin on {scale}, not per answer" if scale else ""
+
+    @property
+    def ungated(self) -> str | None:
+        """Why nothing blocked this run, when no blocking check tested anything (no
+        blocking threshold, and no baseline to gate against): such a run is a PASS, so a
+        suite's first run can become its baseline, and says so; None when anything was
+        gated. (The agent at 0% with only warning floors and no baseline read a bare
+        "VERDICT: PASS".)"""
+        if any(c.blocking and c.outcome.tested for c in self.checks):
+            return None
+        gate = self.gate.checks if self.gate is not None else []
+        if any(c.tested and (s := spec(c.name)) is not None and s.blocking for c in gate):
+            return None
+        why = self.gate_note or "no regression gate"
+        return f"nothing was gated ({why}; no blocking threshold is set)"
 
     def verdict_record(self) -> VerdictRecord:
         """The verdict as the results store keeps it, with the paired Δ and interval of the
@@ -251,6 +273,14 @@ class EvalResult:
             f"{answered} of {offered} model calls with tools returned a tool call: the "
             "endpoint may ignore tools; see `eval-pipeline doctor` / EVAL_LLM_COMPAT"
         )
+
+    @property
+    def margin_scale(self) -> str | None:
+        """What the gate's margin measured when it reduced repeats to something else than
+        their mean (reducers.margin_scale); None when per answer, or without a gate."""
+        if self.gate is None or not self.gate.comparable:
+            return None
+        return margin_scale(self.thresholds.regression.reducer, self.run.repeats)
 
     @property
     def agent_failure(self) -> str | None:

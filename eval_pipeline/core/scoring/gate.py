@@ -26,6 +26,7 @@ from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.memo import PARAMS_NOT_IN_KEY
 from eval_pipeline.core.scoring.checks import GateCheck, GateInputs, checks, spec
+from eval_pipeline.core.scoring.reducers import margin_scale, per_answer_drop
 from eval_pipeline.core.scoring.rows import Outcome
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
@@ -201,9 +202,11 @@ def compare_runs(
         f"baseline re-scored with this run's evaluators ({describe_changes(changes)}): "
         "the same outputs, no agent calls"
     ] if changes else []  # fmt: skip
+    gate_margin = thresholds.regression.margin if margin is None else margin
+    notes += _scale_note(thresholds, candidate.repeats, gate_margin, base_scores)
     inputs = GateInputs(
         baseline, candidate, base_out, base_scores, cand_out, cand_scores, thresholds,
-        categories, thresholds.regression.margin if margin is None else margin, items,
+        categories, gate_margin, items,
         sequential.order if sequential is not None else None, unchanged=False,
         suite_size=sequential.suite_size if sequential is not None else None,
         explain=sequential.explain if sequential is not None else True,
@@ -216,6 +219,26 @@ def compare_runs(
     )
     report = [spec.run(inputs) for spec in checks("gate") if spec.run is not None]
     return GateReport(candidate.run_id, baseline.run_id, True, [], report, notes, inputs)
+
+
+def _scale_note(thresholds: Thresholds, repeats: int, margin: float,
+                base_scores: Sequence[ItemScore]) -> list[str]:  # fmt: skip
+    """When repeats are reduced to something else than their mean, what the margin is
+    measured on, and what a drop of the margin per answer would be on it."""
+    reducer = thresholds.regression.reducer
+    scale = margin_scale(reducer, repeats)
+    if scale is None:
+        return []
+    note = (f"the margin {margin:g} is on {scale} (reducer {reducer}), not per answer: a "
+            "candidate worse by the margin per answer can pass")  # fmt: skip
+    metric, at = thresholds.primary_metric, thresholds.regression.pass_threshold
+    answers = [s.value for s in base_scores if s.evaluator == metric and s.value is not None]
+    rate = sum(v >= at for v in answers) / len(answers) if answers else None
+    drop = per_answer_drop(reducer, repeats, rate, margin) if rate is not None else None
+    if drop is not None:
+        note += (f"; at the baseline's per-answer pass rate of {metric} ({rate:.2f}), a "
+                 f"drop of {margin:g} per answer is {drop:.3f} on this scale")  # fmt: skip
+    return [note]
 
 
 def not_comparable_report(candidate: RunRecord, baseline: RunRecord | None,

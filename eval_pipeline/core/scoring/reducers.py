@@ -84,3 +84,35 @@ def outcome_flips(
             if (before[item] >= pass_threshold) != (after[item] >= pass_threshold):
                 flips[item] += 1
     return dict(flips)
+
+
+SCALES = {
+    "median": "each case's median of its {k} answers",
+    "max": "each case's best of its {k} answers",
+    "pass_at_k": "whether at least one of a case's {k} answers passes",
+    "pass_all_k": "whether all {k} of a case's answers pass",
+}
+
+
+def margin_scale(reducer: str, repeats: int) -> str | None:
+    """What the gate's margin measures when repeats are reduced by ``reducer``: None when
+    it is per answer (the mean of the answers, or one answer a case), else in words. The
+    gate is valid on the reducer's own scale, but that is not the per-answer scale a team
+    reads the margin on: gated with pass_all_k (k = 3 / 5), a candidate worse by the margin
+    per answer passed in 26 / 65% of runs; with max, 9 / 20% (docs/gate.md)."""
+    if reducer == "mean" or repeats < 2:
+        return None
+    return SCALES[reducer].format(k=repeats)
+
+
+def per_answer_drop(reducer: str, repeats: int, rate: float, drop: float) -> float | None:
+    """The drop on the reducer's scale that a drop of ``drop`` in the per-answer pass rate
+    makes, from ``rate``, for independent answers (pass_all_k: rate^k − (rate − drop)^k;
+    pass_at_k: (1 − rate + drop)^k − (1 − rate)^k); None for the other reducers, whose
+    scale depends on more than the pass rate."""
+    k, low = repeats, max(0.0, rate - drop)
+    if reducer == "pass_all_k":
+        return rate**k - low**k
+    if reducer == "pass_at_k":
+        return (1 - low) ** k - (1 - rate) ** k
+    return None
