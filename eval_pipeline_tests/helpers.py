@@ -4,7 +4,9 @@ resources on temporary storage, sensor ticks, the eval job."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import shutil
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,17 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 PROJECT = EXAMPLES / "eval-pipeline.yaml"
 SUITE_NAMES = tuple(yaml.safe_load(PROJECT.read_text())["suites"])  # in the file's order
+
+
+def benchmark(name: str) -> Any:
+    """benchmarks/NAME.py as a module (its simulations are what some tests run, on fewer
+    runs), loaded once."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # (its dataclasses look their module up)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 @cache
