@@ -55,7 +55,7 @@ def run_json(path: Path) -> dict:
 
 
 def test_a_budget_stops_the_run_keeps_what_ran_and_is_never_a_pass(project, tmp_path):
-    """A full run of 21 cases with --max-calls 5 (one item at a time): it stops after the
+    """A full run of 32 cases with --max-calls 5 (one item at a time): it stops after the
     items that spent 5 calls, keeps them in the store, and — the thresholds were checked
     on a few cases only — is UNDECIDED (exit 3), never PASS; warn exits 0."""
     out = tmp_path / "run.json"
@@ -66,7 +66,7 @@ def test_a_budget_stops_the_run_keeps_what_ran_and_is_never_a_pass(project, tmp_
     stopped = body["run"]["stopped"]
     assert stopped.startswith("--max-calls 5 reached (") and "items not started" in stopped
     ran_cases = body["summary"]["n_cases"]
-    assert 1 <= ran_cases < 21 and len(body["items"]) == ran_cases
+    assert 1 <= ran_cases < 32 and len(body["items"]) == ran_cases
     assert body["verdict"] == "UNDECIDED" and "the budget stopped the run" in body["undecided"][0]
     assert "Budget: --max-calls 5 reached" in " ".join(ran.output.split())
     assert last_line(ran.output).startswith("VERDICT: UNDECIDED — the budget stopped the run")
@@ -104,7 +104,7 @@ def test_a_budget_stops_the_sequential_gate_between_batches(project, tmp_path):
     if gated.exit_code == 3:  # the tier did not decide it: the budget stopped it there
         assert "further case(s) not started" in body["run"]["stopped"]
         assert any("the budget stopped the run" in u for u in body["undecided"])
-        assert body["sequential"].startswith("undecided after 5 of 21 cases")
+        assert body["sequential"].startswith("undecided after 5 of 32 cases")
     assert body["summary"]["n_cases"] == 5  # no batch after the budget was spent
 
 
@@ -114,4 +114,4 @@ def test_a_budget_with_workers_splits_and_still_completes(project, tmp_path):
               "--concurrency", "2", "--json", str(out))  # fmt: skip
     assert ran.exit_code == 3, ran.output
     body = run_json(out)
-    assert "items not started" in body["run"]["stopped"] and body["summary"]["n_cases"] < 21
+    assert "items not started" in body["run"]["stopped"] and body["summary"]["n_cases"] < 32

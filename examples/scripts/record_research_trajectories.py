@@ -62,6 +62,36 @@ QUESTIONS = [
     ("comparison", "Which was founded earlier, Hollowpine Games or Ironbark Mining?", "full"),
     ("comparison", "Which was founded earlier, Marrow & Finch Bank or Arcwell Systems?", "full"),
     ("comparison", "Which was founded earlier, Obsidian Data or Kestrel Aerospace?", "full"),
+    # rs-17 on: the suite grown to 32 cases, so that its margin can be 0.2 (docs/gate.md,
+    # choosing a margin: 16 cases decided no finer than 0.35 with room for a flip)
+    ("two_hop", "In which country is Copperleaf Energy headquartered?", "full"),
+    ("two_hop", "In which country is Hollowpine Games headquartered?", "full"),
+    ("two_hop", "In which country is Lanternfish Media headquartered?", "full"),
+    (
+        "two_hop",
+        "What is the population of the city where Driftmark Logistics has its headquarters?",
+        "full",
+    ),
+    (
+        "two_hop",
+        "What is the population of the city where Greyhaven Pharma has its headquarters?",
+        "full",
+    ),
+    (
+        "two_hop",
+        "What is the population of the city where Northwind Ceramics has its headquarters?",
+        "full",
+    ),
+    ("two_hop", "Where is the company founded by Cora Tanaka headquartered?", "full"),
+    ("two_hop", "Where is the company founded by Hugo Haddad headquartered?", "full"),
+    ("single_hop", "Who founded Arcwell Systems, and in which year?", "full"),
+    ("single_hop", "Who founded Driftmark Logistics, and in which year?", "full"),
+    ("single_hop", "Who founded Juniper Optics, and in which year?", "full"),
+    ("single_hop", "Who founded Kestrel Aerospace, and in which year?", "full"),
+    ("comparison", "Which was founded earlier, Brindle Foods or Foxglove Robotics?", "full"),
+    ("comparison", "Which was founded earlier, Copperleaf Energy or Lanternfish Media?", "full"),
+    ("comparison", "Which was founded earlier, Greyhaven Pharma or Northwind Ceramics?", "full"),
+    ("comparison", "Which was founded earlier, Juniper Optics or Emberline Textiles?", "full"),
 ]
 
 
