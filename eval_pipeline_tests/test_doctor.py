@@ -41,8 +41,35 @@ def test_embedded_defaults_are_healthy(home):
                   "results store", "dagster instance"):  # fmt: skip
         assert "ok" in row(out, check), check
     assert "drive_thru 47" in out and "offline model" in out
-    # the examples' margin of 0.02 is out of the sequential gate's reach (a warning only)
-    assert "margin 0.02 needs" in " ".join(out.split())
+    # each example's margin is one its cases decide with a case that flips (no warning)
+    said = " ".join(row(out, "suites").split("│")[3].split())
+    assert "drive_thru 47 (the finest margin they can decide: 0.072; with a case that " \
+        "flips each way: 0.15)" in said and "warning" not in said, said
+
+
+@pytest.mark.parametrize(("margin", "warning"), [
+    (0.02, "drive_thru's margin 0.02 needs 174 paired cases to be called not worse by "
+           "--gate sequential, it has 47: set a margin of at least 0.15 or grow the suite to "
+           "348 cases (docs/gate.md#choosing-a-margin)"),
+    (0.1, "drive_thru's margin 0.1 is decided by its 47 cases only when every pair is tied "
+          "(34 needed): a case or two that flip leave it UNDECIDED; set a margin of at least "
+          "0.15 or grow the suite to 68 cases"),
+])  # fmt: skip
+def test_a_margin_finer_than_the_suite_gates_is_a_warning(home, monkeypatch, tmp_path, margin,
+                                                          warning):  # fmt: skip
+    """A margin out of the gate's reach on the suite's cases, or within it only when every
+    pair ties (a copy of the production prompt that differs on a case or two ends
+    UNDECIDED): doctor warns, with the margin to set or the cases to grow to."""
+    project = copy_project(tmp_path)
+    thresholds = project.parent / "datasets" / "drive_thru" / "thresholds.yaml"
+    text = thresholds.read_text()
+    thresholds.write_text(text.replace("  margin: 0.15 ", f"  margin: {margin} ", 1))
+    monkeypatch.setenv("EVAL_PROJECT", str(project))
+    from eval_pipeline.cli.doctor import check_suites
+
+    found = check_suites()
+    assert found.ok, found  # a warning, not a failure
+    assert f"; warning: {warning}" in found.detail, found.detail
 
 
 def test_a_margin_the_suite_cannot_decide_is_said():

@@ -72,7 +72,8 @@ def check_suites() -> Finding:
             remote = f" from {suite.dataset_ref}" if suite.dataset_ref else ""
             cases = len(suite.load_cases())
             counts.append(f"{name} {cases}{remote} (the finest margin they can decide: "
-                          f"{_finest(suite, cases)})")  # fmt: skip
+                          f"{_finest(suite, cases)}; with a case that flips each way: "
+                          f"{_advised(suite, cases)})")  # fmt: skip
         except Exception as exc:
             return _failure("suites", exc, f"fix the file named above (suite {name})")
         if why := _margin_out_of_reach(suite, cases):
@@ -91,18 +92,36 @@ def _finest(suite: Suite, cases: int) -> str:
     return f"{finest_margin(cases, suite.thresholds.regression.alpha):.3f}"
 
 
+def _advised(suite: Suite, cases: int) -> str:
+    """The margin ``cases`` cases gate with room for a few flips (core/scoring/margins.py)."""
+    from eval_pipeline.core.scoring.margins import advised_margin, shown
+
+    return shown(advised_margin(cases, suite.thresholds.regression.alpha))
+
+
 def _margin_out_of_reach(suite: Suite, cases: int) -> str | None:
-    """The suite's margin cannot be decided by the sequential gate on this many cases,
-    even when nothing moved (core/scoring/sequential.py ``pairs_to_clear``)."""
+    """The suite's margin is finer than its cases can gate (core/scoring/margins.py): the
+    sequential gate cannot decide it even when nothing moved (``pairs_to_clear`` above the
+    cases), or can only when every case is tied, so a copy of the production prompt whose
+    answers differ on a case or two ends UNDECIDED."""
+    from eval_pipeline.core.scoring.margins import advised_margin, cases_for_margin
     from eval_pipeline.core.scoring.sequential import pairs_to_clear
 
     regression = suite.thresholds.regression
-    needed = pairs_to_clear(regression.margin, regression.alpha)
-    if needed is not None and needed <= cases:
+    margin, alpha = regression.margin, regression.alpha
+    if margin >= advised_margin(cases, alpha):
         return None
-    return (f"{suite.name}'s margin {regression.margin} needs {needed or 'over 4000'} "
-            f"paired cases to be called not worse by --gate sequential, it has {cases}: "
-            "widen the margin or add cases (docs/gate.md)")  # fmt: skip
+    wanted = cases_for_margin(margin, alpha)
+    needs = f"{wanted} cases" if wanted else "over 8,000 cases"
+    advice = (f"set a margin of at least {_advised(suite, cases)} or grow the suite to {needs} "
+              "(docs/gate.md#choosing-a-margin)")  # fmt: skip
+    tied = pairs_to_clear(margin, alpha)
+    if tied is None or tied > cases:
+        return (f"{suite.name}'s margin {margin} needs {tied or 'over 4000'} paired cases to "
+                f"be called not worse by --gate sequential, it has {cases}: {advice}")  # fmt: skip
+    return (f"{suite.name}'s margin {margin} is decided by its {cases} cases only when every "
+            f"pair is tied ({tied} needed): a case or two that flip leave it UNDECIDED; "
+            f"{advice}")  # fmt: skip
 
 
 def check_agents() -> Finding:

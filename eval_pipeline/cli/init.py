@@ -79,10 +79,12 @@ min_mean:
   overall: 0.70          # blocking: the run fails below this mean
 regression:
   baseline_label: production
-  margin: {margin}            # a drop smaller than this is not a regression; {needed}
+  margin: {margin}            # a drop smaller than this is not a regression; {comment}
   pass_threshold: 0.7    # a case passes at overall >= 0.7
 """
-MARGIN = 0.1  # a margin a suite of a team's size can decide: 34 cases, unchanged (gate.md)
+# The margin init writes: one a first suite of a few dozen real cases can decide with a case
+# or two that flip (core/scoring/margins.py; the examples' suites of 32 use it too).
+MARGIN = 0.2
 
 
 class ScaffoldError(ConfigurationError):
@@ -137,18 +139,30 @@ def scaffold_suite(
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
     thresholds.write_text(THRESHOLDS.format(name=name, **_margin_note()), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")
-    return Scaffolded(kind, cases, [project, cases, thresholds], note, _margin_note()["needed"])
+    return Scaffolded(kind, cases, [project, cases, thresholds], note, _margin_note()["advice"])
 
 
 def _margin_note() -> dict[str, str]:
-    """The margin init writes, and how many cases the sequential gate needs to decide it
-    (an unchanged agent's pairs all tied: core/scoring/sequential.py ``pairs_to_clear``)."""
+    """The margin init writes, how many cases gate it (core/scoring/margins.py: half of
+    them decide it when nothing moved, so a case or two may flip) and the finer margins
+    more cases decide: the thresholds file's comment and init's advice."""
+    from eval_pipeline.core.scoring.margins import cases_for_margin, table
     from eval_pipeline.core.scoring.sequential import pairs_to_clear
 
-    needed = pairs_to_clear(MARGIN, 0.05)
-    return {"margin": f"{MARGIN}",
-            "needed": f"the gate needs at least {needed} cases to decide it (the three "
-                      "examples cannot: add cases, or widen it)"}  # fmt: skip
+    alpha = 0.05  # (the thresholds file's default α)
+    finer = ", ".join(f"{n} → {m}" for n, _, m in table(alpha, (47, 68, 100, 200)))
+    cases, tied = cases_for_margin(MARGIN, alpha), pairs_to_clear(MARGIN, alpha)
+    indent = "\n" + " " * 25 + "# "
+    comment = indent.join([
+        f"{cases} cases gate it",
+        f"({tied} when nothing moved); the three examples cannot: add cases.",
+        f"More cases, a finer margin: {finer}",
+        "(docs/gate.md#choosing-a-margin; eval-pipeline doctor prints your suite's)",
+    ])  # fmt: skip
+    advice = (f"{cases} cases gate it ({tied} when nothing moved), the three examples "
+              f"cannot: add cases; more cases, a finer margin: {finer} "
+              "(docs/gate.md#choosing-a-margin)")  # fmt: skip
+    return {"margin": f"{MARGIN}", "comment": comment, "advice": advice}
 
 
 def _seed_prompt(project: Path, name: str, agent: str, suite: str,
