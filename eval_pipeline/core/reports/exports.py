@@ -69,6 +69,11 @@ def write_junit(path: Path, result: EvalResult) -> Path:
     if result.sequential:  # how far the sequential gate went, shown with the gates
         properties = ET.SubElement(gates, "properties")
         ET.SubElement(properties, "property", name="sequential", value=result.sequential.line())
+    # items_measured, as Dagster's check: an ERROR run (scores not given, a baseline it
+    # cannot be compared with) fails here, where its checks alone may all pass
+    case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="items_measured")
+    _gate_case(case, "FAIL" if result.errors else "PASS",
+               "; ".join(result.errors) or f"all {result.summary.n_items} items measured")
     for check in result.checks:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
         _gate_case(case, check.label, check.outcome.description)
