@@ -140,6 +140,13 @@ def test_gate_decisiveness_prints_the_pairs_to_decide_against_the_floor():
     assert rows["0.1"][1:4] == ["29", "34", "1.17"]  # floor, this gate, × the floor
 
 
+def test_gate_validity_prints_both_sides_prefix_tuning_and_reducers():
+    out = bench("gate_validity.py", "--runs", "100")
+    assert len(table_rows(out, "fixes 10%")) == 3
+    assert [r[1] for r in table_rows(out, "prefix tuning")] == ["20", "40", "60"]
+    assert len(table_rows(out, "pass_all_k")) == 2
+
+
 def test_load_benchmark_prints_time_memory_and_store_growth_per_run():
     out = bench("load.py", "--cases", "60", "--concurrency", "8")
     rows = {r[0]: r for r in table_rows(out, "") if r[0] in ("cold", "again (memo)")}
