@@ -95,7 +95,7 @@ def check_results(
         numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gate_numbers(check)
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
-        description = check.description
+        description, tail = check.description, ""
         declared = checks.spec(check.name)
         if result.sequential and declared and declared.undecided_on_warn:  # how far it went
             said = result.sequential
@@ -107,14 +107,14 @@ def check_results(
             }
             if repeats := said.repeats_line():
                 numbers["repeats"] = repeats
-            description = f"{description} ({said.line()})"
+            tail = f" ({said.line()})"  # (kept whole when the description is shortened)
         if result.run.stopped:
             numbers["budget"] = result.run.stopped
         if check.undecided:
             description = f"(on_undecided: {result.on_undecided}) {description}"
         done.append(check_result(ASSET, check.name, _label(check), description, partition,
                                  numbers, check.rows, check.worse_items,
-                                 blocks=result.on_undecided == "fail"))  # fmt: skip
+                                 blocks=result.on_undecided == "fail", tail=tail))  # fmt: skip
     if gate is None:
         for spec in checks.checks("gate"):
             skipped[spec.name] = result.gate_note or "no baseline"
@@ -162,11 +162,13 @@ def check_result(
     worse: Sequence[Row] | None = None,
     *,
     blocks: bool = True,
+    tail: str = "",
 ) -> AssetCheckResult:
     """A check's result: passed for PASS and N/A (it tested nothing); ERROR for FAIL, and
     for UNDECIDED when it ``blocks`` the run (``on_undecided: fail``); WARN otherwise.
     The numbers are keyed by the partition's suite (a check's plots run over all its
-    partitions)."""
+    partitions). Its description is the ``description`` and then the ``tail``, within
+    DESCRIPTION_LIMIT (``shortened``)."""
     metadata: dict[str, Any] = {"partition": str(partition), "outcome": label,
                                 **plotted_per_suite(partition.suite, numbers)}  # fmt: skip
     if rows:
@@ -180,8 +182,22 @@ def check_result(
     return AssetCheckResult(
         asset_key=asset, check_name=name, passed=label in ("PASS", "N/A"),
         severity=AssetCheckSeverity.ERROR if error else AssetCheckSeverity.WARN,
-        description=text[:1000], metadata=metadata,
+        description=shortened(text, DESCRIPTION_LIMIT - len(tail)) + tail, metadata=metadata,
     )  # fmt: skip
+
+
+DESCRIPTION_LIMIT = 1000  # characters of a check result's description
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut after its last whole "; "-part that fits,
+    with " …" (cut at 1000 characters, a sequential gate's description of three metrics
+    broke an interval, "[-0.577, +", and lost how far the gate went: the ``tail``)."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - 2)]
+    cut = head.rfind("; ")
+    return (head[:cut] if cut > 0 else head.rsplit(" ", 1)[0]) + " …"
 
 
 def threshold_numbers(name: str, outcome: CheckOutcome) -> dict[str, float]:
