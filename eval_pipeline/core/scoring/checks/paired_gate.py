@@ -222,9 +222,9 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
     alpha, margin, n = inputs.alpha, inputs.margin, len(pairs)
     worse = sum(1 for x in pairs if x < 0)
     better = sum(1 for x in pairs if x > 0)
-    parts = [f"{worse} pairs worse, {better} better, {n - worse - better} tied"]
+    parts = [f"{worse} {_pairs(worse)} worse, {better} better, {n - worse - better} tied"]
     if n:
-        parts.append(f"{n} pairs could at best show not worse by more than "
+        parts.append(f"{n} {_pairs(n)} could at best show not worse by more than "
                      f"{finest_margin(n, alpha):.3f}")  # fmt: skip
     suite = inputs.suite_size
     if suite:
@@ -248,6 +248,10 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
         parts.append(f"it would catch a drop of {drop:.2f} with 80% probability" if drop
                      else "no drop it could catch with 80% probability")  # fmt: skip
     return "; ".join(parts)
+
+
+def _pairs(n: int) -> str:
+    return "pair" if n == 1 else "pairs"
 
 
 def worse_items(inputs: GateInputs) -> list[WorseItem]:
