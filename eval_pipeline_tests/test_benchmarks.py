@@ -152,3 +152,9 @@ def test_load_benchmark_prints_time_memory_and_store_growth_per_run():
     rows = {r[0]: r for r in table_rows(out, "") if r[0] in ("cold", "again (memo)")}
     assert "item_memo +60" in rows["cold"][-1] and "item_memo" not in rows["again (memo)"][-1]
     assert all(float(r[3]) > 50 for r in rows.values())  # peak RSS, MiB
+
+
+def test_verdict_properties_counts_the_suites_it_checked_and_their_failures():
+    out = bench("verdict_properties.py", "--examples", "6", "--most", "20")
+    ((checked, _, failed, _, _),) = table_rows(out, "6 ")
+    assert checked == "6" and failed == "0", out
