@@ -70,6 +70,8 @@ class PairedComparison:
     def note(self) -> str:
         """What a reader needs beyond the numbers: why untested, or what would decide it."""
         if not self.tested:
+            if self.n == 0:
+                return "no paired items (their scores are missing): nothing to test"
             return f"too few items to test (n={self.n} < {MIN_PAIRED_N}): Δ only"
         if self.decision == "warn" and self.cases_needed:
             return (f"cannot tell at n={self.n}: detecting a drop of {self.margin:g} with 80% "
@@ -96,11 +98,9 @@ def compare_paired(
     if len(b) != len(c):
         raise ValueError(f"paired values differ in length: {len(b)} baseline, {len(c)} candidate")
     n = len(b)
-    if n == 0:
-        raise ValueError("compare_paired needs at least one item")
     d = c - b
-    delta = float(d.mean())
-    if n < MIN_PAIRED_N:
+    delta = float(d.mean()) if n else 0.0
+    if n < MIN_PAIRED_N:  # (none at all: a metric or a category whose scores are missing)
         return PairedComparison(n, delta, 0.0, delta, delta, 1.0, 0.0, margin, alpha, "warn",
                                 tested=False)  # fmt: skip
     all_equal = bool(np.all(d == d[0]))

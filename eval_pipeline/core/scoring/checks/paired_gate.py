@@ -132,7 +132,7 @@ def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
     if inputs.unchanged:  # nothing to decide: a pass, whatever so few items could show
         rows = [r.model_copy(update={"outcome": "pass"}) for r in check.rows]
         check = GateCheck("paired_gate", "pass", f"UNCHANGED: {UNCHANGED}; "
-                          f"{check.description}", rows)  # fmt: skip
+                          f"{_describe(rows, inputs.margin)}", rows)  # fmt: skip
     return check
 
 
