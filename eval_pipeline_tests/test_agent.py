@@ -157,14 +157,15 @@ def test_agent_tools_run_on_the_event_loop(monkeypatch):
 
 # Means of the shipped suites on the full tier, as before the project file existed (and as
 # docs/offline-model.md states): the same agents through the same door as a team's own.
+# (product_discovery, order_management and research since they grew to 32 cases.)
 SHIPPED_SCORES = {
     ("drive_thru", 2): {"order_correctness": 0.894, "tool_call_accuracy": 0.491,
                         "no_hallucinated_items": 1.0},
-    ("product_discovery", 2): {"groundedness": 0.591, "correctness": 0.591,
-                               "completeness": 0.592, "overall": 0.591},
-    ("order_management", 2): {"groundedness": 0.762, "correctness": 0.643,
-                              "completeness": 0.762, "overall": 0.714},
-    ("research", 2): {"answer_correct": 0.562, "trajectory_strict_match": 0.375,
+    ("product_discovery", 2): {"groundedness": 0.562, "correctness": 0.562,
+                               "completeness": 0.595, "overall": 0.569},
+    ("order_management", 2): {"groundedness": 0.688, "correctness": 0.578,
+                              "completeness": 0.734, "overall": 0.653},
+    ("research", 2): {"answer_correct": 0.594, "trajectory_strict_match": 0.375,
                       "stepwise_score": 0.75, "survived_until": 0.5},
 }  # fmt: skip
 

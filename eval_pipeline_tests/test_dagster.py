@@ -237,7 +237,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     assert not worse.success  # the blocking gate stopped the run
     gate = checks(worse)["paired_gate"]
     assert not gate.passed and gate.severity.value == "ERROR"
-    assert gate.description.startswith("FAIL — drive_thru v2: margin 0.02")
+    assert gate.description.startswith("FAIL — drive_thru v2: margin 0.15")
     meta = gate.metadata  # every number named by its suite and metric
     assert meta["partition"].value == "drive_thru v2" and meta["outcome"].value == "FAIL"
     assert meta["drive_thru.tool_call_accuracy Δ"].value < 0

@@ -5,13 +5,14 @@ The sequential gate calls a candidate NOT WORSE once its paired differences rule
 drop of the margin. Even when nothing moved (every pair tied), that takes
 ``pairs_to_clear(margin, α)`` pairs: n cases decide no margin finer than
 ``finest_margin(n, α)`` (core/scoring/sequential.py). A real agent is rarely tied on every
-case: a few cases flip, and a flip that lands early costs the gate much of what the tied
-pairs had won. So the advised margin is one that **half** the suite decides when nothing
-moved: ``finest_margin(n // 2, α)``. Then the whole suite still says NOT WORSE when one
-case got worse by a full point (a pass/fail flip) and another got better, in any order
-(the test martingale's value after all n pairs does not depend on their order; from 7
-cases on). A suite whose margin is finer ends UNDECIDED on a copy of its own production
-prompt unless that copy is tied on nearly every case.
+case: a few cases flip, and one flip costs the gate much of what the tied pairs had won
+(the near all-in bet of its mixture loses 99% of its stake on it). So the advised margin
+is one that **half** the suite decides when nothing moved: ``finest_margin(n // 2, α)``.
+Then the whole suite still says NOT WORSE when one case got worse by a full point (a
+pass/fail flip) and another got better, in any order (the test martingale's value after
+all n pairs does not depend on their order; from 7 cases on). A suite whose margin is
+finer ends UNDECIDED on a copy of its own production prompt unless that copy is tied on
+nearly every case.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import math
 from eval_pipeline.core.scoring.sequential import finest_margin, pairs_to_clear
 
 HEADROOM = 2  # the suite's cases per tied pair the advised margin needs
-SIZES = (16, 22, 32, 47, 68, 100, 200, 500)  # the rows of the table init and the docs show
+SIZES = (16, 22, 32, 47, 68, 100, 200, 348)  # the rows of docs/gate.md's table
 
 
 def advised_margin(cases: int, alpha: float) -> float:
