@@ -241,7 +241,8 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     meta = gate.metadata  # every number named by its suite and metric
     assert meta["partition"].value == "drive_thru v2" and meta["outcome"].value == "FAIL"
     assert meta["drive_thru.tool_call_accuracy Δ"].value < 0
-    assert meta["drive_thru.tool_call_accuracy n"].value == 47
+    decided_at = meta["drive_thru.tool_call_accuracy n"].value  # the pairs up to WORSE
+    assert 5 <= decided_at <= 47
     assert meta["tool_call_accuracy CI"].value.startswith("[-")
     assert "delta" not in meta and "ci_high" not in meta
     assert "dt-" in meta["worse_items"].value  # ids of the items that got worse
@@ -251,8 +252,8 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     failure = next(e for e in worse.all_events if e.event_type_value == "STEP_FAILURE")
     message = failure.event_specific_data.error.message
     # the sequential gate's evidence: each metric's Δ and confidence interval, how many pairs
-    assert "paired_gate" in message and "tool_call_accuracy: Δ -0.5" in message
-    assert "after 47 pairs: worse" in message
+    assert "paired_gate" in message and "tool_call_accuracy: Δ -0.6" in message, message
+    assert f"after {decided_at} pairs: worse" in message  # (the pairs after it: no evidence)
     same = evaluate(instance, resources, "v1", tier="full")
     found = checks(same)
     assert same.success and found["paired_gate"].passed
