@@ -1,9 +1,11 @@
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
+from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 from eval_pipeline_tests.pg import PostgresUnavailable, fresh_database, local_cluster
 
 
@@ -53,3 +55,12 @@ def _project_not_leaked():
         os.environ.pop("EVAL_PROJECT", None)
     else:
         os.environ["EVAL_PROJECT"] = before
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A copy of this repository's project (the examples), the CLI pointed at it (a module
+    with a project of its own defines its own ``project``)."""
+    path = copy_project(tmp_path)
+    clean_cli_env(monkeypatch, tmp_path / "home", path)
+    return path

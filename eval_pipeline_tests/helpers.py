@@ -7,6 +7,8 @@ import dataclasses
 import importlib.util
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,21 @@ def clean_cli_env(monkeypatch, home: Path, project: Path = PROJECT) -> Path:
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
     monkeypatch.setenv("EVAL_PROJECT", str(project))
     return home
+
+
+@contextmanager
+def in_team_project(tmp_path: Path, monkeypatch, project: Path, package: str) -> Iterator[Path]:
+    """The CLI run from a team's ``project`` (written under ``tmp_path``, outside this
+    repository), on embedded defaults; its agent ``package`` unloaded afterwards, so the
+    next test imports its own."""
+    clean_cli_env(monkeypatch, tmp_path / "home", project)
+    monkeypatch.delenv("EVAL_PROJECT")
+    monkeypatch.chdir(project.parent)
+    try:
+        yield project.parent
+    finally:
+        for name in [m for m in sys.modules if m == package or m.startswith(f"{package}.")]:
+            del sys.modules[name]
 
 
 def write_team_project(root: Path, name: str, agent: str, cases: list[dict[str, Any]],

@@ -7,21 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from eval_pipeline import settings
 from eval_pipeline.core.running.budget import Budget, BudgetGuard, Spending
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 from eval_pipeline_tests.test_verdicts import cli, last_line
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    path = copy_project(tmp_path)
-    clean_cli_env(monkeypatch, tmp_path / "home", path)
-    return path
 
 
 def output(calls: int, tokens: int = 10, cost: float = 0.01, memo: str | None = None):

@@ -9,16 +9,14 @@ case or two that flip (core/scoring/margins.py, docs/gate.md "Choosing a margin"
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from eval_pipeline.cli import main
 from eval_pipeline.core.scoring.margins import advised_margin, cases_for_margin, shown, table
 from eval_pipeline.core.scoring.sequential import Decision, decide, finest_margin
-from eval_pipeline_tests.helpers import SUITE_NAMES, clean_cli_env, copy_project, suite
+from eval_pipeline_tests.helpers import SUITE_NAMES, suite
+from eval_pipeline_tests.test_verdicts import cli
 
 ALPHA = 0.05
 # The examples whose offline behaviour slips now and then above temperature 0 (a miscount,
@@ -60,17 +58,6 @@ def test_the_advised_margin_decides_a_suite_with_a_flip_each_way():
             <= n
             < cases_for_margin(float(advised) - 0.01, ALPHA)
         )  # (the advised margin, to 0.01, is the finest those cases gate)
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    path = copy_project(tmp_path)
-    clean_cli_env(monkeypatch, tmp_path / "home", path)
-    return path
-
-
-def cli(*args: str):
-    return CliRunner().invoke(main, list(args), terminal_width=200)
 
 
 @pytest.mark.parametrize("name", SUITE_NAMES)

@@ -13,13 +13,13 @@ category the suite does not declare, are rows of bad_inputs/setups (test_bad_inp
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from eval_pipeline_tests.helpers import clean_cli_env
+from eval_pipeline_tests.helpers import in_team_project
 from eval_pipeline_tests.test_wrong_passes import last_line, run, write_project
 
 THRESHOLDS = {"primary_metric": "completeness", "min_mean": {"completeness": 0.4},
@@ -27,15 +27,10 @@ THRESHOLDS = {"primary_metric": "completeness", "min_mean": {"completeness": 0.4
 
 
 @pytest.fixture
-def team(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "team"
-    write_project(root)
-    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
-    monkeypatch.delenv("EVAL_PROJECT")
-    monkeypatch.chdir(root)
-    yield root
-    for name in [m for m in sys.modules if m == "summing" or m.startswith("summing.")]:
-        del sys.modules[name]
+def team(tmp_path, monkeypatch) -> Iterator[Path]:
+    project = write_project(tmp_path / "team")
+    with in_team_project(tmp_path, monkeypatch, project, "summing") as root:
+        yield root
 
 
 def said(done) -> str:

@@ -13,14 +13,13 @@ test_sequential_validity.py; misspelt labels and names: test_gate_config.py.)
 
 from __future__ import annotations
 
-import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from eval_pipeline.cli import main
-from eval_pipeline_tests.helpers import benchmark, clean_cli_env, write_team_project
+from eval_pipeline_tests.helpers import benchmark, in_team_project, write_team_project
+from eval_pipeline_tests.test_wrong_passes import last_line, run
 
 # wrong(a) per prompt: the prompt's first word picks which cases the agent gets wrong.
 AGENT = """
@@ -61,25 +60,14 @@ def write_project(root: Path, size: int, versions: dict[int, str], floors: bool 
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
-    def make(size: int, versions: dict[int, str], **options) -> Path:
-        root = tmp_path / "team"
-        write_project(root, size, versions, **options)
-        clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
-        monkeypatch.delenv("EVAL_PROJECT")
-        monkeypatch.chdir(root)
-        return root
+    with ExitStack() as stack:
 
-    yield make
-    for name in [m for m in sys.modules if m == "summing" or m.startswith("summing.")]:
-        del sys.modules[name]
+        def make(size: int, versions: dict[int, str], **options) -> Path:
+            project = write_project(tmp_path / "team", size, versions, **options)
+            return stack.enter_context(in_team_project(tmp_path, monkeypatch, project,
+                                                       "summing"))  # fmt: skip
 
-
-def run(*args: str):
-    return CliRunner().invoke(main, ["run", "--suite", "summing", *args], terminal_width=300)
-
-
-def last_line(done) -> str:
-    return done.output.strip().splitlines()[-1]
+        yield make
 
 
 def test_a_pass_rate_of_two_thirds_gives_a_verdict_not_a_crash(team):

@@ -129,7 +129,8 @@ def test_a_real_drop_is_found_and_a_large_one_quickly(drop, at_most, power):
 
 def test_decide_says_what_it_decided_and_what_would_decide_it():
     zeros = decide({"overall": [0.0] * 200}, margin=0.05, alpha=ALPHA)["overall"]
-    assert zeros.decision is Decision.NOT_WORSE and zeros.note.endswith("not worse")
+    assert zeros.decision is Decision.NOT_WORSE and zeros.n == zeros.decided_at
+    assert zeros.note.endswith(f"not worse; the {200 - zeros.n} pairs after it are no evidence")
     early = decide({"overall": [0.0] * 10}, margin=0.05, alpha=ALPHA)["overall"]
     assert early.decision is Decision.CONTINUE and early.more_to_decide
     assert f"about {early.more_to_decide} more pairs" in early.note

@@ -147,10 +147,10 @@ def test_a_paired_interval_stays_within_what_a_difference_can_be():
 
 def test_the_sequential_note_says_the_numbers_its_row_holds():
     """The note printed Δ from the unrounded estimate while the table printed the row's
-    4-decimal value: −0.509 in one, −0.508 in the other. One rounding now."""
+    4-decimal value: −0.509 in one, −0.508 in the other. Rows hold the exact value now, and
+    every view rounds it once: −0.50851 reads −0.509 (rounded to 4 places first: −0.508)."""
     from eval_pipeline.core.scoring.sequential import decide
 
     made = decide({"m": [-0.50851] * 6}, margin=0.02, alpha=0.05, look_ahead=False)["m"]
-    row = round(made.estimate, 4)  # what paired_gate's row holds: −0.5085
-    assert f"{row:+.3f}" == "-0.508" and f"{made.estimate:+.3f}" == "-0.509"  # (the edge)
-    assert made.note.startswith("Δ -0.508, ")
+    assert f"{round(made.estimate, 4):+.3f}" == "-0.508"  # (the edge: rounded twice)
+    assert made.note.startswith("Δ -0.509, ")

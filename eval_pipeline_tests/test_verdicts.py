@@ -18,17 +18,9 @@ from eval_pipeline.core.scoring.checks import run_thresholds
 from eval_pipeline.core.scoring.gate import compare_runs
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+from eval_pipeline_tests.helpers import clean_cli_env
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 from eval_pipeline_tests.test_gate import ITEMS, THRESHOLDS, data, record
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    """A copy of this repository's project, the CLI pointed at it."""
-    path = copy_project(tmp_path)
-    clean_cli_env(monkeypatch, tmp_path / "home", path)
-    return path
 
 
 def cli(*args: str):

@@ -10,7 +10,7 @@ versions right or wrong on chosen cases), run through the CLI as CI runs it.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from eval_pipeline.cli import main
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.helpers import clean_cli_env, write_team_project
+from eval_pipeline_tests.helpers import in_team_project, write_team_project
 
 CASES, SMOKE = 200, 20
 # v1 (production) is wrong on every other smoke case; v2 was tuned on the smoke cases: right
@@ -62,15 +62,10 @@ def write_project(root: Path) -> Path:
 
 
 @pytest.fixture
-def team(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "team"
-    write_project(root)
-    clean_cli_env(monkeypatch, tmp_path / "home", root / "eval-pipeline.yaml")
-    monkeypatch.delenv("EVAL_PROJECT")
-    monkeypatch.chdir(root)
-    yield root
-    for name in [m for m in sys.modules if m == "summing" or m.startswith("summing.")]:
-        del sys.modules[name]
+def team(tmp_path, monkeypatch) -> Iterator[Path]:
+    project = write_project(tmp_path / "team")
+    with in_team_project(tmp_path, monkeypatch, project, "summing") as root:
+        yield root
 
 
 def run(*args: str):
