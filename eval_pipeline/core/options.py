@@ -58,7 +58,8 @@ class RunOptions(BaseModel):
         None,
         ge=0.0,
         le=1.0,
-        description="Allowed drop before the gate fails (default: the suite's, 0.02).",
+        description="Allowed drop before the gate fails (default: the suite's regression.margin; "
+        "one its cases can decide: docs/gate.md, Choosing a margin).",
     )
     min_primary: float | None = Field(
         None, ge=0.0, le=1.0, description="Minimum mean of the primary metric."
