@@ -13,11 +13,11 @@ refresh (the nightly policy). Model calls are counted by the server.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +27,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import yaml  # noqa: E402
 
-from eval_pipeline.agents.project import load_project  # noqa: E402
-from eval_pipeline.core import evaluation  # noqa: E402
-from eval_pipeline.core.options import RunOptions  # noqa: E402
-from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
-from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
-from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
+from eval_pipeline import api  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from throughput import ModelServer  # noqa: E402
@@ -61,25 +56,18 @@ def main() -> None:
     args = parser.parse_args()
     server = ModelServer(args.latency_ms, None)
     with tempfile.TemporaryDirectory() as tmp:
-        datasets = Path(tmp) / "datasets"
-        shutil.copytree(EXAMPLES / "datasets", datasets, ignore=shutil.ignore_patterns("traces"))
-        store = ResultsStore(f"sqlite:///{tmp}/results.sqlite")
-        registry = LocalPromptRegistry(EXAMPLES / "prompts")
-        settings = LLMSettings.create(base_url=server.base_url, api_key="benchmark",
-                                      model="offline")  # fmt: skip
+        examples = Path(tmp) / "examples"  # a copy: one case is edited
+        shutil.copytree(EXAMPLES, examples, ignore=shutil.ignore_patterns(".eval_home", "traces"))
+        os.environ |= {"EVAL_HOME": f"{tmp}/home", "EVAL_LLM_BASE_URL": server.base_url,
+                       "EVAL_LLM_API_KEY": "benchmark", "EVAL_LLM_MODEL": "offline"}  # fmt: skip
         rows = []
 
-        project = load_project(EXAMPLES / "eval-pipeline.yaml")
-
         def evaluate(name: str, version: int, cache: str = "reuse") -> None:
-            suite = replace(project.suite(args.suite), dataset_dir=datasets / args.suite)
-            prompt = registry.get(suite.prompt_name, version)
-            llm = settings.with_prompt_config(prompt.config)
+            """One run as the CLI and ``evaluate()`` make it (service.run_in_process)."""
             calls, start = server.calls(), time.perf_counter()
-            request = RunOptions(tier="full", repeats=args.repeats,
-                                 concurrency=args.concurrency, cache=cache)  # fmt: skip
-            plan = evaluation.plan(suite, prompt, llm.public_params(), request)
-            result = evaluation.evaluate(store, plan, suite.make_agent(prompt, llm))
+            result = api.evaluate(args.suite, project=examples / "eval-pipeline.yaml",
+                                  prompt_version=version, tier="full", repeats=args.repeats,
+                                  concurrency=args.concurrency, cache=cache)  # fmt: skip
             outputs = result.outputs
             rows.append((name, cache, len(outputs), sum(1 for o in outputs if o.source_run_id),
                          server.calls() - calls, time.perf_counter() - start))  # fmt: skip
@@ -87,7 +75,7 @@ def main() -> None:
         try:
             evaluate("cold: empty memo", 1)
             evaluate("warm: nothing changed", 1)
-            edited = edit_one_case(datasets / args.suite)
+            edited = edit_one_case(examples / "datasets" / args.suite)
             evaluate(f"one case edited ({edited})", 1)
             evaluate("prompt v1 → v2", 2)
             evaluate("nightly: refresh", 1, cache="refresh")

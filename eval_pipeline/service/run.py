@@ -4,7 +4,8 @@ A driver (the CLI and ``evaluate()`` in one process, with worker processes for s
 Dagster with a step per shard) only chooses how items are produced and how results are
 shown. Everything else is here:
 
-    prepare ─► choose_baseline ─► start ─► produce (per shard) ─► score ─► finish
+    prepare ─► choose_baseline ─► start ─► produce (per shard) ─► check_produced ─► score
+            ─► conclude ─► finish
 
 - ``prepare``: the project's suite, the prompt version, the model settings, the plan and
   (built when first used) the agent; any problem raises an ``EvalError`` before anything
@@ -13,8 +14,11 @@ shown. Everything else is here:
 - ``choose_baseline``, ``start``: the baseline, chosen before any model call; the run
   recorded.
 - ``produce``, ``score``: the stages of core/evaluation, under the run's recording session.
-- ``finish``: the summary, the verdict and the sequential continuation
-  (core/evaluation ``conclude``), then the scores written back to Langfuse.
+- ``check_produced``: one output per item once every shard has run.
+- ``conclude``, ``finish``: the summary, the verdict and the sequential continuation
+  (core/evaluation ``conclude``); the run's status settled and the scores written back to
+  Langfuse. ``run_in_process`` is this sequence in one process (the CLI, ``evaluate()``);
+  Dagster runs it as steps (defs/evaluation).
 """
 
 from __future__ import annotations
@@ -269,6 +273,12 @@ def produce(prepared: Prepared, *, shard: Shard | None = None,
     return outputs
 
 
+def check_produced(prepared: Prepared) -> list[ItemOutput]:
+    """Every item of the run has exactly one output, once every shard has run (else the run
+    fails, naming what is missing)."""
+    return evaluation.check_complete(prepared.store, prepared.plan.run, scored_cases(prepared))
+
+
 def scored_cases(prepared: Prepared) -> list[GoldenCase]:
     """The cases the run has gone through so far, in the order its gate sees them."""
     return evaluation.cases_of_run(prepared.store, prepared.run_id, prepared.plan.all_cases)
@@ -313,36 +323,44 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     return Finished(result, report)
 
 
-def finish(prepared: Prepared, *, progress: Progress | None = None) -> Finished:
-    """What follows scoring, in a driver that neither records nor replays (Dagster):
-    ``conclude``, the run's status settled, then ``write_back``."""
-    result = conclude(prepared, progress=progress)
+def finish(prepared: Prepared, *, progress: Progress | None = None,
+           result: EvalResult | None = None) -> Finished:  # fmt: skip
+    """What follows scoring: ``conclude`` (unless the driver concluded inside its recording
+    session and passes its ``result``), the run's status settled, then ``write_back``."""
+    result = conclude(prepared, progress=progress) if result is None else result
     evaluation.settle(prepared.store, result)
     return write_back(prepared, result)
 
 
 def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
-    """The in-process driver (the CLI, ``evaluate()``): the baseline, every stage here (the
-    shards of a ``--workers`` run each in a worker process of this machine), all in one
-    recording session when the run records or replays; a recording that missed calls
-    makes the run's verdict ERROR."""
+    """The in-process driver (the CLI, ``evaluate()``): the stages Dagster's steps run, in
+    this process: the baseline, ``start``, ``produce`` (the shards of a ``--workers`` run
+    each in a worker process of this machine, as Dagster runs a step per shard),
+    ``check_produced``, ``score``, ``conclude`` — all in one recording session when the run
+    records or replays, a recording that missed calls making the verdict ERROR — then
+    ``finish``."""
     abandoned = prepared.store.abandon_ended(process.ended)
     prepared.plan.run.owner = process.this_process()  # (a later start can tell it ended)
     choose_baseline(prepared)
     session = prepared.session()
-    worker = ShardWorker(prepared.env.project.path, prepared.ref())  # (several shards only)
     with session:
-        result = evaluation.evaluate(prepared.store, prepared.plan, prepared.agent(),
-                                     prices=prepared.env.prices, progress=progress,
-                                     shard_worker=worker)  # fmt: skip
+        start(prepared)
+        if len(prepared.plan.shards) == 1:
+            produce(prepared, progress=progress)
+        else:
+            worker = ShardWorker(prepared.env.project.path, prepared.ref())
+            evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
+                                            progress=progress)  # fmt: skip
+        check_produced(prepared)
+        score(prepared)
+        result = conclude(prepared, progress=progress)
     if isinstance(session, RecordingSession):
         result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
-    evaluation.settle(prepared.store, result)  # (after the shortfall: it makes an ERROR)
     if abandoned:
         shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
         result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended are "
                                f"marked abandoned, what they finished kept: {shown}")  # fmt: skip
-    return write_back(prepared, result).result
+    return finish(prepared, result=result).result  # (after the shortfall: it makes an ERROR)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from eval_pipeline.core.evaluation.processes import (
     shard_progress,
 )
 from eval_pipeline.core.evaluation.result import EvalResult, SequentialReport, Verdict
-from eval_pipeline.core.evaluation.run import conclude, evaluate
+from eval_pipeline.core.evaluation.run import conclude
 from eval_pipeline.core.evaluation.sequential import (
     Repeats,
     go_on_until_decided,
@@ -77,7 +77,6 @@ __all__ = [
     "conclude",
     "decided_baseline",
     "draw_order",
-    "evaluate",
     "failure_recorded",
     "go_on_until_decided",
     "goes_on",

@@ -11,12 +11,11 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
 
 from eval_pipeline.core.evaluation.plan import RunPlan
-from eval_pipeline.core.evaluation.stages import check_complete, failure_recorded
+from eval_pipeline.core.evaluation.stages import failure_recorded
 from eval_pipeline.core.running import seal
 from eval_pipeline.core.running.process import end_with_parent
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
-from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.store.results_store import ResultsStore
 
 
@@ -47,9 +46,9 @@ def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) ->
 
 def produce_in_processes(
     store: ResultsStore, plan_: RunPlan, worker: ShardWorker, *, progress: Progress | None = None
-) -> list[ItemOutput]:
+) -> None:
     """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
-    gets), all at once; then the run's outputs are checked complete (``check_complete``).
+    gets), all at once (the caller checks the outputs complete: service ``check_produced``).
     The workers end with this process (a ``kill -9`` of it leaves none calling the model)."""
     context = multiprocessing.get_context("spawn")
     updates = context.Queue()
@@ -68,7 +67,6 @@ def produce_in_processes(
                 progress(sum(done), plan_.n_items)
         for future in futures:
             future.result()  # a shard that failed fails the run (its error, re-raised)
-    return check_complete(store, plan_.run, plan_.cases)
 
 
 _updates: ShardUpdates | None = None  # in a worker process: where its progress goes
