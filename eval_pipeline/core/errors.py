@@ -3,7 +3,7 @@
 Every error eval-pipeline raises on purpose is an ``EvalError``: its message names what
 to fix (the file, the field, the value) and its ``exit_code`` says whose problem it is.
 The CLI turns any of them into ``Error: <message>`` and that exit code in one place
-(``cli/errors.py``); ``evaluate()`` raises them as they are; Dagster shows the message.
+(``cli/group.py``); ``evaluate()`` raises them as they are; Dagster shows the message.
 
 - ``ConfigurationError`` (a ``ValueError``): a file, a flag, a setting or a choice that
   cannot be used. Nothing was run. Exit 2.
