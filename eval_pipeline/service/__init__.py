@@ -1,6 +1,7 @@
 """The run service, written once for every driver (service/run.py): prepare a run, choose
-its baseline, start it, produce, score, finish. The CLI and ``evaluate()`` drive it in
-this process (``run_in_process``); the Dagster assets drive it a step at a time."""
+its baseline, start it, produce, check what it produced, score, conclude, finish. The CLI
+and ``evaluate()`` drive it in this process (``run_in_process``); the Dagster assets drive
+it a step at a time."""
 
 from eval_pipeline.service.environment import Environment
 from eval_pipeline.service.run import (
@@ -10,6 +11,7 @@ from eval_pipeline.service.run import (
     RunRef,
     RunRequest,
     ShardWorker,
+    check_produced,
     choose_baseline,
     conclude,
     finish,
@@ -31,6 +33,7 @@ __all__ = [
     "RunRef",
     "RunRequest",
     "ShardWorker",
+    "check_produced",
     "choose_baseline",
     "conclude",
     "finish",

@@ -273,10 +273,13 @@ def produce(prepared: Prepared, *, shard: Shard | None = None,
     return outputs
 
 
-def check_produced(prepared: Prepared) -> list[ItemOutput]:
+def check_produced(store: ResultsStore, ref: RunRef) -> list[ItemOutput]:
     """Every item of the run has exactly one output, once every shard has run (else the run
-    fails, naming what is missing)."""
-    return evaluation.check_complete(prepared.store, prepared.plan.run, scored_cases(prepared))
+    fails, naming what is missing): what both drivers check between produce and score."""
+    run = store.get_run(ref.run_id)
+    assert run is not None, f"run {ref.run_id} was recorded by start"
+    return evaluation.check_complete(store, run, evaluation.cases_of_run(store, ref.run_id,
+                                                                         ref.cases))  # fmt: skip
 
 
 def scored_cases(prepared: Prepared) -> list[GoldenCase]:
@@ -323,11 +326,8 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     return Finished(result, report)
 
 
-def finish(prepared: Prepared, *, progress: Progress | None = None,
-           result: EvalResult | None = None) -> Finished:  # fmt: skip
-    """What follows scoring: ``conclude`` (unless the driver concluded inside its recording
-    session and passes its ``result``), the run's status settled, then ``write_back``."""
-    result = conclude(prepared, progress=progress) if result is None else result
+def finish(prepared: Prepared, result: EvalResult) -> Finished:
+    """What follows ``conclude``: the run's status settled, then ``write_back``."""
     evaluation.settle(prepared.store, result)
     return write_back(prepared, result)
 
@@ -351,7 +351,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
             worker = ShardWorker(prepared.env.project.path, prepared.ref())
             evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
                                             progress=progress)  # fmt: skip
-        check_produced(prepared)
+        check_produced(prepared.store, prepared.ref())
         score(prepared)
         result = conclude(prepared, progress=progress)
     if isinstance(session, RecordingSession):
@@ -360,7 +360,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> E
         shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
         result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended are "
                                f"marked abandoned, what they finished kept: {shown}")  # fmt: skip
-    return finish(prepared, result=result).result  # (after the shortfall: it makes an ERROR)
+    return finish(prepared, result).result  # (after the shortfall: it makes an ERROR)
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         llm: LLMResource,
     ):
         prepared = service.replan(environment(services, llm, results_store), item_scores)
-        finished = service.finish(prepared)
+        finished = service.finish(prepared, service.conclude(prepared))
         result, report = finished.result, finished.writeback
         store, suite, run_id = prepared.store, prepared.suite, prepared.run_id
         run, cases, summary = result.run, list(result.cases), result.summary

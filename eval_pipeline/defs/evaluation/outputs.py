@@ -38,7 +38,6 @@ from dagster import (
 from pydantic import Field, create_model
 
 from eval_pipeline import service
-from eval_pipeline.core import evaluation
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts import parse_version_key
 from eval_pipeline.core.running.shards import Shard
@@ -226,8 +225,7 @@ def collect_outputs(
     store = results_store.open()
     run = store.get_run(ref.run_id)
     assert run is not None, f"run {ref.run_id} was recorded by plan_shards"
-    cases = evaluation.cases_of_run(store, run.run_id, ref.cases)
-    outputs = evaluation.check_complete(store, run, cases)
+    outputs = service.check_produced(store, ref)
     found = services.get()
     metadata = outputs_metadata(run, outputs)
     provider: dict[str, int] = {}
