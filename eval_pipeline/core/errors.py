@@ -16,6 +16,8 @@ recorded on the item and classified by ``core/running/failures.py``.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import ClassVar
 
@@ -59,3 +61,10 @@ def explanation_failed(what: str, exc: BaseException) -> str:
     description, a chart, metadata) could not be composed. Such a failure is reported and
     never decides the run: the verdict is made before, and without, its explanation."""
     return f"{what} could not be composed ({type(exc).__name__}: {exc})"
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the nearest of ``choices`` to a misspelt ``value``
+    (difflib's closest match), or "" when none is near."""
+    near = difflib.get_close_matches(value, list(choices), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""

@@ -3,13 +3,12 @@ from every driver, and kept with the run."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.errors import ConfigurationError, did_you_mean
 from eval_pipeline.core.evaluation.plan import RunPlan
 from eval_pipeline.core.running.runner import (
     RunnerConfig,
@@ -102,8 +101,7 @@ def unknown_label(label: str, labels: Labels, prompt: str, written: str) -> str:
         there, listed = [], f"the labels there are could not be listed: {exc}"
     else:
         listed = f"labels: {', '.join(there) or 'none yet'}"
-    near = difflib.get_close_matches(label, there, n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    hint = did_you_mean(label, there)
     said = f"{written} {label!r}" if written.startswith("--") else f"{written}: {label!r}"
     return (f"{said}: prompt {prompt} has no label {label!r}, and no prompt in the registry "
             f"carries it ({listed}), so no run would have a baseline, nor a gate: name a "

@@ -337,7 +337,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
         # The decision stands from the pair it was reached at, and its evidence is the
         # pairs up to there (a gate that runs on stops there): shown with the pairs after
         # it, a FAIL read Δ −0.057 at a margin of 0.1.
-        after = f"; the {n - at} pair{'' if n - at == 1 else 's'} after it are no evidence"
+        after = f"; the {count_pairs(n - at)} after it are no evidence"
         x, n = x[:at], at
     lower = _bound(x, a_nw, lo, hi, "above", population, known=-margin)
     upper = _bound(x, a_w, lo, hi, "below", population, known=0.0)
@@ -350,8 +350,7 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
                               lo=lo, hi=hi, population=population, most=most)  # fmt: skip
     level = f"{100 * (1 - a_nw):g}%"
     # (exact numbers, rounded once, here as wherever the gate's rows are shown)
-    note = (f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {n} "
-            f"pair{'' if n == 1 else 's'}: ")  # fmt: skip
+    note = f"Δ {estimate:+.3f}, [{lower:+.3f}, {upper:+.3f}] after {count_pairs(n)}: "
     if decision is Decision.CONTINUE:
         ahead = _look_ahead(n, population, most)
         note += (f"undecided; not worse by more than {max(0.0, -lower):.3f} so far "
@@ -363,6 +362,11 @@ def _decide_one(metric: str, x: np.ndarray, lo: float, hi: float, margin: float,
     return MetricDecision(metric, decision, n, estimate, lower, upper, more, note, at,
                           float(np.exp(min(700.0, np.max(up)))),
                           float(np.exp(min(700.0, np.max(down)))))  # fmt: skip
+
+
+def count_pairs(n: int) -> str:
+    """"1 pair", "n pairs": how the gate's notes count them."""
+    return f"{n} pair" if n == 1 else f"{n} pairs"
 
 
 def _ahead_note(n: int, more: int | None, ahead: int, size: int | None, most: int) -> str:

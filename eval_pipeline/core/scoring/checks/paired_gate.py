@@ -21,6 +21,7 @@ from eval_pipeline.core.scoring.rows import Outcome, PairedRow, WorseItem
 from eval_pipeline.core.scoring.sequential import (
     Decision,
     MetricDecision,
+    count_pairs,
     decide,
     detectable_drop,
     finest_margin,
@@ -222,9 +223,9 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
     alpha, margin, n = inputs.alpha, inputs.margin, len(pairs)
     worse = sum(1 for x in pairs if x < 0)
     better = sum(1 for x in pairs if x > 0)
-    parts = [f"{worse} {_pairs(worse)} worse, {better} better, {n - worse - better} tied"]
+    parts = [f"{count_pairs(worse)} worse, {better} better, {n - worse - better} tied"]
     if n:
-        parts.append(f"{n} {_pairs(n)} could at best show not worse by more than "
+        parts.append(f"{count_pairs(n)} could at best show not worse by more than "
                      f"{finest_margin(n, alpha):.3f}")  # fmt: skip
     suite = inputs.suite_size
     if suite:
@@ -248,10 +249,6 @@ def learned(inputs: GateInputs, metric: str, pairs: list[float]) -> str:
         parts.append(f"it would catch a drop of {drop:.2f} with 80% probability" if drop
                      else "no drop it could catch with 80% probability")  # fmt: skip
     return "; ".join(parts)
-
-
-def _pairs(n: int) -> str:
-    return "pair" if n == 1 else "pairs"
 
 
 def worse_items(inputs: GateInputs) -> list[WorseItem]:
