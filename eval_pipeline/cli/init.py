@@ -16,6 +16,7 @@ it is.
 from __future__ import annotations
 
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,7 +80,7 @@ min_mean:
   overall: 0.70          # blocking: the run fails below this mean
 regression:
   baseline_label: production
-  margin: {margin}            # a drop smaller than this is not a regression; {comment}
+  margin: {margin}            # {comment}
   pass_threshold: 0.7    # a case passes at overall >= 0.7
 """
 # The margin init writes: one a first suite of a few dozen real cases can decide with a case
@@ -137,9 +138,10 @@ def scaffold_suite(
     note = _seed_prompt(project, prompt, agent, name, prompt_from) if prompt else ""
     folder.mkdir(parents=True, exist_ok=True)
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
-    thresholds.write_text(THRESHOLDS.format(name=name, **_margin_note()), encoding="utf-8")
+    margin = _margin_note()
+    thresholds.write_text(THRESHOLDS.format(name=name, **margin), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")
-    return Scaffolded(kind, cases, [project, cases, thresholds], note, _margin_note()["advice"])
+    return Scaffolded(kind, cases, [project, cases, thresholds], note, margin["advice"])
 
 
 def _margin_note() -> dict[str, str]:
@@ -152,16 +154,11 @@ def _margin_note() -> dict[str, str]:
     alpha = 0.05  # (the thresholds file's default α)
     finer = ", ".join(f"{n} → {m}" for n, _, m in table(alpha, (47, 68, 100, 200)))
     cases, tied = cases_for_margin(MARGIN, alpha), pairs_to_clear(MARGIN, alpha)
-    indent = "\n" + " " * 25 + "# "
-    comment = indent.join([
-        f"{cases} cases gate it",
-        f"({tied} when nothing moved); the three examples cannot: add cases.",
-        f"More cases, a finer margin: {finer}",
-        "(docs/gate.md#choosing-a-margin; eval-pipeline doctor prints your suite's)",
-    ])  # fmt: skip
     advice = (f"{cases} cases gate it ({tied} when nothing moved), the three examples "
               f"cannot: add cases; more cases, a finer margin: {finer} "
-              "(docs/gate.md#choosing-a-margin)")  # fmt: skip
+              "(docs/gate.md#choosing-a-margin; eval-pipeline doctor prints your suite's)")
+    said = f"a drop smaller than this is not a regression; {advice}"
+    comment = ("\n" + " " * 25 + "# ").join(textwrap.wrap(said, 70))  # (under the margin)
     return {"margin": f"{MARGIN}", "comment": comment, "advice": advice}
 
 

@@ -98,8 +98,9 @@ def margin_scale(reducer: str, repeats: int) -> str | None:
     """What the gate's margin measures when repeats are reduced by ``reducer``: None when
     it is per answer (the mean of the answers, or one answer a case), else in words. The
     gate is valid on the reducer's own scale, but that is not the per-answer scale a team
-    reads the margin on: gated with pass_all_k (k = 3 / 5), a candidate worse by the margin
-    per answer passed in 26 / 65% of runs; with max, 9 / 20% (docs/gate.md)."""
+    reads the margin on: a candidate worse by the margin per answer passed pass_all_k of 5
+    answers in 95% of runs at a per-answer rate of 0.5, pass_at_k and max of 3 in 57% at
+    0.7 (benchmarks/gate_validity.py; docs/gate.md)."""
     if reducer == "mean" or repeats < 2:
         return None
     return SCALES[reducer].format(k=repeats)
