@@ -35,13 +35,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline.core.cases import GoldenCase  # noqa: E402
 from eval_pipeline.core.evaluation.plan import draw_order  # noqa: E402
 from eval_pipeline.core.scoring import sequential as seq  # noqa: E402
 from eval_pipeline.core.scoring.checks.paired_gate import fixed_decision  # noqa: E402
 from eval_pipeline.core.scoring.reducers import _reduce, per_answer_drop  # noqa: E402
 from eval_pipeline.core.scoring.stats import compare_paired  # noqa: E402
 from eval_pipeline.core.store.records import RunRecord  # noqa: E402
+from eval_pipeline.core.suites.cases import GoldenCase  # noqa: E402
 
 ALPHA, MARGIN = 0.05, 0.1
 

@@ -32,9 +32,9 @@ sys.path.insert(0, str(EXAMPLES))
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
 from eval_pipeline.core import evaluation  # noqa: E402
-from eval_pipeline.core.cases import GoldenCase  # noqa: E402
 from eval_pipeline.core.store.records import ItemOutput, RunRecord  # noqa: E402
 from eval_pipeline.core.store.results_store import ResultsStore  # noqa: E402
+from eval_pipeline.core.suites.cases import GoldenCase  # noqa: E402
 
 
 def drive_thru():

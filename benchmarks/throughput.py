@@ -64,7 +64,7 @@ from eval_pipeline.core.running.runner import (  # noqa: E402
 )
 from eval_pipeline.core.running.shards import split  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
-from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
+from eval_pipeline.llm.model_settings import LLMSettings  # noqa: E402
 
 
 @dataclass

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from eval_pipeline.agents.context import AgentContext
     from eval_pipeline.api import evaluate
-    from eval_pipeline.core.cases import GoldenCase
     from eval_pipeline.core.errors import ConfigurationError, EvalError, ExitCode
     from eval_pipeline.core.evaluation import EvalResult, Verdict
     from eval_pipeline.core.store.records import ItemOutput, ItemScore
+    from eval_pipeline.core.suites.cases import GoldenCase
     from eval_pipeline.defs import build_definitions
 
 _PUBLIC = {
@@ -29,7 +29,7 @@ _PUBLIC = {
     "ExitCode": "eval_pipeline.core.errors",
     "EvalError": "eval_pipeline.core.errors",
     "ConfigurationError": "eval_pipeline.core.errors",
-    "GoldenCase": "eval_pipeline.core.cases",
+    "GoldenCase": "eval_pipeline.core.suites.cases",
     "AgentContext": "eval_pipeline.agents.context",
     "ItemOutput": "eval_pipeline.core.store.records",
     "ItemScore": "eval_pipeline.core.store.records",

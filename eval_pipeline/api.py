@@ -22,8 +22,8 @@ from eval_pipeline import service
 from eval_pipeline.core.errors import EvalError, RunFailed
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.options import OptionsError, RunOptions, run_options
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.runner import Progress
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.llm.recording import keys_for_replay
 from eval_pipeline.service import Environment, Prepared, RunRequest
 from eval_pipeline.service.run import Recording

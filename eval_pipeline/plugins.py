@@ -11,12 +11,11 @@
   simulated customer's behaviour finds its goal and screen after ``GOAL_MARK`` and
   ``SCREEN_MARK`` in its prompt);
 - checks of a run (against its thresholds or its baseline): ``register_check`` with a
-  ``CheckSpec`` (core/scoring/checks/base.py says what each kind of check is given).
+  ``CheckSpec`` (core/scoring/checks/spec.py says what each kind of check is given).
 """
 
 from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading
 from eval_pipeline.agents.adapters.kinds import register as register_agent_kind
-from eval_pipeline.core.conversation import GOAL_MARK, SCREEN_MARK
 from eval_pipeline.core.running.agent import AgentResult
 from eval_pipeline.core.scoring.checks import (
     CheckOutcome,
@@ -26,6 +25,7 @@ from eval_pipeline.core.scoring.checks import (
     ThresholdInputs,
 )
 from eval_pipeline.core.scoring.checks import register as register_check
+from eval_pipeline.core.suites.conversation import GOAL_MARK, SCREEN_MARK
 from eval_pipeline.evaluators import Score, evaluator, register, run_evaluator
 from eval_pipeline.evaluators.trajectory import normalize_messages
 from eval_pipeline.llm.offline import Turn, register_behaviour

@@ -17,8 +17,8 @@ import yaml
 from dagster import SensorResult, build_sensor_context
 
 from eval_pipeline.agents.project import Project, load_project
-from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.prompts.labels import PromptVersion
+from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.partitions import unplotted
 from eval_pipeline.defs.resources import (
@@ -29,7 +29,7 @@ from eval_pipeline.defs.resources import (
     SuitesResource,
 )
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

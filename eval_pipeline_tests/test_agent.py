@@ -6,11 +6,11 @@ from eval_examples.drive_thru.evaluators import order_correctness, order_lines, 
 from eval_examples.drive_thru.tools import TOOLS
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from eval_pipeline.core.cases import select_tier
-from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.suites.cases import select_tier
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline import OfflineChatModel
-from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import agent, prompt, suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 

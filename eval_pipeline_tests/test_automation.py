@@ -13,7 +13,7 @@ from dagster import (
     instance_for_test,
 )
 
-from eval_pipeline.core.label_moves import (
+from eval_pipeline.core.prompts.label_moves import (
     SensorCursor,
     WatchedPrompt,
     current_state,

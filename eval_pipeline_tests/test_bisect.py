@@ -22,7 +22,7 @@ import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.bisect import Step, bisect
+from eval_pipeline.core.analysis.bisect import Step, bisect
 from eval_pipeline.core.scoring.sequential import confidence_sequence
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import clean_cli_env, write_team_project
@@ -374,7 +374,7 @@ def test_every_claim_of_a_bisection_holds_but_at_most_alpha_per_step(before, aft
 def test_the_search_stops_at_the_first_step_it_cannot_follow(
     baseline, script, outcome, evaluated, said
 ):
-    """The pure search (core/bisect.py) on scripted judgements: it never goes past an
+    """The pure search (core/analysis/bisect.py) on scripted judgements: it never goes past an
     undecided or failed step, and says what is left."""
     asked = []
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_pipeline.core.cases import DatasetError, dataset_version, select_tier
+from eval_pipeline.core.suites.cases import DatasetError, dataset_version, select_tier
 from eval_pipeline_tests.helpers import suite
 
 REPO_DATASETS = Path(__file__).resolve().parents[1] / "examples" / "datasets"

@@ -29,7 +29,7 @@ from eval_pipeline_tests.test_verdicts import cli, last_line
 TONE = '''
 from langfuse import Evaluation
 
-from eval_pipeline.evaluators.base import evaluator
+from eval_pipeline.evaluators.declare import evaluator
 
 
 @evaluator(data_type="CATEGORICAL")

@@ -110,7 +110,7 @@ def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(h
     no run: the label sensor finds every labelled version evaluated."""
     from dagster import DagsterInstance
 
-    from eval_pipeline.core.reports.verdicts import latest_verdicts, verdicts_markdown
+    from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
     from eval_pipeline.core.scoring.summary import md_escape
     from eval_pipeline.defs.instance import LOCAL_INSTANCE, instance_problems
     from eval_pipeline_tests.helpers import eval_resources, sensor_tick

@@ -10,12 +10,12 @@ from eval_examples.drive_thru.offline_customer import next_words
 
 from eval_pipeline.agents.adapters.graph import GraphAgent
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.conversation import ConversationSpecError, conversation_spec
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.conversation import ConversationSpecError, conversation_spec
 from eval_pipeline.evaluators.registry import ITEM
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline.model import OfflineChatModel
-from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import agent, suite
 
 SUITE = "drive_thru_conversations"
@@ -196,7 +196,7 @@ def test_over_http_the_customer_runs_on_its_own_pinned_model():
     customer's calls go to its own model, through the same client path (tool calling)."""
     from eval_pipeline.agents.project.loader import simulated_customer
     from eval_pipeline.agents.project.schema import CustomerConfig
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
     from eval_pipeline_tests.model_server import LocalOpenAIServer
 
     with LocalOpenAIServer() as server:

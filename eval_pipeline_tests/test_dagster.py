@@ -366,7 +366,7 @@ def test_a_budget_in_the_run_config_stops_the_dagster_run_and_is_never_a_pass(en
 def test_a_dagster_run_reads_its_cases_once(env, monkeypatch):
     """plan_shards reads the suite's cases; the shards, item_scores and eval_summary get
     them with the run reference (before: read again in every step, three times or more)."""
-    from eval_pipeline.core.suite import Suite
+    from eval_pipeline.core.suites.suite import Suite
 
     instance, resources, _ = env
     reads, load = [], Suite.load_cases

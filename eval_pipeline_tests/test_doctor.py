@@ -182,7 +182,7 @@ def test_an_endpoint_without_a_model_listing_is_not_refused():
     from starlette.applications import Starlette
 
     from eval_pipeline.llm.endpoint import available_models, require_model
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
     from eval_pipeline_tests.model_server import BackgroundServer
 
     server = BackgroundServer(Starlette())  # no routes: every path answers 404

@@ -127,7 +127,7 @@ def test_avg_order_correctness_skips_none_and_rounds():
 def test_a_score_that_is_not_finite_is_an_evaluator_error_where_it_is_made(bad):
     """NaN cannot be averaged, and JSON (so Langfuse) has no NaN: refused at the source."""
     from eval_pipeline.core.scoring.apply import evaluate_one, item_results, run_level
-    from eval_pipeline.evaluators.base import Score, evaluator, run_evaluator
+    from eval_pipeline.evaluators.declare import Score, evaluator, run_evaluator
 
     @evaluator
     def odd(*, output, **_):

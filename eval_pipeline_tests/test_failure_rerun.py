@@ -13,7 +13,7 @@ from dagster import MultiPartitionKey, instance_for_test, materialize
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.store.baselines import find_baseline
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.traces.records import parse_observation, score_traces
+from eval_pipeline.core.traces.observations import parse_observation, score_traces
 from eval_pipeline.core.traces.rerun import (
     CORRECTION,
     failure_cases,
@@ -21,10 +21,10 @@ from eval_pipeline.core.traces.rerun import (
     score_rerun,
     write_failures,
 )
-from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
+from eval_pipeline.defs.evaluation.failure_rerun import build_failure_rerun
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_partitions
 from eval_pipeline.defs.traces.assets import build_trace_assets
-from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.evaluators.declare import evaluator_name
 from eval_pipeline_tests.helpers import SUITE_NAMES, agent, eval_resources, materialized, suite
 
 DAY = date(2026, 11, 21)

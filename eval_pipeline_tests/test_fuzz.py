@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval_pipeline.core.cases import DatasetError, GoldenCase, load_cases
 from eval_pipeline.core.scoring.summary import MD_SPECIAL, md_escape
-from eval_pipeline.core.traces.records import (
+from eval_pipeline.core.suites.cases import DatasetError, GoldenCase, load_cases
+from eval_pipeline.core.traces.observations import (
     MAX_FIELD_CHARS,
     TraceError,
     parse_observation,

@@ -265,7 +265,7 @@ def test_the_gates_numbers_are_rounded_once():
     keep the exact numbers, and every view rounds them once (−0.509)."""
     from eval_pipeline.core.reports.exports import _gate_section
     from eval_pipeline.core.scoring.gate import Sequential
-    from eval_pipeline.defs.evaluation.checks import gate_numbers
+    from eval_pipeline.defs.evaluation.asset_checks import gate_numbers
 
     gated = Thresholds.model_validate({"primary_metric": "quality"})
     dropped = data(dict.fromkeys(ITEMS, 0.49149))
@@ -313,7 +313,7 @@ def test_the_look_ahead_never_counts_past_the_suite():
 def test_a_decided_category_shows_no_cases_needed():
     """Category a, 12 of its 15 cases half as good, is decided worse: it needs no more
     cases (Dagster's metadata said "a cases needed in all 3314" beside it)."""
-    from eval_pipeline.defs.evaluation.checks import gate_numbers
+    from eval_pipeline.defs.evaluation.asset_checks import gate_numbers
 
     worse = {i: 0.5 for i in ITEMS[:12]}
     report = compare_runs(record("b"), record("c"), data({}), data(worse), THRESHOLDS, CATEGORIES)

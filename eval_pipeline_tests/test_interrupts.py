@@ -3,7 +3,7 @@ through the CLI: a case scripts what the human answers at each ``interrupt()`` (
 or per interrupt name), the graph is resumed with ``Command(resume=…)`` until it ends or
 the script runs out, and an item that stops at an interrupt is ``paused``: its own status
 in the report and the results file, its interrupts in the output, and scored by the rule
-in core/interrupts.py (0 unless the case expects the pause).
+in core/util/interrupts.py (0 unless the case expects the pause).
 
 Before, the refund case stopped at the approval, its output ended at the question with
 ``response: ""``, and it scored like a finished answer."""
@@ -246,8 +246,8 @@ def test_the_pages_cases_are_valid_cases():
     """docs/human-in-the-loop.md's case, and its per-name ``resume``, as printed."""
     import re
 
-    from eval_pipeline.core.cases import validate_cases
-    from eval_pipeline.core.interrupts import ResumeScript
+    from eval_pipeline.core.suites.cases import validate_cases
+    from eval_pipeline.core.util.interrupts import ResumeScript
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "human-in-the-loop.md").read_text()
     first, by_name = re.findall(r"```yaml\n(.*?)```", page, re.S)[:2]

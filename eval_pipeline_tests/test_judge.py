@@ -4,10 +4,10 @@ and the same evaluator over real HTTP (ChatOpenAI against the local server)."""
 from __future__ import annotations
 
 from eval_pipeline.evaluators import llm_judge
-from eval_pipeline.evaluators.judge import judge_prompt_hash
+from eval_pipeline.evaluators.llm_judge import judge_prompt_hash
 from eval_pipeline.llm.factory import create_chat_model
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline import OfflineChatModel
-from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
 RUBRIC = "Is the answer polite and does it mention the price?"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from dagster import instance_for_test, materialize
 
-from eval_pipeline.core.calibration import CalibrationError, calibrate, load_labels
+from eval_pipeline.core.analysis.calibration import CalibrationError, calibrate, load_labels
 from eval_pipeline.core.scoring.agreement import cohen_kappa
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
 from eval_pipeline.defs.partitions import build_partitions

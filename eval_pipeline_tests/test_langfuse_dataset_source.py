@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from eval_pipeline.core.cases import (
+from eval_pipeline.core.suites.cases import (
     DatasetError,
     LangfuseDatasetRef,
     dataset_version,

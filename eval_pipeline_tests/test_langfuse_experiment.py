@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 from langfuse import Langfuse
 
-from eval_pipeline.core.cases import select_tier
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
 from eval_pipeline.core.scoring.apply import score_items
+from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES
 from eval_pipeline_tests.helpers import suite as project_suite
 

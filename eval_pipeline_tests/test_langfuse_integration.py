@@ -15,7 +15,7 @@ from dagster import (
     instance_for_test,
 )
 
-from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.core.prompts.labels import PromptError
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.defs.resources import (
@@ -244,7 +244,7 @@ def test_dataset_sync_is_idempotent_and_archives_removed_cases(any_server):
 def test_a_case_with_control_characters_stays_unchanged(any_server):
     """Langfuse strips control characters from stored items; comparing with what we sent
     would report the case "updated" on every sync."""
-    from eval_pipeline.core.cases import GoldenCase
+    from eval_pipeline.core.suites.cases import GoldenCase
 
     case = project_suite("drive_thru").load_cases()[0]
     odd = GoldenCase(id=case.id, metadata=case.metadata, expected_output=case.expected_output,
@@ -261,7 +261,7 @@ def test_langfuse_trace_source_reads_what_each_version_serves(any_server, tmp_pa
     root is left out, a root started under a remote parent (distributed tracing) is kept."""
     from datetime import date
 
-    from eval_pipeline.core.traces.records import score_traces
+    from eval_pipeline.core.traces.observations import score_traces
     from eval_pipeline.integrations.langfuse_scores import trace_score_payloads, write_back
     from eval_pipeline.integrations.trace_sources import LangfuseTraceSource, LocalTraceSource
 
@@ -466,9 +466,9 @@ def test_failures_run_again_are_scored_on_their_production_traces(env, server, m
 
     from dagster import materialize
 
-    from eval_pipeline.core.traces.records import parse_observation, score_traces
+    from eval_pipeline.core.traces.observations import parse_observation, score_traces
     from eval_pipeline.core.traces.rerun import failure_cases, write_failures
-    from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
+    from eval_pipeline.defs.evaluation.failure_rerun import build_failure_rerun
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline_tests.helpers import SUITE_NAMES, suite
     from eval_pipeline_tests.test_failure_rerun import BLIND_ADD, CORRECTED
@@ -675,7 +675,7 @@ def cli_on(version, monkeypatch, tmp_path) -> Iterator[LangfuseTestServer]:
 
 
 def select_smoke():
-    from eval_pipeline.core.cases import select_tier
+    from eval_pipeline.core.suites.cases import select_tier
 
     return select_tier(project_suite("drive_thru").load_cases(), "smoke")
 

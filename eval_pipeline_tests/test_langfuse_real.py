@@ -291,7 +291,7 @@ class Project:
 TONE = '''
 from langfuse import Evaluation
 
-from eval_pipeline.evaluators.base import evaluator
+from eval_pipeline.evaluators.declare import evaluator
 
 
 @evaluator(data_type="CATEGORICAL")
@@ -671,7 +671,7 @@ def production(ran, server) -> dict[str, Any]:
 
     from eval_pipeline.agents.project import load_project
     from eval_pipeline.core.store.results_store import ResultsStore
-    from eval_pipeline.core.traces.records import score_traces
+    from eval_pipeline.core.traces.observations import score_traces
     from eval_pipeline.integrations import langfuse_scores
     from eval_pipeline.integrations.langfuse_client import LangfuseSettings
     from eval_pipeline.integrations.services import Services

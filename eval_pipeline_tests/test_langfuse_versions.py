@@ -187,8 +187,8 @@ def test_scores_refused_for_the_keys_wait_a_bounded_number_of_write_backs(server
 def test_an_item_run_again_under_its_run_id_adds_a_root_to_the_same_trace(server, tmp_path):
     """What a re-executed Dagster run does (docs/langfuse.md): both attempts show in one
     trace, and its scores, upserted by id, appear once."""
-    from eval_pipeline.core.cases import select_tier
     from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+    from eval_pipeline.core.suites.cases import select_tier
     from eval_pipeline.integrations.langfuse_scores import item_score_payloads
     from eval_pipeline.integrations.services import Services
     from eval_pipeline_tests.helpers import agent, prompt, suite

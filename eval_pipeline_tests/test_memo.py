@@ -13,7 +13,7 @@ from eval_pipeline.core import evaluation
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.memo import MemoScope, check_policy, source_fingerprint
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, prompt, suite
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from eval_pipeline.api import evaluate
-from eval_pipeline.core.cases import select_tier
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline.llm.factory import adapt_payload
-from eval_pipeline.llm.settings import LLMSettings, SettingsError
+from eval_pipeline.llm.model_settings import LLMSettings, SettingsError
 from eval_pipeline_tests.helpers import PROJECT, agent, clean_cli_env, suite
 from eval_pipeline_tests.model_server import LLAMA_CPP, LocalOpenAIServer, ServerQuirks
 

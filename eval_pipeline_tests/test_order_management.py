@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from eval_examples.order_management.orders import load_orders, order_tools
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.cases import select_tier
+from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
 from eval_pipeline_tests.helpers import suite as project_suite
 

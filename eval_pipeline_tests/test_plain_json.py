@@ -6,8 +6,8 @@ import json
 import pytest
 
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.plain_json import PlainJSONCompletions, is_plain_json
-from eval_pipeline.llm.settings import LLMSettings
 from eval_pipeline_tests.helpers import production_prompt
 from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer

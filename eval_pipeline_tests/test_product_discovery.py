@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from eval_examples.product_discovery.catalog import catalog_tools, load_catalog
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.cases import DatasetError, select_tier
+from eval_pipeline.core.suites.cases import DatasetError, select_tier
 from eval_pipeline.evaluators import trajectory_match
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt, suite_at
 from eval_pipeline_tests.helpers import suite as project_suite
 

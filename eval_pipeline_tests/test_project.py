@@ -283,7 +283,7 @@ FACTORIES = """
 @pytest.mark.parametrize("factory", ["positional", "optional", "keyword_only", "bare"])
 def test_a_factory_that_accepts_ctx_gets_it(tmp_path, factory):
     """build(ctx=None) was called as build(): it evaluated its own model and prompt."""
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     package = f"factories_{factory}"
     body = "suites:\n" + GOOD_SUITE.format(agent=f"{package}.agent:{factory}")

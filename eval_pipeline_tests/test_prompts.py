@@ -8,7 +8,7 @@ import yaml
 from click.testing import CliRunner
 
 from eval_pipeline.cli import main
-from eval_pipeline.core.prompts import PromptError
+from eval_pipeline.core.prompts.labels import PromptError
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.core.scoring import checks
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions
 from eval_pipeline.evaluators import registry
-from eval_pipeline.evaluators.base import evaluator
+from eval_pipeline.evaluators.declare import evaluator
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 
 TOY = Path(__file__).parent / "toys" / "item_count_evaluator.py"

@@ -17,8 +17,8 @@ from pydantic import Field
 
 from eval_pipeline.agents.adapters.stepwise import StepwiseSpec, judge_answers, stepwise
 from eval_pipeline.cli import main
-from eval_pipeline.core.cases import select_tier
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync
+from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt
 from eval_pipeline_tests.helpers import suite as project_suite
 
@@ -157,7 +157,7 @@ def test_a_failing_step_is_recorded_on_the_step_and_the_item_keeps_its_answer():
 
 
 def test_stepwise_calls_are_counted_in_tokens():
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     suite = project_suite("research")
     case = suite.load_cases()[0]
@@ -179,7 +179,7 @@ def test_a_project_can_have_an_llm_judge_step_similarity_for_every_step():
         StepwiseConfig,
         stepwise_spec,
     )
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     matched = forced(ScriptedModel(), stepwise_spec(StepwiseConfig(node="agent"),
                                                     LLMSettings.create()))  # fmt: skip

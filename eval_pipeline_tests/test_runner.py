@@ -7,11 +7,11 @@ from typing import ClassVar
 import pytest
 from eval_examples.drive_thru.evaluators import order_correctness
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult, current_item
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig, frozen_heap, run_agent_sync
 from eval_pipeline.core.scoring.apply import score_items
+from eval_pipeline.core.suites.cases import GoldenCase
 
 
 def make_cases(n):

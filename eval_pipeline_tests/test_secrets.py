@@ -86,7 +86,7 @@ def test_test_servers_listen_on_loopback_only(make):
 def test_a_placeholder_key_is_not_a_secret_to_mask():
     """llama.cpp takes any key ("none"), a CI replay a dummy one ("replay"): masking them
     turned "replay: no recorded answer" into "***: no recorded answer"."""
-    from eval_pipeline.core.redact import redact, register_secret
+    from eval_pipeline.core.util.redact import redact, register_secret
 
     for placeholder in ("none", "replay", "sk-team"):
         register_secret(placeholder)
@@ -103,7 +103,7 @@ def test_credentials_in_urls_reach_no_output_and_recordings_still_replay(tmp_pat
     report's Model line, --json, --report, the store's model_params and the recordings.
     Every one of them now shows it masked, and the recording, stored masked, still
     replays."""
-    from eval_pipeline.core.redact import redact_url, scrub
+    from eval_pipeline.core.util.redact import redact_url, scrub
 
     assert redact_url("http://u:p4ss@h/v1?api_key=abc&q=1") == "http://u:***@h/v1?api_key=***&q=1"
     assert scrub({"key": "abc", "messages": [{"token": "t", "content": "hi"}]}) == {

@@ -18,7 +18,7 @@ from eval_pipeline.core.traces.candidates import (
     select_candidates,
     write_review_file,
 )
-from eval_pipeline.core.traces.records import (
+from eval_pipeline.core.traces.observations import (
     MAX_FIELD_CHARS,
     TraceError,
     TraceRecord,
@@ -189,7 +189,7 @@ def test_a_reviewed_candidate_loads_as_a_golden_case(tmp_path):
 
 
 def test_day_boundaries_are_utc():
-    from eval_pipeline.core.traces.records import day_window
+    from eval_pipeline.core.traces.observations import day_window
 
     start, end = day_window(date(2026, 11, 20))
     assert start.tzinfo is UTC and end - start == timedelta(days=1)
@@ -302,7 +302,7 @@ def test_a_day_below_its_floors_and_clearly_below_the_previous_days_is_flagged(t
 
 def test_the_drop_rule_needs_history_a_margin_and_significance():
     from eval_pipeline.core.scoring.thresholds import TraceThresholds
-    from eval_pipeline.core.traces.checks import DayStats, check_drop
+    from eval_pipeline.core.traces.daily_checks import DayStats, check_drop
 
     config = TraceThresholds(drop_margin=0.05, alpha=0.01)
     day = {"m": DayStats(0.80, 0.4, 200)}
@@ -318,7 +318,7 @@ def test_the_drop_rule_needs_history_a_margin_and_significance():
 def test_a_trace_without_a_recorded_cost_is_not_within_budget():
     """A root span carries no cost of its own (Langfuse records it on generations): the
     record said 0.0 and cost_within passed without measuring anything."""
-    from eval_pipeline.core.traces.records import parse_observation
+    from eval_pipeline.core.traces.observations import parse_observation
 
     root = {"id": "o1", "traceId": "t1", "name": "drive-thru-agent",
             "startTime": "2026-11-20T10:00:00Z", "input": {}, "output": {}}  # fmt: skip
@@ -336,7 +336,7 @@ def test_a_local_day_sums_each_trace_over_its_generations(tmp_path):
     """A day's file may hold a trace's generations under its root, one per line, as
     Langfuse exports them: the root is the record, its tokens and cost are the trace's
     (before, every line was a record and the root's cost was None)."""
-    from eval_pipeline.core.traces.records import read_trace_day
+    from eval_pipeline.core.traces.observations import read_trace_day
 
     root = {"id": "r1", "traceId": "t1", "name": "agent", "startTime": "2026-11-20T10:00:00Z",
             "output": {"a": 1}}  # fmt: skip

@@ -3,7 +3,7 @@
 import asyncio
 
 from eval_pipeline.llm.factory import create_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.transport import SocketKeepingBackend
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 

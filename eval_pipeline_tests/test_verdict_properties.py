@@ -55,14 +55,13 @@ from rich.console import Console
 
 from eval_pipeline.cli.comment import comment_body
 from eval_pipeline.cli.report import print_result, verdict_line
-from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.evaluation import EvalResult, SequentialReport, goes_on
+from eval_pipeline.core.evaluation.continuation import MIN_BATCH
 from eval_pipeline.core.evaluation.plan import draw_order, drawn_prefix
-from eval_pipeline.core.evaluation.sequential import MIN_BATCH
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.reports.exports import write_junit, write_markdown
 from eval_pipeline.core.reports.result_file import ResultFile
-from eval_pipeline.core.reports.verdicts import VerdictRow, verdicts_markdown
+from eval_pipeline.core.reports.verdict_table import VerdictRow, verdicts_markdown
 from eval_pipeline.core.running.budget import Spending
 from eval_pipeline.core.scoring.categories import valued
 from eval_pipeline.core.scoring.checks import run_thresholds
@@ -84,6 +83,7 @@ from eval_pipeline.core.store.records import (
     RunStatus,
     VerdictRecord,
 )
+from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
 
 # --- profiles -------------------------------------------------------------------------------
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -428,7 +428,7 @@ def _judge(runs: Runs, cases: Sequence[GoldenCase], *, explain: bool) -> EvalRes
 
 def verdict_of(runs: Runs) -> EvalResult:
     """The tier's cases, then (sequential gate) more of the suite's in batches until the
-    gate can tell: core/evaluation/sequential.py ``go_on_until_decided`` without a store."""
+    gate can tell: core/evaluation/continuation.py ``go_on_until_decided`` without a store."""
     spec = runs.spec
     cases = [c for c in runs.cases if spec.tier == "full" or c.tier == "smoke"]
     result = _judge(runs, cases, explain=spec.gate == "fixed")
@@ -468,7 +468,7 @@ class Surfaces:
 
 
 def render(result: EvalResult, folder: Path, *, verbose: bool = False) -> Surfaces:
-    from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_results
+    from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_results
 
     console = Console(file=io.StringIO(), record=True, width=3000, color_system=None)
     print_result(console, result, verbose=verbose)
@@ -1065,7 +1065,7 @@ def write_project(root: Path, spec: SuiteSpec, runs: Runs, package: str) -> Path
     (root / package / "__init__.py").write_text("")
     (root / package / "agent.py").write_text(AGENT)
     evaluators = "from langfuse import Evaluation\n\n"
-    evaluators += "from eval_pipeline.evaluators.base import ScoreError, evaluator\n"
+    evaluators += "from eval_pipeline.evaluators.declare import ScoreError, evaluator\n"
     for m in spec.metrics:
         evaluators += EVALUATOR.format(name=m.name, data_type=KINDS[m.kind][1])
     (root / f"{package}_scores.py").write_text(evaluators)
@@ -1134,7 +1134,7 @@ def test_the_cli_shows_one_verdict_everywhere(spec: SuiteSpec, tmp_path_factory:
     verdict and per metric one Δ and interval on every surface, the exit code the results
     file's; the fixed gate's verdict and rows those of the in-process path above."""
     from eval_pipeline import settings as app_settings
-    from eval_pipeline.core.reports.verdicts import latest_verdicts
+    from eval_pipeline.core.reports.verdict_table import latest_verdicts
     from eval_pipeline.core.store.results_store import ResultsStore
     from eval_pipeline_tests.helpers import clean_cli_env
 

@@ -33,7 +33,7 @@ def last_line(output: str) -> str:
 
 # --- a changed evaluator --------------------------------------------------------------------
 PLAIN_EVALUATOR = '''
-from eval_pipeline.evaluators.base import evaluator
+from eval_pipeline.evaluators.declare import evaluator
 
 
 @evaluator
@@ -320,11 +320,11 @@ def test_an_agent_that_loops_fails_the_run_it_is_not_a_runtime_problem(tmp_path,
 def test_a_stepwise_step_that_errored_is_an_error_never_a_0():
     """Before: 21 HTTP 500s inside the step-by-step scoring were only in score comments
     (n_errors 0, errors_by_kind {}) and stepwise_score read 0.0, a wrong answer."""
-    from eval_pipeline.core.cases import GoldenCase
     from eval_pipeline.core.evaluation import EvalResult
     from eval_pipeline.core.scoring.apply import score_items
     from eval_pipeline.core.scoring.summary import summarize
     from eval_pipeline.core.store.records import ItemOutput
+    from eval_pipeline.core.suites.cases import GoldenCase
     from eval_pipeline.evaluators import stepwise_score, survived_until
 
     case = GoldenCase.model_validate({
@@ -448,7 +448,7 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
     branch, adapted.)"""
     from eval_pipeline import api
-    from eval_pipeline.defs.evaluation.checks import (
+    from eval_pipeline.defs.evaluation.asset_checks import (
         CheckedPartition,
         check_results,
         failure_message,

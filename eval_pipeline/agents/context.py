@@ -13,11 +13,11 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.core.prompts.labels import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import current_item
+from eval_pipeline.core.suites.cases import GoldenCase
 from eval_pipeline.llm.factory import create_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 
 @dataclass

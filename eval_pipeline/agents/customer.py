@@ -20,7 +20,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from eval_pipeline.core.conversation import GOAL_MARK, SCREEN_MARK, CustomerView
+from eval_pipeline.core.suites.conversation import GOAL_MARK, SCREEN_MARK, CustomerView
 
 CUSTOMER_PROMPT = """You are a customer talking to an assistant (an agent under test).
 Play the customer only: say what a customer would say next, in one or two short sentences.
@@ -47,7 +47,7 @@ class CustomerReply(BaseModel):
 
 
 class LLMCustomer:
-    """A ``Customer`` (core/conversation.py) played by a chat model."""
+    """A ``Customer`` (core/suites/conversation.py) played by a chat model."""
 
     def __init__(self, model: BaseChatModel, sees: Sequence[str] = ()):
         self.model = model.bind_tools([CustomerReply], tool_choice="CustomerReply")

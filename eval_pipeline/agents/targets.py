@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from eval_pipeline.agents.context import AgentContext
-from eval_pipeline.agents.errors import AgentBuildError
+from eval_pipeline.agents.project_errors import AgentBuildError
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")

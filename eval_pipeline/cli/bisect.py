@@ -1,5 +1,5 @@
 """`eval-pipeline bisect`: the first prompt version, or the first commit, that made an
-agent worse, found by bisection (core/bisect.py), each step a sequential gate against
+agent worse, found by bisection (core/analysis/bisect.py), each step a sequential gate against
 one full run of the good end.
 
 - Prompt versions (``--good V1 --bad V2``): every version from V1 to V2 is a candidate,
@@ -34,22 +34,29 @@ from pydantic import ValidationError
 
 from eval_pipeline import api, settings
 from eval_pipeline.agents.project import Project, ProjectError, load_project
-from eval_pipeline.cli.options import flags_of, run_option
-from eval_pipeline.core.bisect import Bisection, Step, baseline_of, bisect, failed_step, step_of
-from eval_pipeline.core.cases import DatasetError
+from eval_pipeline.cli.run_flags import flags_of, run_option
+from eval_pipeline.core.analysis.bisect import (
+    Bisection,
+    Step,
+    baseline_of,
+    bisect,
+    failed_step,
+    step_of,
+)
 from eval_pipeline.core.errors import ConfigurationError, EvalError
 from eval_pipeline.core.options import RunOptions, run_options
-from eval_pipeline.core.prompts import PromptError
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.prompts.labels import PromptError
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.running.budget import Spending
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import DatasetError
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
 from eval_pipeline.integrations.services import Services
 
 GIT_TIMEOUT_S = 60
-MakeStep = Callable[[str, ResultFile, int], Step]  # core/bisect.py's baseline_of or step_of
+MakeStep = Callable[[str, ResultFile, int], Step]  # core/analysis/bisect.py: baseline_of, step_of
 
 
 @dataclass(frozen=True)

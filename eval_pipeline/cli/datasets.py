@@ -6,7 +6,7 @@ import click
 
 from eval_pipeline.cli.report import console
 from eval_pipeline.core.errors import ConfigurationError, ServiceError
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.util.redact import redact
 
 
 @click.group()

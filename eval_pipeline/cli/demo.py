@@ -22,7 +22,7 @@ from eval_pipeline.agents.project import load_project
 from eval_pipeline.cli.report import console, print_gate, print_result, verdict_line
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.located import LocatedJobs, located_jobs
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions

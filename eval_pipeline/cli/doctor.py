@@ -18,8 +18,8 @@ from sqlalchemy.engine import make_url
 from eval_pipeline import settings
 from eval_pipeline.cli.report import console
 from eval_pipeline.core.errors import ExitCode
-from eval_pipeline.core.redact import redact
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.util.redact import redact
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def _failure(check: str, exc: BaseException, fix: str) -> Finding:
 
 def check_configuration() -> Finding:
     from eval_pipeline.agents.project import ProjectError, load_project
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     try:
         llm = LLMSettings.from_env()
@@ -130,7 +130,7 @@ def check_agents() -> Finding:
     callable or a service, by the notes of its latest run (when the store can be read)."""
     from eval_pipeline.agents.project import load_project
     from eval_pipeline.integrations.services import Services
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     project = load_project()
     services = Services.from_env(project.prompts_dir)
@@ -189,7 +189,7 @@ def check_prompts() -> Finding:
 
 def check_model_endpoint() -> Finding:
     from eval_pipeline.llm.endpoint import available_models, busy, endpoint_name
-    from eval_pipeline.llm.settings import LLMSettings
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     llm = LLMSettings.from_env()
     if llm.provider == "offline":
@@ -214,8 +214,8 @@ def check_model_endpoint() -> Finding:
 def check_model_probe() -> Finding:
     """Two tiny calls as an evaluation makes them (llm/probe.py): tool calls, usage, the
     answer cap, a tool result after a tool call; and who serves the model."""
+    from eval_pipeline.llm.model_settings import LLMSettings
     from eval_pipeline.llm.probe import probe
-    from eval_pipeline.llm.settings import LLMSettings
 
     llm = LLMSettings.from_env()
     if llm.provider == "offline":

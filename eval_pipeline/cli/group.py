@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from eval_pipeline.core.errors import EvalError, ExitCode
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.util.redact import redact
 
 VERDICT_LINE = "eval_pipeline.verdict_line"  # ctx.meta key: the command ends with a verdict
 

@@ -27,8 +27,8 @@ from eval_pipeline import settings
 from eval_pipeline.agents.project.schema import SUITE_NAME
 from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
 from eval_pipeline.cli.report import console
-from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.util import safe_yaml
 
 HEADER = """\
 # eval-pipeline project: the suites of your agents (eval-pipeline's docs/own-agent.md).
@@ -165,7 +165,7 @@ def _margin_note() -> dict[str, str]:
 def _seed_prompt(project: Path, name: str, agent: str, suite: str,
                  prompt_from: str | None) -> str:  # fmt: skip
     """Version 1 of ``name`` labelled production, unless the registry has the prompt."""
-    from eval_pipeline.core.prompts import PromptError
+    from eval_pipeline.core.prompts.labels import PromptError
     from eval_pipeline.integrations.prompt_registry import RegistryUnavailable
     from eval_pipeline.integrations.services import Services
 

@@ -38,7 +38,7 @@ def judge_calibrate(suite_name: str, rubric: str, labels_path: Path | None,
     import json
 
     from eval_pipeline.agents.project import load_project
-    from eval_pipeline.core.calibration import calibrate
+    from eval_pipeline.core.analysis.calibration import calibrate
     from eval_pipeline.core.running.pricing import PriceTable
 
     result = calibrate(load_project().suite(suite_name), rubric, labels_path,

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from eval_pipeline.core.calibration import Calibration
+from eval_pipeline.core.analysis.calibration import Calibration
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.scoring.categories import distribution_line

@@ -11,11 +11,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from eval_pipeline.cli.group import says_verdict
-from eval_pipeline.cli.options import run_option
 from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
+from eval_pipeline.cli.run_flags import run_option
 from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.options import run_options
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.util.redact import redact
 
 
 @click.command()

@@ -16,8 +16,8 @@ def verdicts(suite: str | None) -> None:
     the metric that backs it with its Δ against the baseline and interval, after how many cases a
     sequential gate decided, and the run."""
     from eval_pipeline import settings
-    from eval_pipeline.core.redact import redact
-    from eval_pipeline.core.reports.verdicts import latest_verdicts
+    from eval_pipeline.core.reports.verdict_table import latest_verdicts
+    from eval_pipeline.core.util.redact import redact
     from eval_pipeline.service.environment import open_store
 
     rows = latest_verdicts(open_store(settings.results_url()), suite)

@@ -1,6 +1,6 @@
 """What a caller asks of one evaluation run, declared once.
 
-``RunOptions`` is the CLI's flags (cli/options.py builds them from these fields: default,
+``RunOptions`` is the CLI's flags (cli/run_flags.py builds them from these fields: default,
 bounds and help), the keyword arguments of ``eval_pipeline.evaluate()``, and the run
 config of Dagster's ``agent_run_outputs`` (defs/evaluation/outputs.py derives its config
 class from it). A default changed here changes everywhere.

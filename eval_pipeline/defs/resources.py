@@ -12,7 +12,7 @@ from eval_pipeline import settings
 from eval_pipeline.agents.project import Project, load_project
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.integrations.langfuse_client import (
     ENVIRONMENT_VAR,
     LangfuseSettings,
@@ -20,7 +20,7 @@ from eval_pipeline.integrations.langfuse_client import (
 )
 from eval_pipeline.integrations.prompt_registry import PromptRegistry
 from eval_pipeline.integrations.services import Services
-from eval_pipeline.llm.settings import LLMSettings, sdk_key
+from eval_pipeline.llm.model_settings import LLMSettings, sdk_key
 from eval_pipeline.service import Environment
 from eval_pipeline.service.environment import open_store
 
@@ -109,7 +109,7 @@ class LLMResource(ConfigurableResource):
 
     def settings(self) -> LLMSettings:
         """These settings with the server kind's presets (``compat``), as the CLI's are made
-        from the environment (llm/settings.py ``LLMSettings.configured``)."""
+        from the environment (llm/model_settings.py ``LLMSettings.configured``)."""
         return LLMSettings.configured(
             model=self.model, base_url=self.base_url, api_key=self.api_key, compat=self.compat,
             temperature=self.temperature, timeout_s=self.timeout_s,

@@ -6,15 +6,6 @@ lists it (``__all__`` below is checked against the built-in ones by a test). A p
 evaluators are registered the same way, in a module its project file lists as a plugin.
 """
 
-from eval_pipeline.evaluators.base import (
-    Evaluator,
-    RunEvaluator,
-    Score,
-    evaluator,
-    evaluator_name,
-    evaluator_version,
-    run_evaluator,
-)
 from eval_pipeline.evaluators.behavioural import (
     behavioural_overall,
     completeness,
@@ -23,9 +14,18 @@ from eval_pipeline.evaluators.behavioural import (
     groundedness,
     overall_with,
 )
-from eval_pipeline.evaluators.judge import llm_judge
+from eval_pipeline.evaluators.declare import (
+    Evaluator,
+    RunEvaluator,
+    Score,
+    evaluator,
+    evaluator_name,
+    evaluator_version,
+    run_evaluator,
+)
+from eval_pipeline.evaluators.llm_judge import llm_judge
 from eval_pipeline.evaluators.registry import register
-from eval_pipeline.evaluators.stepwise import answer_correct, stepwise_score, survived_until
+from eval_pipeline.evaluators.research import answer_correct, stepwise_score, survived_until
 from eval_pipeline.evaluators.traces import cost_within, latency_within, no_error
 from eval_pipeline.evaluators.trajectory import trajectory_match
 

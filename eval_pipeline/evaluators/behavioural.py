@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
 WEIGHTS = {"groundedness": 0.4, "correctness": 0.4, "completeness": 0.2}

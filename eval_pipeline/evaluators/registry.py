@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eval_pipeline.evaluators.base import CaseFields, DataType, case_fields, data_type_of
+from eval_pipeline.evaluators.declare import CaseFields, DataType, case_fields, data_type_of
 
 Kind = Literal["item", "run"]
 

@@ -9,7 +9,7 @@ reference-free evaluators score traces too (the drive-thru example's ``tool_prot
 
 from __future__ import annotations
 
-from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
 

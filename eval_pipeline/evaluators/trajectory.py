@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.handoffs import is_handoff
 from eval_pipeline.evaluators.registry import register
 

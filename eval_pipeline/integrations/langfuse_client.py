@@ -26,7 +26,7 @@ from langfuse import Langfuse
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-from eval_pipeline.core.redact import register_secret
+from eval_pipeline.core.util.redact import register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 # The host's variables, first found wins: the SDK reads LANGFUSE_BASE_URL, then the older

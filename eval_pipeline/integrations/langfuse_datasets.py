@@ -21,7 +21,7 @@ from langfuse import Langfuse
 from langfuse.api.commons.types.dataset_status import DatasetStatus
 from langfuse.api.core.api_error import ApiError
 
-from eval_pipeline.core.cases import (
+from eval_pipeline.core.suites.cases import (
     DatasetError,
     GoldenCase,
     LangfuseDatasetRef,

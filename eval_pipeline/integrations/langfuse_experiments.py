@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from eval_pipeline.core.cases import GoldenCase, LangfuseDatasetRef
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
+from eval_pipeline.core.suites.cases import GoldenCase, LangfuseDatasetRef
 from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_status,

@@ -19,7 +19,7 @@ from langfuse.api.commons.errors.not_found_error import NotFoundError
 from langfuse.api.core.api_error import ApiError
 
 from eval_pipeline.agents.langfuse_prompt import unserved
-from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.core.prompts.labels import PromptError, PromptVersion
 from eval_pipeline.integrations.langfuse_client import LangfuseService, describe_error
 from eval_pipeline.integrations.prompt_registry import (
     PLACEHOLDER,

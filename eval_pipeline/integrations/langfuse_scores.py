@@ -29,9 +29,9 @@ from typing import Any
 
 import httpx
 
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
     describe_error,

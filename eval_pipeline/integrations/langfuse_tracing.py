@@ -23,9 +23,9 @@ from langfuse import Langfuse
 from langfuse._client.propagation import _propagate_attributes  # see langfuse_experiments.py
 from langfuse.langchain import CallbackHandler
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.suites.cases import GoldenCase
 from eval_pipeline.integrations import langfuse_experiments as experiments
 from eval_pipeline.integrations.langfuse_client import item_spans, item_trace_id
 from eval_pipeline.integrations.langfuse_datasets import item_id

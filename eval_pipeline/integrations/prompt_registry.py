@@ -15,9 +15,15 @@ from typing import Any, Protocol
 
 import yaml
 
-from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ServiceError
-from eval_pipeline.core.prompts import LABEL, LABEL_RULE, VARIABLE, PromptError, PromptVersion
+from eval_pipeline.core.prompts.labels import (
+    LABEL,
+    LABEL_RULE,
+    VARIABLE,
+    PromptError,
+    PromptVersion,
+)
+from eval_pipeline.core.util import safe_yaml
 
 
 class RegistryUnavailable(ServiceError):

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.prompts import PromptError, PromptVersion
+from eval_pipeline.core.prompts.labels import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import (
@@ -38,7 +38,7 @@ from eval_pipeline.integrations.trace_sources import (
     LocalTraceSource,
     TraceSource,
 )
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 PAGE_TIMEOUT_S = 30  # one page of 1,000 observations
 

@@ -32,8 +32,8 @@ import httpx
 from langfuse.api.core.api_error import ApiError
 
 from eval_pipeline.core.errors import ServiceError
-from eval_pipeline.core.suite import Suite
-from eval_pipeline.core.traces.records import (
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.traces.observations import (
     TraceError,
     TraceRecord,
     TraceTotals,

@@ -10,9 +10,9 @@ import os
 from typing import Any
 
 from eval_pipeline.core.errors import ServiceError
-from eval_pipeline.core.prompts import PromptVersion
-from eval_pipeline.core.redact import redact
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.core.prompts.labels import PromptVersion
+from eval_pipeline.core.util.redact import redact
+from eval_pipeline.llm.model_settings import LLMSettings
 
 NO_LISTING = {404, 405, 501}  # endpoints (some proxies) that do not implement /models
 

@@ -14,9 +14,9 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from eval_pipeline.core.running.agent import current_item
 from eval_pipeline.llm import usage  # noqa: F401  (registers the token counter)
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline import OfflineChatModel
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
-from eval_pipeline.llm.settings import LLMSettings
 
 DEFAULT_REQUEST_TIMEOUT_S = 60.0  # a model built outside a run (a judge, doctor's probe)
 

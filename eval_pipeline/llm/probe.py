@@ -18,10 +18,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from eval_pipeline.core.redact import redact
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.llm.endpoint import busy, check_timeout_s, client
 from eval_pipeline.llm.factory import create_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 PROBE_CAP = 64  # answer tokens asked for; a server that keeps to it stays below ~2× this
 

@@ -54,13 +54,13 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.redact import redact_url, scrub
 from eval_pipeline.core.running.agent import ItemProblem, current_item
 from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.util.redact import redact_url, scrub
+from eval_pipeline.llm.model_settings import REPLAY_KEY
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
-from eval_pipeline.llm.settings import REPLAY_KEY
 
 Mode = Literal["record", "replay"]
 # Routes that are model calls (a chat or completion by any common provider's API): the
@@ -133,7 +133,7 @@ def request_key(method: str, url: str, body: Any) -> str:
     sees it (JSON with sorted keys), a date with a time of day in it counting as any other
     (an agent that puts "now" into its prompt, as LangChain's react-agent template does,
     asks the same on every run). Not the host or the headers (keys and tokens live there);
-    secrets in the URL and the body count as masked (core/redact.py: recordings keep them
+    secrets in the URL and the body count as masked (core/util/redact.py: recordings keep them
     masked, and still match)."""
     parts = urlsplit(redact_url(url))
     canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)),

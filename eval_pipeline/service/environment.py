@@ -16,7 +16,7 @@ from eval_pipeline.agents.project import Project, load_project
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.integrations.services import Services
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 
 @dataclass(frozen=True)

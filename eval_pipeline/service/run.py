@@ -32,20 +32,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalResult, RunPlan
 from eval_pipeline.core.options import RunOptions
-from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running import process
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
 from eval_pipeline.llm.endpoint import model_source, require_model
+from eval_pipeline.llm.model_settings import LLMSettings, replaying
 from eval_pipeline.llm.recording import (
     Belongs,
     Entry,
@@ -53,7 +54,6 @@ from eval_pipeline.llm.recording import (
     load_entries,
     recorded_model,
 )
-from eval_pipeline.llm.settings import LLMSettings, replaying
 from eval_pipeline.service.environment import Environment
 
 Recording = Literal["off", "record", "replay"]

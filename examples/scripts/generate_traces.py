@@ -31,12 +31,12 @@ from eval_examples.drive_thru.evaluators import order_lines  # noqa: E402
 from eval_examples.drive_thru.suite import TRACE_NAME  # noqa: E402
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
-from eval_pipeline.core.cases import GoldenCase  # noqa: E402
 from eval_pipeline.core.running.pricing import PriceTable  # noqa: E402
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent_sync  # noqa: E402
 from eval_pipeline.core.store.records import ItemOutput  # noqa: E402
+from eval_pipeline.core.suites.cases import GoldenCase  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
-from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
+from eval_pipeline.llm.model_settings import LLMSettings  # noqa: E402
 
 PROMPT = "drive-thru/orchestrator"
 PRICED_AS = "gpt-4o-mini"  # cost is estimated as if the production model were this one

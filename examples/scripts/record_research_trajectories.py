@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 from eval_examples.research.offline import CITY, COMPANY, PERSON  # noqa: E402
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
-from eval_pipeline.core.cases import GoldenCase  # noqa: E402
+from eval_pipeline.core.suites.cases import GoldenCase  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
-from eval_pipeline.llm.settings import LLMSettings  # noqa: E402
+from eval_pipeline.llm.model_settings import LLMSettings  # noqa: E402
 
 CORPUS = ROOT / "datasets" / "research" / "corpus.jsonl"
 # (category, question, tier)

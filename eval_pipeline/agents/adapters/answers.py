@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from eval_pipeline.agents.adapters.jsonable import jsonable
-from eval_pipeline.core.conversation import AgentTurn
+from eval_pipeline.core.suites.conversation import AgentTurn
 
 Ask = Callable[[dict[str, Any]], Awaitable[Any]]  # one turn's request -> the agent's answer
 
@@ -52,7 +52,7 @@ def output_of(answer: Any, target: str) -> dict[str, Any]:
 
 
 class TurnSession:
-    """One conversation with an agent asked turn by turn (core/conversation.py Session)."""
+    """One conversation with an agent asked turn by turn (core/suites/conversation.py Session)."""
 
     def __init__(self, ask: Ask, conversation_id: str, done_field: str | None, target: str):
         self.ask, self.conversation_id = ask, conversation_id

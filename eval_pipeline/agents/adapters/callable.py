@@ -20,9 +20,9 @@ from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Lo
 from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.agents.targets import ImportPath, import_target, source_of
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.conversation import Customer, conversation_spec, converse
 from eval_pipeline.core.running.agent import Agent, AgentResult
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.conversation import Customer, conversation_spec, converse
 
 
 class CallableAgent(ContextAgent):

@@ -16,10 +16,10 @@ input state; the output contract is read from the run:
   evaluators count); ``response``: the last AI text; ``answered_by``: the name of the
   agent that gave it;
 - ``paused``: whether the run stopped at an interrupt the case scripts no answer for, and
-  ``interrupts``: each interrupt met, ``{name, value, answer}`` (core/interrupts.py);
+  ``interrupts``: each interrupt met, ``{name, value, answer}`` (core/util/interrupts.py);
 - every field listed in ``state_fields``, taken from the final state and made JSON-able.
 
-A conversation case (core/conversation.py) runs turn by turn on one thread: each customer
+A conversation case (core/suites/conversation.py) runs turn by turn on one thread: each customer
 turn is one human message into the same state (the graph's checkpointer, or a fresh
 in-memory one), the conversation ends when ``done_field`` of the state turns true.
 
@@ -51,8 +51,8 @@ from eval_pipeline.agents.adapters.stepwise import (
     stepwise_spec,
 )
 from eval_pipeline.agents.context import AgentContext, ContextAgent
-from eval_pipeline.agents.errors import AgentBuildError
 from eval_pipeline.agents.langfuse_prompt import serving
+from eval_pipeline.agents.project_errors import AgentBuildError
 from eval_pipeline.agents.targets import (
     ImportPath,
     call_factory,
@@ -60,15 +60,15 @@ from eval_pipeline.agents.targets import (
     is_graph,
     source_of,
 )
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.conversation import AgentTurn, Customer, conversation_spec, converse
-from eval_pipeline.core.interrupts import (
+from eval_pipeline.core.running.agent import Agent, AgentResult
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.conversation import AgentTurn, Customer, conversation_spec, converse
+from eval_pipeline.core.util.interrupts import (
     INTERRUPTS_FIELD,
     PAUSED_FIELD,
     ResumeScript,
     interrupt_name,
 )
-from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.evaluators.handoffs import HANDOFF_BACK, is_handoff
 
 RESERVED = (
@@ -285,7 +285,7 @@ async def run_graph(
 ) -> GraphRun:
     """Run the graph to its end, answering each interrupt from ``script`` with
     ``Command(resume=…)`` (several pending at once: each by its id) until the graph ends
-    or the script has no answer (core/interrupts.py). A static breakpoint is an interrupt
+    or the script has no answer (core/util/interrupts.py). A static breakpoint is an interrupt
     named after its node, with no value; any scripted answer goes on from it. A
     functional-API entrypoint's return value (a list of messages, a message) becomes the
     state ``{"messages": […]}``."""

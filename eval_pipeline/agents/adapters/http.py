@@ -25,10 +25,10 @@ from pydantic import Field, field_validator
 from eval_pipeline.agents.adapters.answers import AgentOutputError, TurnSession, output_of
 from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
 from eval_pipeline.agents.context import AgentContext
-from eval_pipeline.core.cases import GoldenCase
-from eval_pipeline.core.conversation import Customer, conversation_spec, converse
-from eval_pipeline.core.redact import register_secret
 from eval_pipeline.core.running.agent import Agent, AgentResult, current_item
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.conversation import Customer, conversation_spec, converse
+from eval_pipeline.core.util.redact import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.agents.context import AgentContext
-from eval_pipeline.core.conversation import Customer
 from eval_pipeline.core.running.agent import Agent
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.core.suites.conversation import Customer
+from eval_pipeline.llm.model_settings import LLMSettings
 
 
 class KindConfig(BaseModel):

@@ -28,13 +28,13 @@ from langgraph.pregel import Pregel
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.failures import error_kind
-from eval_pipeline.evaluators.judge import llm_judge
-from eval_pipeline.evaluators.stepwise import answer_matches
+from eval_pipeline.core.util.redact import redact
+from eval_pipeline.evaluators.llm_judge import llm_judge
+from eval_pipeline.evaluators.research import answer_matches
 from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
 from eval_pipeline.llm.factory import pinned_chat_model
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 # (produced answer, reference answer) -> (acceptable, why): e.g. judge_answers(llm_judge(...))
 AnswerJudge = Callable[[str, str], tuple[bool, str]]

@@ -33,20 +33,20 @@ from eval_pipeline.agents.adapters.kinds import (
 )
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
-from eval_pipeline.agents.errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
+from eval_pipeline.agents.project_errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
-from eval_pipeline.core import safe_yaml
-from eval_pipeline.core.cases import DatasetError, parse_dataset_ref
 from eval_pipeline.core.errors import USER_CODE_FAILURES
-from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import DatasetError, parse_dataset_ref
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.evaluators import registry
-from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.evaluators.declare import evaluator_name
 from eval_pipeline.llm.factory import pinned_chat_model
-from eval_pipeline.llm.settings import TEMPERATURE, LLMSettings, SettingsError
+from eval_pipeline.llm.model_settings import TEMPERATURE, LLMSettings, SettingsError
 
 
 def find_project() -> Path:

@@ -27,7 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from eval_pipeline.agents.targets import ImportPath, check_import_path
 from eval_pipeline.core.options import DEFAULTS
-from eval_pipeline.core.prompts import LABEL, LABEL_RULE
+from eval_pipeline.core.prompts.labels import LABEL, LABEL_RULE
 
 MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key

@@ -24,6 +24,13 @@ from eval_pipeline.core.evaluation.baseline import (
     decided_baseline,
     with_baseline,
 )
+from eval_pipeline.core.evaluation.conclusion import conclude
+from eval_pipeline.core.evaluation.continuation import (
+    Repeats,
+    go_on_until_decided,
+    goes_on,
+    runs_short,
+)
 from eval_pipeline.core.evaluation.plan import (
     FAILURES_TIER,
     RunPlan,
@@ -35,19 +42,12 @@ from eval_pipeline.core.evaluation.plan import (
     prompt_key,
 )
 from eval_pipeline.core.evaluation.processes import (
+    ShardEntry,
     ShardUpdates,
-    ShardWorker,
     produce_in_processes,
     shard_progress,
 )
 from eval_pipeline.core.evaluation.result import EvalResult, SequentialReport, Verdict
-from eval_pipeline.core.evaluation.run import conclude
-from eval_pipeline.core.evaluation.sequential import (
-    Repeats,
-    go_on_until_decided,
-    goes_on,
-    runs_short,
-)
 from eval_pipeline.core.evaluation.stages import (
     check_complete,
     failure_recorded,
@@ -67,8 +67,8 @@ __all__ = [
     "Repeats",
     "RunPlan",
     "SequentialReport",
+    "ShardEntry",
     "ShardUpdates",
-    "ShardWorker",
     "Verdict",
     "baseline_data",
     "cases_of_run",

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import ConfigurationError, did_you_mean
 from eval_pipeline.core.evaluation.plan import RunPlan
 from eval_pipeline.core.running.runner import (
@@ -19,7 +18,8 @@ from eval_pipeline.core.scoring.thresholds import RegressionConfig
 from eval_pipeline.core.store.baselines import find_baseline
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.suite import Suite
 
 
 class Labels(Protocol):

@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval_pipeline.core.cases import DatasetError, GoldenCase, dataset_version, select_tier
 from eval_pipeline.core.errors import did_you_mean
 from eval_pipeline.core.options import OptionsError, RunOptions
-from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running.memo import CachePolicy, check_policy
 from eval_pipeline.core.running.runner import (
     Job,
@@ -25,7 +24,8 @@ from eval_pipeline.core.scoring.gate import fingerprint
 from eval_pipeline.core.scoring.thresholds import ThresholdsError
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import DatasetError, GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.suites.suite import Suite
 
 FAILURES_TIER = "failures"  # the tier of a run on production failures (plan(cases=…))
 

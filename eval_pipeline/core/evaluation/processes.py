@@ -19,7 +19,7 @@ from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.results_store import ResultsStore
 
 
-class ShardWorker(Protocol):
+class ShardEntry(Protocol):
     """Runs one shard in a fresh process: plans the run again (same run id), builds the
     agent there and calls ``produce(..., shard=shard)``; reports progress on ``updates`` as
     (shard index, done, total). Must pickle (it crosses into the worker process)."""
@@ -45,7 +45,7 @@ def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) ->
 
 
 def produce_in_processes(
-    store: ResultsStore, plan_: RunPlan, worker: ShardWorker, *, progress: Progress | None = None
+    store: ResultsStore, plan_: RunPlan, worker: ShardEntry, *, progress: Progress | None = None
 ) -> None:
     """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
     gets), all at once (the caller checks the outputs complete: service ``check_produced``).
@@ -79,6 +79,6 @@ def _started(updates: ShardUpdates, parent: int) -> None:
     _updates = updates
 
 
-def _run_shard(worker: ShardWorker, shard: Shard) -> None:
+def _run_shard(worker: ShardEntry, shard: Shard) -> None:
     assert _updates is not None, "a shard runs in a worker process started by _started"
     worker(shard, _updates)

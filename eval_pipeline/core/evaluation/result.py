@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import ExitCode
 from eval_pipeline.core.options import OnUndecided
 from eval_pipeline.core.running.failures import NOT_THE_AGENT
@@ -19,6 +18,7 @@ from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, VerdictRecord
+from eval_pipeline.core.suites.cases import GoldenCase
 
 
 class Verdict(StrEnum):

@@ -10,12 +10,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
-from eval_pipeline.core.cases import DatasetError, GoldenCase
 from eval_pipeline.core.evaluation.baseline import baseline_data, decided_baseline
 from eval_pipeline.core.evaluation.plan import RunPlan, drawn_prefix
 from eval_pipeline.core.evaluation.result import EvalResult
 from eval_pipeline.core.options import RunOptions
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.budget import Budget, BudgetGuard, Spending
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter
@@ -34,7 +32,9 @@ from eval_pipeline.core.scoring.rows import PrimaryFloorRow
 from eval_pipeline.core.scoring.summary import JudgeSpending, Summary, summarize
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import DatasetError, GoldenCase
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.util.redact import redact
 
 
 # --- produce, score, summarise --------------------------------------------------------

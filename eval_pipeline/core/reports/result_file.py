@@ -16,12 +16,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core.evaluation import EvalResult
-from eval_pipeline.core.interrupts import INTERRUPTS_FIELD
 from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.store.records import ItemStatus, RunRecord, VerdictRecord
+from eval_pipeline.core.util.interrupts import INTERRUPTS_FIELD
 
 SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
 
@@ -91,7 +91,7 @@ class ItemResult(_Model):
     repeat: int
     scores: dict[str, float | None]
     score_details: dict[str, ScoreDetail]  # why it scored so: a judge's reasoning, model, …
-    status: ItemStatus  # finished, paused (at an interrupt: core/interrupts.py), or error
+    status: ItemStatus  # finished, paused (at an interrupt: core/util/interrupts.py), or error
     interrupts: list[dict[str, Any]]  # each {name, value, answer}; no answer: where it paused
     error: str | None
     error_kind: str | None

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.suites.cases import GoldenCase
 
 
 @dataclass

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from eval_pipeline.core.cases import CASE_FILE_PATTERNS, GoldenCase
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
+from eval_pipeline.core.suites.cases import CASE_FILE_PATTERNS, GoldenCase
 
 CachePolicy = Literal["reuse", "refresh", "off"]
 CACHE_POLICIES: tuple[str, ...] = get_args(CachePolicy)

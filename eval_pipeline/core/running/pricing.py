@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.util import safe_yaml
 
 if TYPE_CHECKING:
     from eval_pipeline.core.running.agent import UsageLedger

@@ -26,16 +26,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
 from eval_pipeline.core.running.budget import BudgetGuard, Spending
 from eval_pipeline.core.running.failures import error_kind, fault_of
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.retry import backoff_delay, is_retryable, retried_by_client
 from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.util.redact import redact
 
 Progress = Callable[[int, int], None]  # (done, total)
 T = TypeVar("T")

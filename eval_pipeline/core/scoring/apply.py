@@ -9,10 +9,7 @@ from typing import Any
 
 from langfuse import Evaluation
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import USER_CODE_FAILURES
-from eval_pipeline.core.interrupts import pause_problem
-from eval_pipeline.core.redact import redact
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
 from eval_pipeline.core.scoring.categories import CategoryScale, valued
@@ -20,7 +17,10 @@ from eval_pipeline.core.scoring.evaluations import as_float, item_scores, not_fi
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
 from eval_pipeline.core.scoring.summary import RunEvaluation
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
-from eval_pipeline.evaluators.base import Evaluator, RunEvaluator, evaluator_name
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.util.interrupts import pause_problem
+from eval_pipeline.core.util.redact import redact
+from eval_pipeline.evaluators.declare import Evaluator, RunEvaluator, evaluator_name
 
 
 @dataclass
@@ -44,7 +44,7 @@ def score_items(
     categories: Mapping[str, CategoryScale] | None = None,
 ) -> list[ItemScore]:
     """One score per (output, evaluator). An agent error scores ``error_value``; an item
-    whose pause at an interrupt is not what its case expects scores 0 (core/interrupts.py);
+    whose pause at an interrupt is not what its case expects scores 0 (core/util/interrupts.py);
     an evaluator that raises records value None and the exception, so nothing is lost.
     Evaluators that call a model (judges) run through the runner (``judges``: its
     concurrency, timeout and retries; see judging.py), their tokens in the score. A

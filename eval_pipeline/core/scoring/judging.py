@@ -16,13 +16,13 @@ from typing import Any
 
 from langfuse import Evaluation
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.running.agent import AgentResult
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig, run_agent, run_sync
 from eval_pipeline.core.scoring.evaluations import item_scores
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
-from eval_pipeline.evaluators.base import Evaluator, evaluator_name
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.evaluators.declare import Evaluator, evaluator_name
 
 JUDGE_KEYS = ("judge_input_tokens", "judge_output_tokens", "judge_cost_usd", "judge_calls")
 

@@ -135,7 +135,7 @@ class WorseItem(Row):
     candidate: float
 
 
-# --- trace checks (core/traces/checks.py) ---------------------------------------------
+# --- trace checks (core/traces/daily_checks.py) ---------------------------------------------
 class TraceFloorRow(Row):
     """Today's mean of a reference-free metric over sampled traces against its floor."""
 

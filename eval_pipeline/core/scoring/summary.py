@@ -12,11 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.scoring.categories import distributions
 from eval_pipeline.core.scoring.reducers import flaky_items
 from eval_pipeline.core.scoring.stats import mean_se
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.suites.cases import GoldenCase
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Summary:
     metrics: dict[str, float | None]
     metric_se: dict[str, float | None] = field(default_factory=dict)
     error_items: list[str] = field(default_factory=list)
-    # Items that stopped at an interrupt no scripted answer resumed (core/interrupts.py)
+    # Items that stopped at an interrupt no scripted answer resumed (core/util/interrupts.py)
     n_paused: int = 0
     paused_items: list[str] = field(default_factory=list)
     flaky_items: list[dict[str, Any]] = field(default_factory=list)

@@ -21,9 +21,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.scoring.categories import CategoryScale
+from eval_pipeline.core.util import safe_yaml
 
 
 class ThresholdsError(ConfigurationError):
@@ -47,7 +47,7 @@ class RegressionConfig(BaseModel):
 
 
 class TraceThresholds(BaseModel):
-    """Checks on a day of production traces (the ``traces:`` section; core/traces/checks.py)."""
+    """Checks on a day of production traces (``traces:``; core/traces/daily_checks.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,7 +60,7 @@ class TraceThresholds(BaseModel):
 
 class JudgeThresholds(BaseModel):
     """Calibration of the suite's LLM judges against people (the ``judges:`` section;
-    core/calibration.py)."""
+    core/analysis/calibration.py)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from eval_pipeline.core.interrupts import PAUSED_FIELD
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.failures import Fault
-from eval_pipeline.evaluators.base import DataType
+from eval_pipeline.core.util.interrupts import PAUSED_FIELD
+from eval_pipeline.evaluators.declare import DataType
 
 ItemStatus = Literal["finished", "paused", "error"]
 RunTier = Literal["smoke", "full", "failures"]  # failures: production failures run again
@@ -108,7 +108,7 @@ class ItemOutput:
     @property
     def status(self) -> ItemStatus:
         """ "error", "paused" (it stopped at an interrupt no scripted answer resumed:
-        core/interrupts.py) or "finished"."""
+        core/util/interrupts.py) or "finished"."""
         if self.error is not None:
             return "error"
         paused = isinstance(self.output, dict) and self.output.get(PAUSED_FIELD) is True

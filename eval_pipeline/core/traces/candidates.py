@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from eval_pipeline.core.store.records import ItemScore
-from eval_pipeline.core.traces.records import TraceRecord
+from eval_pipeline.core.traces.observations import TraceRecord
 
 _WORD = re.compile(r"[a-z0-9']+")
 

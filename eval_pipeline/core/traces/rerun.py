@@ -23,16 +23,17 @@ from typing import Any
 
 import yaml
 
-from eval_pipeline.core import evaluation, safe_yaml
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core import evaluation
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
 from eval_pipeline.core.scoring.summary import summarize
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.traces.records import TraceRecord
-from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.traces.observations import TraceRecord
+from eval_pipeline.core.util import safe_yaml
+from eval_pipeline.evaluators.declare import evaluator_name
 
 CORRECTION = "corrected"  # the "failed evaluator" of a trace the user corrected
 

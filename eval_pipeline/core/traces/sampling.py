@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from eval_pipeline.core.traces.records import TraceRecord
+from eval_pipeline.core.traces.observations import TraceRecord
 
 
 @dataclass(frozen=True)

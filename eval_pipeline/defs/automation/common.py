@@ -8,14 +8,14 @@ from urllib.parse import urlparse
 from dagster import RunConfig, RunRequest
 
 from eval_pipeline.agents.project import ProjectError
-from eval_pipeline.core.cases import DatasetError, select_tier
-from eval_pipeline.core.label_moves import WatchedPrompt
+from eval_pipeline.core.prompts.label_moves import WatchedPrompt
 from eval_pipeline.core.running.shards import auto_count
+from eval_pipeline.core.suites.cases import DatasetError, select_tier
 from eval_pipeline.defs.evaluation.execution import execution_config
 from eval_pipeline.defs.evaluation.outputs import EvalRunConfig
 from eval_pipeline.defs.partitions import EvalPartition
 from eval_pipeline.defs.resources import SuitesResource
-from eval_pipeline.llm.settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings
 
 
 def env_setting(name: str, default: str) -> str:

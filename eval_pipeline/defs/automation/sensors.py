@@ -13,7 +13,7 @@ from dagster import (
     sensor,
 )
 
-from eval_pipeline.core.label_moves import SensorCursor, current_state, plan_requests
+from eval_pipeline.core.prompts.label_moves import SensorCursor, current_state, plan_requests
 from eval_pipeline.defs.automation.common import env_setting, eval_run_request, watched_prompts
 from eval_pipeline.defs.partitions import EvalPartition, evaluation_partitions, missing_partitions
 from eval_pipeline.defs.resources import ResultsStoreResource, ServicesResource, SuitesResource

@@ -33,13 +33,13 @@ from dagster import (
 )
 
 from eval_pipeline import service
-from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.errors import explanation_failed
-from eval_pipeline.core.reports.verdicts import latest_verdicts, verdicts_markdown
+from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
-from eval_pipeline.core.suite import Suite
-from eval_pipeline.defs.evaluation.checks import (
+from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.defs.evaluation.asset_checks import (
     CheckedPartition,
     check_result,
     check_results,

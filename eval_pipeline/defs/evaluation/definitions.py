@@ -14,8 +14,8 @@ from dagster import (
 
 from eval_pipeline.defs.evaluation.assets import GROUP, EvaluationAssets, build_evaluation_assets
 from eval_pipeline.defs.evaluation.execution import eval_executor
+from eval_pipeline.defs.evaluation.failure_rerun import build_failure_rerun
 from eval_pipeline.defs.evaluation.judges import build_judge_calibration
-from eval_pipeline.defs.evaluation.rerun import build_failure_rerun
 from eval_pipeline.defs.partitions import Partitions
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """How far to trust the suite's LLM judges: `judge_calibration[suite]` grades the suite's
-labelled set with each judge that has labels (core/calibration.py) and the
+labelled set with each judge that has labels (core/analysis/calibration.py) and the
 `judge_agreement` check warns when a judge agrees with people less than the floor."""
 
 from dagster import (
@@ -13,9 +13,9 @@ from dagster import (
     multi_asset,
 )
 
-from eval_pipeline.core.calibration import Calibration, calibrate, labelled_rubrics
+from eval_pipeline.core.analysis.calibration import Calibration, calibrate, labelled_rubrics
 from eval_pipeline.core.scoring.summary import md_escape
-from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
+from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.partitions import Partitions, partitioned_check
 from eval_pipeline.defs.resources import SuitesResource
 

@@ -9,7 +9,6 @@ from typing import Any
 from dagster import DagsterLogManager, MetadataValue
 
 from eval_pipeline import settings
-from eval_pipeline.core.cases import GoldenCase, dataset_version
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
@@ -18,7 +17,8 @@ from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
 from eval_pipeline.core.store.baselines import flips_across_runs
 from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suite import Suite
+from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
+from eval_pipeline.core.suites.suite import Suite
 
 MAX_TABLE_ROWS = 25
 

@@ -39,7 +39,7 @@ from pydantic import Field, create_model
 
 from eval_pipeline import service
 from eval_pipeline.core.options import RunOptions
-from eval_pipeline.core.prompts import parse_version_key
+from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore

@@ -28,17 +28,17 @@ from dagster import (
 )
 
 from eval_pipeline import settings
-from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.checks import CheckOutcome
 from eval_pipeline.core.scoring.summary import md_escape
 from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.suites.cases import content_hash
 from eval_pipeline.core.traces.candidates import select_candidates, write_review_file
-from eval_pipeline.core.traces.checks import MIN_DAYS, DayStats, check_drop, check_floors
-from eval_pipeline.core.traces.records import TraceRecord, score_traces
+from eval_pipeline.core.traces.daily_checks import MIN_DAYS, DayStats, check_drop, check_floors
+from eval_pipeline.core.traces.observations import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
-from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
+from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.partitions import (
     Partitions,
     partitioned_check,

@@ -32,7 +32,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from eval_pipeline.core.running.agent import current_item
-from eval_pipeline.llm.offline import judge
+from eval_pipeline.llm.offline import grader
 
 OFFLINE_MODEL_NAME = "offline"
 
@@ -165,4 +165,4 @@ class OfflineChatModel(BaseChatModel):
         )
 
 
-register_behaviour({"JudgeVerdict"}, judge.respond)  # the package's own: the LLM judge
+register_behaviour({"JudgeVerdict"}, grader.respond)  # the package's own: the LLM judge

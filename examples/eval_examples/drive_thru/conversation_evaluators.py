@@ -1,4 +1,4 @@
-"""Evaluators of conversations (core/conversation.py), for order-taking agents.
+"""Evaluators of conversations (core/suites/conversation.py), for order-taking agents.
 
 They read the conversation fields of the output contract: ``transcript`` (per turn: the
 customer's words, the agent's reply, its tool calls, the state fields after the turn),

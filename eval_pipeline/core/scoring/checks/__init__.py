@@ -18,7 +18,8 @@ from eval_pipeline.core.scoring.checks import (  # noqa: F401  (each registers i
 )
 
 # isort: on
-from eval_pipeline.core.scoring.checks.base import (
+from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
+from eval_pipeline.core.scoring.checks.spec import (
     REGISTRY,
     CheckOutcome,
     CheckSpec,
@@ -31,7 +32,6 @@ from eval_pipeline.core.scoring.checks.base import (
     register,
     spec,
 )
-from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemScore

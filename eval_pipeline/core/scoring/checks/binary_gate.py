@@ -5,8 +5,8 @@ metrics in paired_gate instead, anytime-valid."""
 
 from __future__ import annotations
 
-from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
+from eval_pipeline.core.scoring.checks.spec import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.rows import BinaryRow, Outcome
 from eval_pipeline.core.scoring.stats import mcnemar_exact, wilson_interval
 

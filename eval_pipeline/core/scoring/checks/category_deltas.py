@@ -3,8 +3,8 @@ baseline (a warning, never blocking by itself)."""
 
 from __future__ import annotations
 
-from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig
 from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs, comparison_row
+from eval_pipeline.core.scoring.checks.spec import CheckSpec, GateCheck, register, sig
 from eval_pipeline.core.scoring.stats import MIN_PAIRED_N, compare_paired, holm
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, worst
 from eval_pipeline.core.scoring.checks.gate_inputs import GateInputs
+from eval_pipeline.core.scoring.checks.spec import CheckSpec, GateCheck, register, worst
 from eval_pipeline.core.scoring.rows import Outcome, RatioRow
 from eval_pipeline.core.scoring.stats import compare_paired
 from eval_pipeline.core.store.records import ItemOutput

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from eval_pipeline.core.scoring.checks.base import sig
+from eval_pipeline.core.scoring.checks.spec import sig
 from eval_pipeline.core.scoring.reducers import reduce_items
 from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.scoring.stats import PairedComparison, compare_paired, holm, mcnemar_exact

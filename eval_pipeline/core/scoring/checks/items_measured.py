@@ -3,7 +3,7 @@ otherwise: core/evaluation/result.py ``EvalResult.errors``)."""
 
 from __future__ import annotations
 
-from eval_pipeline.core.scoring.checks.base import CheckSpec, register
+from eval_pipeline.core.scoring.checks.spec import CheckSpec, register
 
 register(CheckSpec(
     "items_measured", "run", blocking=True,

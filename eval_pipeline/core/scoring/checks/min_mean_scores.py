@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eval_pipeline.core.scoring.checks.base import (
+from eval_pipeline.core.scoring.checks.spec import (
     CheckOutcome,
     CheckSpec,
     ThresholdInputs,

@@ -11,12 +11,12 @@ import dataclasses
 from collections.abc import Sequence
 
 from eval_pipeline.core.errors import explanation_failed
-from eval_pipeline.core.scoring.checks.base import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.checks.gate_inputs import (
     GateInputs,
     comparison_row,
     declared_boolean,
 )
+from eval_pipeline.core.scoring.checks.spec import CheckSpec, GateCheck, register, sig, worst
 from eval_pipeline.core.scoring.rows import Outcome, PairedRow, WorseItem
 from eval_pipeline.core.scoring.sequential import (
     Decision,

@@ -17,11 +17,11 @@ from dagster import (
 
 from eval_pipeline import service, settings
 from eval_pipeline.core.options import RunOptions
-from eval_pipeline.core.prompts import parse_version_key
+from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
 from eval_pipeline.core.store.records import ItemScore
 from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
-from eval_pipeline.defs.evaluation.checks import CheckedPartition, check_result, not_tested
+from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.evaluation.outputs import partition_keys
 from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import (
@@ -30,7 +30,7 @@ from eval_pipeline.defs.resources import (
     ServicesResource,
     environment,
 )
-from eval_pipeline.evaluators.base import evaluator_name
+from eval_pipeline.evaluators.declare import evaluator_name
 from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.service import RunRequest
 

@@ -11,7 +11,7 @@ With ``turns`` only, the customer says them and is done. With ``customer``, a si
 customer (agents/customer.py) continues from the goal after the scripted turns. The driver
 stops when the agent finalises, the customer is done, or at ``max_turns`` customer turns.
 The agent keeps its state across turns on its own thread (its checkpointer). A turn that
-stops at an interrupt (core/interrupts.py) is resumed with the case's scripted answers;
+stops at an interrupt (core/util/interrupts.py) is resumed with the case's scripted answers;
 with none left the conversation stops there, ``paused``: the simulated customer plays the
 customer, never the human who approves.
 """
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.agent import current_item
+from eval_pipeline.core.suites.cases import GoldenCase
 
 # How the simulated customer's prompt marks its goal and what it sees (agents/customer.py);
 # the offline model reads them back (examples/eval_examples/drive_thru/offline_customer.py).
@@ -166,7 +166,7 @@ async def converse(
         if turn.finalized:
             stop = "agent_finalized"
             break
-        if turn.paused:  # (waits for a human the case has no answer from: core/interrupts.py)
+        if turn.paused:  # (waits for a human the case has no answer from: core/util/interrupts.py)
             stop = "paused"
             break
     else:

@@ -18,9 +18,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.core import safe_yaml
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.interrupts import PAUSED_FIELD, resume_problems
+from eval_pipeline.core.util import safe_yaml
+from eval_pipeline.core.util.interrupts import PAUSED_FIELD, resume_problems
 
 Tier = Literal["smoke", "full"]
 TIERS: tuple[str, ...] = ("smoke", "full")
@@ -88,7 +88,7 @@ CaseValidator = Callable[[GoldenCase], list[tuple[str, str]]]
 
 @dataclass(frozen=True)
 class FieldNeeds:
-    """What a suite's evaluators read from its cases (evaluators/base.py ``reads``)."""
+    """What a suite's evaluators read from its cases (evaluators/declare.py ``reads``)."""
 
     required: dict[str, tuple[str, ...]]  # "expected_output.x" (or "a|b") → who reads it
     known: frozenset[str] | None  # every field some evaluator reads; None: one does not say
@@ -323,7 +323,7 @@ def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, An
 
 
 def interrupt_problems(case: GoldenCase) -> list[tuple[str, str]]:
-    """A case's human-in-the-loop fields that cannot be used (core/interrupts.py)."""
+    """A case's human-in-the-loop fields that cannot be used (core/util/interrupts.py)."""
     found = resume_problems(case.input)
     paused = (case.expected_output or {}).get(PAUSED_FIELD)
     if paused is not None and not isinstance(paused, bool):

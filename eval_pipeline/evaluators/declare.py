@@ -83,7 +83,7 @@ def evaluator(
     ``reads``: the case fields it cannot score without (``"expected_output.expected_tools"``;
     ``"a|b"`` for either), ``may_read`` the ones it uses when present: a case lacking one
     it reads is refused when the dataset loads, never scored as if nothing were expected
-    (core/cases.py ``field_problems``). ``data_type``: BOOLEAN for a pass/fail (every value
+    (core/suites/cases.py ``field_problems``). ``data_type``: BOOLEAN for a pass/fail (every value
     0 or 1: another one is an error of the evaluator, not a score), else NUMERIC."""
 
     def declare(body: Callable[..., Any]) -> Evaluator:

@@ -13,18 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.cases import (
-    CaseValidator,
-    DatasetError,
-    FieldNeeds,
-    GoldenCase,
-    LangfuseDatasetRef,
-    load_cases,
-    validate_cases,
-)
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
-from eval_pipeline.core.prompts import PromptVersion
+from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.commit import code_commit
 from eval_pipeline.core.running.memo import (
@@ -33,7 +24,16 @@ from eval_pipeline.core.running.memo import (
     source_fingerprint,
 )
 from eval_pipeline.core.scoring.thresholds import Thresholds
-from eval_pipeline.evaluators.base import (
+from eval_pipeline.core.suites.cases import (
+    CaseValidator,
+    DatasetError,
+    FieldNeeds,
+    GoldenCase,
+    LangfuseDatasetRef,
+    load_cases,
+    validate_cases,
+)
+from eval_pipeline.evaluators.declare import (
     Evaluator,
     RunEvaluator,
     case_fields,
@@ -173,6 +173,6 @@ class Suite:
 
     def versions_of_evaluators(self) -> dict[str, str]:
         """Each evaluator's version (a fingerprint of its code and parameters, see
-        evaluators/base.py), recorded with every run."""
+        evaluators/declare.py), recorded with every run."""
         return {evaluator_name(f): evaluator_version(f)
                 for f in [*self.evaluators, *self.run_evaluators]}  # fmt: skip

@@ -24,8 +24,6 @@ from typing import Any
 
 import yaml
 
-from eval_pipeline.core import safe_yaml
-from eval_pipeline.core.cases import ID_PATTERN, GoldenCase
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import RunnerConfig
@@ -33,8 +31,10 @@ from eval_pipeline.core.scoring.agreement import Agreement, cohen_kappa
 from eval_pipeline.core.scoring.judging import JudgeJob, run_judges, uses_model
 from eval_pipeline.core.scoring.summary import JudgeSpending
 from eval_pipeline.core.store.records import ItemOutput
-from eval_pipeline.core.suite import Suite
-from eval_pipeline.evaluators.base import evaluator_name, evaluator_version
+from eval_pipeline.core.suites.cases import ID_PATTERN, GoldenCase
+from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.util import safe_yaml
+from eval_pipeline.evaluators.declare import evaluator_name, evaluator_version
 
 LABELS_FILE = "judge_labels.yaml"
 HUMAN = {"pass": True, "fail": False}

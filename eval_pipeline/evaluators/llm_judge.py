@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from eval_pipeline.evaluators.base import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
 JUDGE_TEMPLATE = """You grade an AI agent's answer against a rubric.
@@ -43,7 +43,7 @@ def judge_prompt_hash(rubric: str) -> str:
 
 
 def _text(value: Any) -> str:
-    """What the judge reads: a conversation's turns (core/conversation.py), the answer
+    """What the judge reads: a conversation's turns (core/suites/conversation.py), the answer
     text of an output, or the value as JSON."""
     if isinstance(value, dict) and isinstance(value.get("transcript"), list):
         return "\n".join(f"Customer: {t.get('customer', '')}\nAssistant: {t.get('agent', '')}"

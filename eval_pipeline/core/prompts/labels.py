@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eval_pipeline.core.cases import content_hash
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.suites.cases import content_hash
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")  # a {{variable}} (Langfuse syntax)
 # A label both registries accept: Langfuse's rule (PROMPT_LABEL_REGEX, 36 at most).

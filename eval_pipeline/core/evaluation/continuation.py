@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from eval_pipeline.core.cases import GoldenCase
 from eval_pipeline.core.evaluation.baseline import decided_baseline
 from eval_pipeline.core.evaluation.plan import RunPlan, cases_run, draw_order
 from eval_pipeline.core.evaluation.result import EvalResult, SequentialReport
@@ -22,6 +21,7 @@ from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.scoring.reducers import repeat_values
 from eval_pipeline.core.store.records import RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suites.cases import GoldenCase
 
 MIN_BATCH = 5  # a sequential run's further cases come at least this many at a time
 

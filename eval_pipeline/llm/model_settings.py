@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.core.errors import ConfigurationError
-from eval_pipeline.core.redact import redact_url, register_secret
 from eval_pipeline.core.running.memo import source_fingerprint
+from eval_pipeline.core.util.redact import redact_url, register_secret
 from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 

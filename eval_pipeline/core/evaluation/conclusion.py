@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from eval_pipeline.core.cases import GoldenCase
+from eval_pipeline.core.evaluation.continuation import go_on_until_decided
 from eval_pipeline.core.evaluation.plan import RunPlan
 from eval_pipeline.core.evaluation.result import EvalResult
-from eval_pipeline.core.evaluation.sequential import go_on_until_decided
 from eval_pipeline.core.evaluation.stages import summarise, verdict
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.suites.cases import GoldenCase
 
 
 def conclude(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from eval_pipeline.evaluators.base import Score, ScoreError, evaluator
+from eval_pipeline.evaluators.declare import Score, ScoreError, evaluator
 from eval_pipeline.evaluators.registry import register
 
 _FACT = re.compile(r"\d[\d,.]*\d|\d|[A-Z][A-Za-z&'-]+")
