@@ -17,7 +17,8 @@ from sqlalchemy import func, select
 
 from eval_pipeline.core.running.runner import jobs_of
 from eval_pipeline.core.store.records import RunStatus
-from eval_pipeline.core.store.results_store import ResultsStore, item_memo
+from eval_pipeline.core.store.results_store import ResultsStore
+from eval_pipeline.core.store.tables import item_memo
 from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT, copy_project, suite
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 

@@ -17,10 +17,13 @@ def store(request, tmp_path):
         url = request.getfixturevalue("pg_url")
     with ResultsStore(url) as s:
         yield s
-        if request.param == "postgres":
-            from eval_pipeline.core.store.results_store import metadata
+        if request.param == "postgres":  # the session's database, empty for the next test
+            from eval_pipeline.core.store.migrate import VERSION_TABLE
+            from eval_pipeline.core.store.tables import metadata
 
             metadata.drop_all(s.engine)
+            with s.engine.begin() as conn:
+                conn.exec_driver_sql(f"DROP TABLE {VERSION_TABLE}")
 
 
 def run_record(run_id="r1", suite="drive_thru", version="v1", minutes_ago=0, **kw):
@@ -163,24 +166,3 @@ def test_memo_upserts_and_filters_by_producing_run(store):
     many = {f"key-{i}": ItemOutput(f"i{i}", 0, {"n": i}) for i in range(1200)}
     store.memo_put("drive_thru", "r3", many)
     assert len(store.memo_get(list(many))) == 1200  # more keys than one IN (...) batch
-
-
-def test_an_older_store_gains_the_new_columns(tmp_path):
-    import sqlite3
-
-    path = tmp_path / "old.sqlite"
-    with ResultsStore(f"sqlite:///{path}") as s:
-        s.create_run(run_record())
-        s.write_outputs("r1", [ItemOutput("a", 0, {"x": 1})])
-        s.write_scores("r1", [ItemScore("a", 0, "ok", 1.0, data_type="BOOLEAN")])
-    connection = sqlite3.connect(path)  # as written before source_run_id existed
-    connection.execute("ALTER TABLE item_outputs DROP COLUMN source_run_id")
-    connection.execute("ALTER TABLE item_scores DROP COLUMN data_type")
-    connection.commit()
-    connection.close()
-    with ResultsStore(f"sqlite:///{path}") as s:
-        (kept,) = s.read_outputs("r1")
-        assert kept.output == {"x": 1} and kept.source_run_id is None
-        assert s.read_scores("r1")[0].data_type == "NUMERIC"  # a score without a type
-        s.write_outputs("r1", [ItemOutput("a", 0, {"x": 2}, source_run_id="r0")])
-        assert s.read_outputs("r1")[0].source_run_id == "r0"

@@ -1,0 +1,1 @@
+"""The results store's Alembic migrations, applied by ``core/store/migrate.py``."""

@@ -1,0 +1,1 @@
+"""One module per migration, oldest first (``down_revision`` links them)."""
