@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from eval_pipeline.cli import main
 from eval_pipeline_tests.helpers import CONFIG_ENV, clean_cli_env, copy_project
 
-FILES = sorted((Path(__file__).parent / "bad_inputs").glob("*.yaml"))
+FILES = sorted((Path(__file__).parents[1] / "bad_inputs").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("bad", FILES, ids=[f.stem for f in FILES])
@@ -43,7 +43,7 @@ def test_a_bad_cases_file_is_refused_naming_the_file_and_line(bad, tmp_path, mon
     assert where in said, said
 
 
-SETUPS = sorted((Path(__file__).parent / "bad_inputs" / "setups").glob("*.yaml"))
+SETUPS = sorted((Path(__file__).parents[1] / "bad_inputs" / "setups").glob("*.yaml"))
 CLI = str(Path(sys.executable).parent / "eval-pipeline")
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from eval_pipeline.evaluators import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 MKDOCS = Path(sys.executable).parent / "mkdocs"

@@ -249,7 +249,7 @@ def test_the_pages_cases_are_valid_cases():
     from eval_pipeline.core.suites.cases import validate_cases
     from eval_pipeline.core.util.interrupts import ResumeScript
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "human-in-the-loop.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "human-in-the-loop.md").read_text()
     first, by_name = re.findall(r"```yaml\n(.*?)```", page, re.S)[:2]
     (case,) = validate_cases([("page", c) for c in yaml.safe_load(first)], origin="page")
     assert ResumeScript.of(case.input).answers(["issue_refund"]) == [{"approved": True}]

@@ -39,7 +39,7 @@ from eval_pipeline_tests.stranger import (
 )
 from eval_pipeline_tests.teams import ZOO
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 OWN_AGENT = DOCS / "own-agent.md"
 FLOW = "## From install to a gated CI run"
 BIN = Path(sys.executable).parent

@@ -26,7 +26,7 @@ from eval_pipeline_tests.stranger import WeatherModel, cases_yaml
 from eval_pipeline_tests.zoo.weather_api import weather_api
 
 CLI = str(Path(sys.executable).parent / "eval-pipeline")
-ZOO = Path(__file__).parent / "zoo"
+ZOO = Path(__file__).parents[1] / "zoo"
 SUITE = {"dataset": "evals/weather", "evaluators": ["groundedness", "correctness",
                                                      "completeness", "overall"],
          "thresholds": {"primary_metric": "overall", "min_mean": {"overall": 0.7}}}  # fmt: skip

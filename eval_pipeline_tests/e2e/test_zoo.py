@@ -25,7 +25,7 @@ from eval_pipeline_tests.model_server import BackgroundServer, LocalOpenAIServer
 from eval_pipeline_tests.stranger import PROMPT_V1, PROMPT_V2, WeatherModel, cases_yaml
 from eval_pipeline_tests.zoo.weather_api import weather_api
 
-ZOO = Path(__file__).parent / "zoo"
+ZOO = Path(__file__).parents[1] / "zoo"
 # style: (object to evaluate, how its worse version is made)
 STYLES = {
     "sync_nodes": ("agent:graph", "edit"),

@@ -11,7 +11,7 @@ from eval_pipeline import settings
 from eval_pipeline.core.running.budget import Budget, BudgetGuard, Spending
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline_tests.test_verdicts import cli, last_line
+from eval_pipeline_tests.integration.test_verdicts import cli, last_line
 
 
 def output(calls: int, tokens: int = 10, cost: float = 0.01, memo: str | None = None):

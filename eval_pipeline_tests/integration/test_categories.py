@@ -20,11 +20,11 @@ from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.integrations.langfuse_scores import item_score_payloads
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
+from eval_pipeline_tests.integration.test_langfuse_integration import cli_on
+from eval_pipeline_tests.integration.test_verdicts import cli, last_line
 from eval_pipeline_tests.langfuse_rules import V3, V4
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
-from eval_pipeline_tests.test_gate import record
-from eval_pipeline_tests.test_langfuse_integration import cli_on
-from eval_pipeline_tests.test_verdicts import cli, last_line
+from eval_pipeline_tests.unit.test_gate import record
 
 TONE = '''
 from langfuse import Evaluation

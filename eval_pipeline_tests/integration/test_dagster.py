@@ -28,7 +28,7 @@ from eval_pipeline_tests.helpers import (
 )
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES))
 golden_dataset = ASSETS.golden_dataset
 
@@ -331,7 +331,7 @@ def test_an_unserved_model_fails_the_step_before_anything_is_written(env):
 
 
 def test_errors_by_kind_reach_the_dagster_metadata(env):
-    from eval_pipeline_tests.test_verdicts import refuse_some
+    from eval_pipeline_tests.integration.test_verdicts import refuse_some
 
     instance, resources, _ = env
     with LocalOpenAIServer(fault=refuse_some) as server:

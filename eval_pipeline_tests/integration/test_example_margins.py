@@ -16,7 +16,7 @@ import yaml
 from eval_pipeline.core.scoring.margins import advised_margin, cases_for_margin, shown, table
 from eval_pipeline.core.scoring.sequential import Decision, decide, finest_margin
 from eval_pipeline_tests.helpers import SUITE_NAMES, suite
-from eval_pipeline_tests.test_verdicts import cli
+from eval_pipeline_tests.integration.test_verdicts import cli
 
 ALPHA = 0.05
 # The examples whose offline behaviour slips now and then above temperature 0 (a miscount,

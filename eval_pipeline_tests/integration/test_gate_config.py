@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from eval_pipeline_tests.helpers import in_team_project
-from eval_pipeline_tests.test_wrong_passes import last_line, run, write_project
+from eval_pipeline_tests.integration.test_wrong_passes import last_line, run, write_project
 
 THRESHOLDS = {"primary_metric": "completeness", "min_mean": {"completeness": 0.4},
               "regression": {"margin": 0.1, "pass_threshold": 1.0}}  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline_tests.helpers import benchmark, in_team_project, write_team_project
-from eval_pipeline_tests.test_wrong_passes import last_line, run
+from eval_pipeline_tests.integration.test_wrong_passes import last_line, run
 
 # wrong(a) per prompt: the prompt's first word picks which cases the agent gets wrong.
 AGENT = """

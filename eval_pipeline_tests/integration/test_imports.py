@@ -13,7 +13,7 @@ from pathlib import Path
 import eval_pipeline
 import eval_pipeline.plugins
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "eval_pipeline"
 PUBLIC = {"eval_pipeline", "eval_pipeline.plugins"}
 

@@ -13,7 +13,7 @@ from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_run_experiment_gives_the_same_values_as_our_runner(monkeypatch):

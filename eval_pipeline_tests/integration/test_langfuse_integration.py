@@ -37,7 +37,7 @@ from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4, V4_DUAL
 from eval_pipeline_tests.langfuse_server import PROJECT_ID, LangfuseTestServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "drive-thru/orchestrator"
 PLANTED_SECRET = "sk-lf-planted-3e8d1b7c"
 
@@ -471,7 +471,7 @@ def test_failures_run_again_are_scored_on_their_production_traces(env, server, m
     from eval_pipeline.defs.evaluation.failure_rerun import build_failure_rerun
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline_tests.helpers import SUITE_NAMES, suite
-    from eval_pipeline_tests.test_failure_rerun import BLIND_ADD, CORRECTED
+    from eval_pipeline_tests.integration.test_failure_rerun import BLIND_ADD, CORRECTED
 
     instance, resources, tmp_path = env
     monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))

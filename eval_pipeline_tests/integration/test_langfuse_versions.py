@@ -24,7 +24,7 @@ from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, materialized
 from eval_pipeline_tests.langfuse_rules import V3, V4, LangfuseVersion
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "drive-thru/orchestrator"
 DAY = "2026-11-20"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "eval_pipeline"
+PACKAGE = Path(__file__).resolve().parents[2] / "eval_pipeline"
 # Top to bottom; a layer may import itself and anything below it.
 LAYERS = ["defs", "service", "integrations", "agents", "llm", "core", "evaluators"]
 

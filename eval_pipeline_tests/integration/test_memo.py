@@ -186,7 +186,7 @@ def test_errors_are_never_memoized(store, datasets):
 
 def test_memo_key_ignores_nothing_else(datasets):
     case = at("drive_thru", datasets).load_cases()[0]
-    from eval_pipeline_tests.test_results_store import run_record
+    from eval_pipeline_tests.integration.test_results_store import run_record
 
     base = run_record(agent_version="1+abc", model_params={"model": "m", "timeout_s": 5})
     key = MemoScope.of(base).key(case, 0)

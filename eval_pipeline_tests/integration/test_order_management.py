@@ -16,7 +16,7 @@ from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tools_and_the_return_rule():

@@ -19,7 +19,7 @@ from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt, suite_at
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = EXAMPLES / "datasets" / "product_discovery" / "catalog.csv"
 
 

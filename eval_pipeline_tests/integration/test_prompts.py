@@ -11,7 +11,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.core.prompts.labels import PromptError
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 NAME = "drive-thru/orchestrator"
 

@@ -21,8 +21,8 @@ from eval_pipeline.evaluators import registry
 from eval_pipeline.evaluators.declare import evaluator
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 
-TOY = Path(__file__).parent / "toys" / "item_count_evaluator.py"
-TOY_KIND = Path(__file__).parent / "toys" / "oracle_kind.py"
+TOY = Path(__file__).parents[1] / "toys" / "item_count_evaluator.py"
+TOY_KIND = Path(__file__).parents[1] / "toys" / "oracle_kind.py"
 
 
 def with_plugin(project: Path, toy: Path) -> None:
@@ -159,7 +159,7 @@ def test_a_boolean_evaluator_gives_0_or_1_and_says_so():
     assert "| `no_error` | item | BOOLEAN |" in registry.reference()
 
 
-TOY_CHECK = Path(__file__).parent / "toys" / "changed_outputs_check.py"
+TOY_CHECK = Path(__file__).parents[1] / "toys" / "changed_outputs_check.py"
 
 
 @pytest.fixture

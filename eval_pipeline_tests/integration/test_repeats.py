@@ -21,7 +21,7 @@ from eval_pipeline import settings
 from eval_pipeline.core.scoring.sequential import Decision
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import ROOT, clean_cli_env
-from eval_pipeline_tests.test_bisect import cli, write_project
+from eval_pipeline_tests.integration.test_bisect import cli, write_project
 
 # The adder of test_bisect.py, made flaky: on every third case its answer is wrong on some
 # repeats (a coin seeded by the case and the repeat), whatever its prompt says.

@@ -22,7 +22,7 @@ from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = EXAMPLES / "datasets" / "research" / "corpus.jsonl"
 
 

@@ -12,7 +12,7 @@ from eval_pipeline.cli import main
 from eval_pipeline.core.reports.result_file import SCHEMA_VERSION, ResultFile, json_schema
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "result.schema.json"
+PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "result.schema.json"
 
 
 def test_the_published_schema_is_the_models():

@@ -1205,7 +1205,7 @@ def test_a_fail_shows_a_drop_of_the_margin(drops: int, ties: int) -> None:
     bound below 0 and Δ ≤ −margin. It showed the Δ of all the pairs (−0.057 at a margin of
     0.1) beside a WORSE reached on the first few; the evidence is now the pairs up to the
     decision, which stands (sequential.py ``_decide_one``)."""
-    from eval_pipeline_tests.test_gate import record
+    from eval_pipeline_tests.unit.test_gate import record
 
     items = [f"c{i:03d}" for i in range(drops + ties)]
     outputs = [ItemOutput(i, 0, {}) for i in items]

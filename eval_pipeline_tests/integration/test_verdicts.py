@@ -20,7 +20,7 @@ from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.helpers import clean_cli_env
 from eval_pipeline_tests.model_server import LocalOpenAIServer
-from eval_pipeline_tests.test_gate import ITEMS, THRESHOLDS, data, record
+from eval_pipeline_tests.unit.test_gate import ITEMS, THRESHOLDS, data, record
 
 
 def cli(*args: str):

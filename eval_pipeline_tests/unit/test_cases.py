@@ -9,7 +9,7 @@ import pytest
 from eval_pipeline.core.suites.cases import DatasetError, dataset_version, select_tier
 from eval_pipeline_tests.helpers import suite
 
-REPO_DATASETS = Path(__file__).resolve().parents[1] / "examples" / "datasets"
+REPO_DATASETS = Path(__file__).resolve().parents[2] / "examples" / "datasets"
 
 
 def drive_thru_at(datasets: Path):

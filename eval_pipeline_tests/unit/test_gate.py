@@ -158,6 +158,7 @@ def test_a_boolean_gated_metric_is_compared_by_mcnemar():
     assert "McNemar" not in numeric.note and numeric.p_value != row.p_value
 
 
+@pytest.mark.slow  # Monte-Carlo of 400 gated runs
 def test_the_sequential_gate_holds_its_error_rate_for_an_agent_that_samples():
     """A sampling agent: each case has its own pass probability, each run answers once, and
     the candidate passes every case 0.1 less often (Δ = −margin, so NOT WORSE is wrong).

@@ -228,6 +228,7 @@ def test_agents_are_recognised_by_what_they_are(tmp_path):
         project.suite("other")
 
 
+@pytest.mark.slow  # runs a suite and doctor
 def test_an_agent_that_ignores_its_prompt_is_named_by_the_run_and_by_doctor(tmp_path, monkeypatch):
     """The suite declares a prompt, the graph factory never reads ctx.prompt: prompt labels
     make no difference to it, and both the run report and doctor say so."""
