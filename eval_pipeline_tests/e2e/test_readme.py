@@ -74,8 +74,7 @@ def doc_block(heading: str, page: Path = OWN_AGENT) -> list[str]:
     return commands
 
 
-@pytest.fixture
-def team(tmp_path):
+def make_team(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     root = tmp_path / "team-repo"
     (root / "my_agent").mkdir(parents=True)
     (root / "my_agent" / "__init__.py").write_text("")
@@ -146,12 +145,22 @@ def follow_the_page(root: Path, env: dict[str, str], server: LocalOpenAIServer, 
     return done
 
 
-def test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path):
-    root, env = team
+@pytest.fixture(scope="module")
+def followed(tmp_path_factory):
+    """The team's repository after the page's ten commands, run once for the module (the
+    flow is its slowest part; the test after it builds on its end state): the root, the
+    team's environment, the CI command's process, the test's own directory."""
+    tmp_path = tmp_path_factory.mktemp("own-agent")
+    root, env = make_team(tmp_path)
     with LocalOpenAIServer(chat_model=lambda name: WeatherModel(model_name=name),
                            models=["weather-model"]) as server:  # fmt: skip
         done = list(follow_the_page(root, env, server, "weather-model",
                                     tmp_path / "ci-home").values())[-1]  # fmt: skip
+    return root, env, done, tmp_path
+
+
+def test_the_own_agent_flow_runs_as_printed_in_ten_commands(followed):
+    root, _, done, _ = followed
     verdict = done.stdout.strip().splitlines()[-1]
     # the staging prompt is worse: its own floor or the gate fails it (the sequential gate
     # takes no further case once a check has failed)
@@ -178,13 +187,12 @@ def python_block(heading: str, page: Path) -> str:
     return block.group(1)
 
 
-def test_the_docs_pytest_example_asserts_the_replayed_verdict(team, tmp_path):
+def test_the_docs_pytest_example_asserts_the_replayed_verdict(followed):
     """docs/running.md "From Python", run as printed by pytest in the team's repository
     after the own-agent flow, in CI (no endpoint, no key): with staging pointing at the
     production prompt it passes; pointed at the worse prompt, the test fails on its
     assertion (the verdict FAIL), never on an exception evaluate() raised."""
-    root, env = team
-    test_the_own_agent_flow_runs_as_printed_in_ten_commands(team, tmp_path)
+    root, env, _, tmp_path = followed
     (root / "test_support.py").write_text(python_block("## From Python", DOCS / "running.md"))
     ci = {k: v for k, v in env.items() if not k.startswith("EVAL_LLM_")}
     ci["EVAL_HOME"] = str(tmp_path / "ci-home")
