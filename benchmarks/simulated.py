@@ -1,6 +1,6 @@
 """Simulated suites and the floor any level-α test has: one model of paired scores, used by
 benchmarks/gate_decisiveness.py, benchmarks/sequential_gate.py and the gate's validity tests
-(eval_pipeline_tests/test_sequential_validity.py).
+(eval_pipeline_tests/integration/test_sequential_validity.py).
 
 The suite model (``suite``): case i has a difficulty bᵢ ~ Logistic(0, 1), shared by both
 versions and by every metric. A version with ability θ answers case i with quality

@@ -1,13 +1,13 @@
-"""The long run of the verdict properties (eval_pipeline_tests/test_verdict_properties.py,
-issue 44): ``--examples`` generated suites (1–300 cases; pass/fail, partial-credit,
-categorical and missing scores; ties, drops, churn; repeats and reducers; tiers;
-conversations; every threshold with and without; the sequential and the fixed gate), each
-through the verdict path the service takes and every surface that shows it (the CLI
-report, the results file, JUnit, Markdown, Dagster's check results, the verdicts table,
-the PR comment), every property checked. Unlike the test, it does not stop at the first
-failure: it counts the suites checked and the failures per property, the known ones (while
-the module has a strict xfail for one: ``known_crash``, ``known_violation``) apart, and
-prints the first reproduction of each new one.
+"""The long run of the verdict properties
+(eval_pipeline_tests/integration/test_verdict_properties.py, issue 44): ``--examples`` generated
+suites (1–300 cases; pass/fail, partial-credit, categorical and missing scores; ties, drops,
+churn; repeats and reducers; tiers; conversations; every threshold with and without; the
+sequential and the fixed gate), each through the verdict path the service takes and every
+surface that shows it (the CLI report, the results file, JUnit, Markdown, Dagster's check
+results, the verdicts table, the PR comment), every property checked. Unlike the test, it does
+not stop at the first failure: it counts the suites checked and the failures per property, the
+known ones (while the module has a strict xfail for one: ``known_crash``, ``known_violation``)
+apart, and prints the first reproduction of each new one.
 
     .venv/bin/python benchmarks/verdict_properties.py [--examples 2000] [--seed 44] [--most 300]
 
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, seed, settings
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval_pipeline_tests import test_verdict_properties as props  # noqa: E402
+from eval_pipeline_tests.integration import test_verdict_properties as props  # noqa: E402
 
 
 def main() -> int:

@@ -16,6 +16,21 @@ def pytest_configure(config):
     os.environ["COLUMNS"] = "240"
 
 
+TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items):
+    """Each test's tier is the folder its module is in (unit/, integration/, e2e/), marked
+    so ``-m unit`` selects it; a test marked ``slow`` in a unit module (a long simulation, a
+    process it starts) counts as integration, so the unit tier stays under a minute."""
+    for item in items:
+        tier = item.path.parent.name
+        assert tier in TIERS, f"{item.path}: a test module belongs in one of {TIERS}"
+        if tier == "unit" and item.get_closest_marker("slow"):
+            tier = "integration"
+        item.add_marker(tier)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     """A real PostgreSQL server (EVAL_TEST_PG_URL or a throwaway local cluster); must run
