@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_pipeline.core.evaluation import EvalResult, SequentialReport
-from eval_pipeline.core.scoring.checks import Label, spec
+from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
@@ -71,11 +71,9 @@ class GateCheckResult(_Model):
 
     @classmethod
     def of(cls, check: GateCheck) -> GateCheckResult:
-        declared = spec(check.name)
         return cls(name=check.name, result=check.label, outcome=check.outcome,
                    tested=check.tested, description=check.description, rows=check.rows,
-                   worse_items=check.worse_items,
-                   blocking=declared is None or declared.blocking)  # fmt: skip
+                   worse_items=check.worse_items, blocking=check.blocking)  # fmt: skip
 
     @property
     def blocking_failure(self) -> bool:
