@@ -261,7 +261,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 {
                     **writeback,
                     "run_id": run_id,
-                    "verdict": result.verdict.value,
+                    "verdict": view.verdict,
                     "primary_metric": suite.thresholds.primary_metric,
                     "primary_value": primary if primary is not None else float("nan"),
                     **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
@@ -287,10 +287,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                              else result.gate_note or ""),  # (PASS/FAIL/UNDECIDED/ERROR)
                     **(
                         {
-                            "sequential": result.sequential.line(),
-                            "model_calls": result.sequential.model_calls,
+                            "sequential": view.sequential,
+                            "model_calls": view.sequential_run.model_calls,
                         }
-                        if result.sequential
+                        if view.sequential_run
                         else {}
                     ),
                     **({"budget": run.stopped} if run.stopped else {}),
