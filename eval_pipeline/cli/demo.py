@@ -22,6 +22,7 @@ from eval_pipeline.agents.project import load_project
 from eval_pipeline.cli.report import console, print_gate, print_result, verdict_line
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.util.redact import redact
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.located import LocatedJobs, located_jobs
@@ -70,7 +71,7 @@ def _demo(console: Console, demo: Demo, project: Any, suites: tuple[str, ...] | 
         if staging is not None and staging.run.prompt_version != production.run.prompt_version:
             console.rule(f"{name}: staging {staging.run.prompt_version} against production "
                          f"{production.run.prompt_version}")  # fmt: skip
-            print_gate(console, staging.gate, staging.gate_note)
+            print_gate(console, ResultFile.of(staging).gate, staging.gate_note)
             said = {"FAIL": "caught", "UNDECIDED": "could not yet decide on"}.get(
                 staging.verdict, "did not catch"
             )

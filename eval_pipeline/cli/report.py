@@ -14,9 +14,9 @@ from rich.table import Table
 from eval_pipeline.core.analysis.calibration import Calibration
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports.exports import model_line
+from eval_pipeline.core.reports.result_file import GateResult, ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
-from eval_pipeline.core.scoring.gate import GateReport
-from eval_pipeline.core.scoring.summary import SliceRow
+from eval_pipeline.core.scoring.summary import SliceRow, Summary
 
 console = Console()
 err_console = Console(stderr=True)
@@ -31,21 +31,23 @@ COLOURS = {
 
 
 def print_result(console: Console, result: EvalResult, *, verbose: bool = False) -> None:
-    """The whole report: header, scores, errors, checks, the gate and any warnings; with
-    ``verbose``, one block per case and repeat first."""
+    """The whole report: header, scores, errors, checks, the gate and any warnings, laid
+    out from the run's view model (the results file, as every surface); with ``verbose``,
+    one block per case and repeat first."""
     if verbose:
         print_cases(console, result)
-    print_report(console, result)
-    print_gate(console, result.gate, result.gate_note)
-    if result.sequential:
-        console.print(f"Sequential gate: {result.sequential.line()}")
-        if paired := result.sequential.paired_line():
-            console.print(f"  {escape(paired)}")
-        if repeats := result.sequential.repeats_line():
-            console.print(f"  {escape(repeats)}")
-    if result.run.stopped:
-        console.print(f"[yellow]Budget:[/] {escape(result.run.stopped)}")
-    for warning in [*result.warnings, *result.notes]:
+    view = ResultFile.of(result)
+    print_report(console, view)
+    print_gate(console, view.gate, view.gate_note)
+    if view.sequential:
+        console.print(f"Sequential gate: {view.sequential}")
+        said = view.sequential_run
+        for line in (said.paired_line, said.repeats_line) if said else ():
+            if line:
+                console.print(f"  {escape(line)}")
+    if view.run.stopped:
+        console.print(f"[yellow]Budget:[/] {escape(view.run.stopped)}")
+    for warning in [*view.warnings, *view.notes]:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
@@ -76,10 +78,9 @@ def error_line(why: str, code: int = 2, limit: int = 200) -> str:
     return f"VERDICT: ERROR — {first} (exit {code})"
 
 
-def print_errors(console: Console, result: EvalResult) -> None:
+def print_errors(console: Console, summary: Summary) -> None:
     """Errors by kind, one paragraph each (an example message is too long for a table):
     the items', with whose failure each is, then the scores evaluators could not give."""
-    summary = result.summary
     for title, kinds in (
         (f"Errors by kind ({summary.n_errors} of {summary.n_items} items)",
          summary.errors_by_kind),
@@ -157,7 +158,7 @@ def print_interrupts(console: Console, output: Any, width: int = 100) -> None:
                           highlight=False)  # fmt: skip
 
 
-def print_report(console: Console, result: EvalResult) -> None:
+def print_report(console: Console, result: ResultFile) -> None:
     run, summary = result.run, result.summary
     console.rule(f"[bold]EVALUATION REPORT — {escape(run.suite)} ({run.tier} tier)")
     prompt = f"{run.prompt_name} {run.prompt_version} ({run.prompt_hash})" if run.prompt_name \
@@ -172,7 +173,7 @@ def print_report(console: Console, result: EvalResult) -> None:
         f"  ·  errors: {summary.n_errors}  ·  paused: {summary.n_paused}"
         f"  ·  reused from memo: {summary.n_reused}"
     )
-    print_errors(console, result)
+    print_errors(console, summary)
     metrics = Table(title="Mean score per evaluator (over per-case means)")
     metrics.add_column("evaluator")
     metrics.add_column("mean", justify="right")
@@ -214,12 +215,12 @@ def print_report(console: Console, result: EvalResult) -> None:
         gates.add_column(column)
     for check in result.checks:
         severity = "ERROR" if check.blocking else "WARN"
-        gates.add_row(check.name, severity, COLOURS[check.label],
-                      escape(check.outcome.description))  # fmt: skip
+        gates.add_row(check.name, severity, COLOURS[check.result],
+                      escape(check.description))  # fmt: skip
     console.print(gates)
 
 
-def print_gate(console: Console, gate: GateReport | None, note: str | None) -> None:
+def print_gate(console: Console, gate: GateResult | None, note: str | None) -> None:
     """The regression gate: one line per check, then the items that got worse."""
     if gate is None:
         console.print(f"Regression gate: {escape(note or '')}")
@@ -228,7 +229,7 @@ def print_gate(console: Console, gate: GateReport | None, note: str | None) -> N
     for column in ("check", "result", "details"):
         table.add_column(column)
     for check in gate.checks:
-        table.add_row(check.name, COLOURS[check.label], escape(check.description))
+        table.add_row(check.name, COLOURS[check.result], escape(check.description))
     console.print(table)
     for note in gate.notes:
         console.print(f"[cyan]note:[/] {escape(note)}")

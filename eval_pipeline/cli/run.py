@@ -131,18 +131,21 @@ def writable(flag: str, path: Path | None) -> None:
 
 def _write_files(store, result, json_path, junit_path, report_path) -> None:
     from eval_pipeline.core.reports import charts, exports
+    from eval_pipeline.core.reports.result_file import ResultFile
 
+    view = ResultFile.of(result)  # what every file renders
     if json_path:
-        console.print(f"JSON: {exports.write_json(json_path, result)}")
+        console.print(f"JSON: {exports.write_json(json_path, view)}")
     if junit_path:
-        console.print(f"JUnit: {exports.write_junit(junit_path, result)}")
+        console.print(f"JUnit: {exports.write_junit(junit_path, view)}")
     if report_path:
         try:
             result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
         except Exception as exc:  # (a chart explains a verdict, never decides it)
             result.warnings.append(explanation_failed("the report's charts", exc))
             click.echo(f"Warning: {result.warnings[-1]}", err=True)
-        console.print(f"Report: {exports.write_markdown(report_path, result)}")
+        report = exports.write_markdown(report_path, view, result.charts)
+        console.print(f"Report: {report}")
 
 
 class _progress:

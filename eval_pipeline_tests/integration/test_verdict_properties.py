@@ -472,10 +472,11 @@ def render(result: EvalResult, folder: Path, *, verbose: bool = False) -> Surfac
 
     console = Console(file=io.StringIO(), record=True, width=3000, color_system=None)
     print_result(console, result, verbose=verbose)
-    text = ResultFile.of(result).model_dump_json(indent=2)
-    write_junit(folder / "r.xml", result)
-    write_markdown(folder / "r.md", result)
-    dagster, _ = check_results(result, CheckedPartition(SUITE, "2"))
+    view = ResultFile.of(result)  # the one view model every surface renders
+    text = view.model_dump_json(indent=2)
+    write_junit(folder / "r.xml", view)
+    write_markdown(folder / "r.md", view, result.charts)
+    dagster, _ = check_results(view, CheckedPartition(SUITE, "2"))
     said = result.verdict_record()
     comment = comment_body([ResultFile.model_validate_json(text)], None)
     return Surfaces(cli=console.export_text(), last_line=verdict_line(result),

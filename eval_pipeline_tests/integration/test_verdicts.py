@@ -448,6 +448,7 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
     branch, adapted.)"""
     from eval_pipeline import api
+    from eval_pipeline.core.reports.result_file import ResultFile
     from eval_pipeline.defs.evaluation.asset_checks import (
         CheckedPartition,
         check_results,
@@ -461,19 +462,18 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
                               baseline_label="production", on_undecided=policy,
                               gate="fixed")  # fmt: skip
         assert result.verdict == "UNDECIDED" and result.exit_code == code
-        checks, _ = check_results(result, partition)
+        checks, _ = check_results(ResultFile.of(result), partition)
         paired = next(c for c in checks if c.check_name == "paired_gate")
         assert not paired.passed and "UNDECIDED" in paired.description
         assert paired.severity.value == ("ERROR" if policy == "fail" else "WARN")
-    assert failure_message(result, partition).startswith("order_management v2: UNDECIDED")
+    view = ResultFile.of(result)
+    assert failure_message(view, partition).startswith("order_management v2: UNDECIDED")
     # The verdicts view shows the Δ of a metric the gate could not decide, not one it did
     said = result.verdict_record()
     assert said.metric in {row.metric for row in result.undecided_rows}, said
     # A run that FAILs a threshold while its gate could not tell says both: before, the
     # step failure listed min_mean_scores only, and a reader took the gate for a finding.
-    failing = SimpleNamespace(**{k: getattr(result, k) for k in ("errors", "checks", "gate",
-                                                                 "undecided")},
-                              verdict="FAIL", failed=["min_mean_scores"])  # fmt: skip
+    failing = view.model_copy(update={"verdict": "FAIL", "failed": ["min_mean_scores"]})
     said = failure_message(failing, partition)
     assert said.startswith("order_management v2: FAIL — blocking checks failed: min_mean_scores")
     assert "- undecided (not a regression found): " in said

@@ -265,8 +265,8 @@ def test_the_gates_numbers_are_rounded_once():
     """Δ −0.50851 was kept as round(Δ, 4) = −0.5085 and shown to 3 places as −0.508: rows
     keep the exact numbers, and every view rounds them once (−0.509)."""
     from eval_pipeline.core.reports.exports import _gate_section
+    from eval_pipeline.core.reports.result_file import GateCheckResult, GateResult
     from eval_pipeline.core.scoring.gate import Sequential
-    from eval_pipeline.defs.evaluation.asset_checks import gate_numbers
 
     gated = Thresholds.model_validate({"primary_metric": "quality"})
     dropped = data(dict.fromkeys(ITEMS, 0.49149))
@@ -277,8 +277,8 @@ def test_the_gates_numbers_are_rounded_once():
         row = paired.rows[0]
         assert row.delta == pytest.approx(-0.50851, abs=1e-9), row.delta
         assert "Δ -0.509" in paired.description and "-0.508" not in paired.description
-        assert gate_numbers(paired)["quality Δ"] == -0.509
-        assert "| -0.509 |" in "\n".join(_gate_section(report))
+        assert GateCheckResult.of(paired).numbers()["quality Δ"] == -0.509
+        assert "| -0.509 |" in "\n".join(_gate_section(GateResult.of(report)))
 
 
 def test_the_look_ahead_never_counts_past_the_suite():
@@ -314,7 +314,7 @@ def test_the_look_ahead_never_counts_past_the_suite():
 def test_a_decided_category_shows_no_cases_needed():
     """Category a, 12 of its 15 cases half as good, is decided worse: it needs no more
     cases (Dagster's metadata said "a cases needed in all 3314" beside it)."""
-    from eval_pipeline.defs.evaluation.asset_checks import gate_numbers
+    from eval_pipeline.core.reports.result_file import GateCheckResult
 
     worse = {i: 0.5 for i in ITEMS[:12]}
     report = compare_runs(record("b"), record("c"), data({}), data(worse), THRESHOLDS, CATEGORIES)
@@ -322,7 +322,7 @@ def test_a_decided_category_shows_no_cases_needed():
     row = next(r for r in categories.rows if r.category == "a")
     assert categories.outcome == "warn" and row.decision == "fail"
     assert row.cases_needed is None
-    assert not any("cases needed" in k for k in gate_numbers(categories))
+    assert not any("cases needed" in k for k in GateCheckResult.of(categories).numbers())
 
 
 def test_the_gates_word_is_a_verdicts_word():

@@ -1,5 +1,8 @@
 """Files for CI: a JSON result, JUnit XML (a test case per item and per gate), a Markdown report.
 
+Each renders the run's view model, the results file (result_file.py): it lays the
+checks and rows out as they say themselves and computes no number of its own.
+
 All text from data (ids, comments, descriptions) is escaped: XML by ElementTree, Markdown
 by ``md_escape``, so a case or a model answer cannot inject markup into a CI page.
 """
@@ -8,21 +11,20 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.evaluation import EvalResult
-from eval_pipeline.core.reports.result_file import ResultFile
+from eval_pipeline.core.reports.result_file import GateResult, ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
-from eval_pipeline.core.scoring.gate import GateReport
 from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.scoring.summary import ErrorKind, Summary, markdown_table, md_escape
-from eval_pipeline.core.store.records import ItemScore, RunRecord
+from eval_pipeline.core.store.records import RunRecord
 
 
-def write_json(path: Path, result: EvalResult) -> Path:
+def write_json(path: Path, result: ResultFile) -> Path:
     """The results file (core/reports/result_file.py, docs/result.schema.json)."""
-    return _write(path, ResultFile.of(result).model_dump_json(indent=2) + "\n")
+    return _write(path, result.model_dump_json(indent=2) + "\n")
 
 
 SHOWN_PARAMS = ("provider", "model", "base_url", "temperature", "seed", "max_tokens",
@@ -37,38 +39,41 @@ def model_line(run: RunRecord) -> str:
     return ", ".join(shown) or run.model
 
 
-def write_junit(path: Path, result: EvalResult) -> Path:
-    run, thresholds = result.run, result.thresholds
+def write_junit(path: Path, result: ResultFile) -> Path:
+    run = result.run
     worse = {
         w.item_id: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
     }
-    by_item: dict[str, list[ItemScore]] = {}
-    for s in result.scores:
-        by_item.setdefault(s.item_id, []).append(s)
-    errors = {o.item_id: o.error for o in result.outputs if o.error}
+    failing: dict[str, str] = {}  # an item's first row that fails it (all_items_pass's)
+    for check in result.checks:
+        for row in check.rows:
+            if (said := row.item_failure()) is not None:
+                failing.setdefault(*said)
+    scores: dict[str, list[str]] = {}
+    for item in result.items:
+        for evaluator, value in item.scores.items():
+            detail = item.score_details.get(evaluator)
+            scores.setdefault(item.item_id, []).append(
+                f"{evaluator} (repeat {item.repeat}): {value} — {(detail and detail.comment) or ''}"
+            )
+    errors = {i.item_id: i.error for i in result.items if i.error}
     suites = ET.Element("testsuites", name=f"eval-pipeline {run.suite}")
     items = ET.SubElement(suites, "testsuite", name=f"{run.suite}.items")
-    for item_id in sorted(by_item):
+    for item_id in sorted(scores):
         case = ET.SubElement(items, "testcase", classname=f"{run.suite}.items", name=item_id)
-        scores = by_item[item_id]
-        ET.SubElement(case, "system-out").text = "\n".join(
-            f"{s.evaluator} (repeat {s.repeat}): {s.value} — {s.comment or ''}" for s in scores
-        )
-        broken = [
-            s for s in scores if s.evaluator in thresholds.all_items_pass and (s.value or 0.0) < 1.0
-        ]
+        ET.SubElement(case, "system-out").text = "\n".join(scores[item_id])
         if item_id in errors:
             ET.SubElement(case, "failure", message=f"agent error: {errors[item_id]}")
-        elif broken:
-            ET.SubElement(case, "failure", message=f"{broken[0].evaluator}: {broken[0].comment}")
+        elif item_id in failing:
+            ET.SubElement(case, "failure", message=failing[item_id])
         elif item_id in worse:
             w = worse[item_id]
-            message = f"{thresholds.primary_metric} {w.baseline} → {w.candidate}"
+            message = f"{result.primary_metric} {w.baseline} → {w.candidate}"
             ET.SubElement(case, "failure", message=f"worse than the baseline: {message}")
     gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
     if result.sequential:  # how far the sequential gate went, shown with the gates
         properties = ET.SubElement(gates, "properties")
-        ET.SubElement(properties, "property", name="sequential", value=result.sequential.line())
+        ET.SubElement(properties, "property", name="sequential", value=result.sequential)
     # items_measured, as Dagster's check: an ERROR run (scores not given, a baseline it
     # cannot be compared with) fails here, where its checks alone may all pass
     case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="items_measured")
@@ -76,15 +81,16 @@ def write_junit(path: Path, result: EvalResult) -> Path:
                "; ".join(result.errors) or f"all {result.summary.n_items} items measured")
     for check in result.checks:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
-        _gate_case(case, check.label, check.outcome.description)
-    for check in result.gate.checks if result.gate else []:
-        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
-        label = "FAIL" if check.blocking_failure else check.label
+        _gate_case(case, check.result, check.description)
+    for gate_check in result.gate.checks if result.gate else []:
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates",
+                             name=gate_check.name)  # fmt: skip
+        label: str = "FAIL" if gate_check.blocking_failure else gate_check.result
         if label == "UNDECIDED" and result.exit_code:  # on_undecided: fail
             label = "FAIL"
         elif label not in ("PASS", "N/A", "FAIL"):
             label = "WARN"
-        _gate_case(case, label, check.description)
+        _gate_case(case, label, gate_check.description)
     if run.stopped:  # a budget left cases unstarted: a failure when that undecides the run
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="budget")
         blocking = result.verdict == "UNDECIDED" and result.exit_code
@@ -106,7 +112,10 @@ def _gate_case(case: ET.Element, label: str, description: str) -> None:
     ET.SubElement(case, "system-out").text = f"{label}: {description}"
 
 
-def write_markdown(path: Path, result: EvalResult) -> Path:
+def write_markdown(
+    path: Path, result: ResultFile, charts: Mapping[str, Path] | None = None
+) -> Path:
+    """The Markdown report, with ``charts`` (title → PNG file) linked at its end."""
     run, summary = result.run, result.summary
     lines = [
         f"# Evaluation report — {md_escape(run.suite)} ({run.tier} tier)",
@@ -135,8 +144,8 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
     lines += ["## Checks", "", "| check | blocking | result | details |", "|---|---|---|---|"]
     for check in result.checks:
         lines.append(
-            f"| {check.name} | {'yes' if check.blocking else 'no'} | {check.label} | "
-            f"{md_escape(check.outcome.description)} |"
+            f"| {check.name} | {'yes' if check.blocking else 'no'} | {check.result} | "
+            f"{md_escape(check.description)} |"
         )
     lines += ["", "## Regression gate", ""]
     if result.gate is None:
@@ -173,14 +182,14 @@ def write_markdown(path: Path, result: EvalResult) -> Path:
             f"LLM judges (apart from the agent): {summary.judge_calls} call(s), tokens "
             f"{judged.input:,} in / {judged.output:,} out, cost ${summary.judge_cost_usd:.4f}",
         ]
-    for title, chart in result.charts.items():
+    for title, chart in (charts or {}).items():
         relative = os.path.relpath(Path(chart).resolve(), Path(path).resolve().parent)
         lines += ["", f"![{md_escape(title)}]({Path(relative).as_posix()})"]
     return _write(path, "\n".join(lines) + "\n")
 
 
-def verdict_text(result: EvalResult) -> str:
-    note = f" ({result.sequential.line()})" if result.sequential else ""
+def verdict_text(result: ResultFile) -> str:
+    note = f" ({result.sequential})" if result.sequential else ""
     note += f" (budget: {result.run.stopped})" if result.run.stopped else ""
     note += f" (note: {result.hint})" if result.hint else ""
     if result.errors:
@@ -213,7 +222,7 @@ def errors_section(summary: Summary) -> list[str]:
     return lines
 
 
-def _gate_section(gate: GateReport) -> list[str]:
+def _gate_section(gate: GateResult) -> list[str]:
     lines = [f"Baseline run `{gate.baseline_run_id}` · outcome **{gate.outcome}**", ""]
     if not gate.comparable:
         return [*lines, md_escape("; ".join(gate.problems))]
@@ -224,21 +233,19 @@ def _gate_section(gate: GateReport) -> list[str]:
     for check in gate.checks:
         if check.name != "paired_gate":
             lines.append(
-                f"| {check.name} | | | | | | | {check.label}: {md_escape(check.description)} |"
+                f"| {check.name} | | | | | | | {check.result}: {md_escape(check.description)} |"
             )
             continue
-        for r in check.rows:
-            assert isinstance(r, PairedRow)
+        for r in (r for r in check.rows if isinstance(r, PairedRow)):  # (all of its rows)
             if r.p_value is None:
                 lines.append(f"| paired_gate | {md_escape(r.metric)} | {r.n} | "
-                             f"{r.delta:+.3f} | | | | {md_escape(r.note)} |")  # fmt: skip
+                             f"{r.delta_text} | | | | {md_escape(r.note)} |")  # fmt: skip
                 if r.learned:
                     lines.append(f"| | | | | | | | what it did establish: {md_escape(r.learned)} |")
                 continue
             lines.append(
-                f"| paired_gate | {md_escape(r.metric)} | {r.n} | {r.delta:+.3f} | "
-                f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] | {r.p_holm:.3g} | "
-                f"{r.mde:.3f} | {r.outcome} |"
+                f"| paired_gate | {md_escape(r.metric)} | {r.n} | {r.delta_text} | "
+                f"{r.interval_text} | {r.p_holm:.3g} | {r.mde:.3f} | {r.outcome} |"
             )
     lines += ["", *(f"Note: {md_escape(n)}" for n in gate.notes)] if gate.notes else []
     worse = [w for c in gate.checks for w in c.worse_items]

@@ -1,5 +1,9 @@
 """The results file (``eval-pipeline run --json``): one run's verdict and its evidence, a
-versioned, typed document.
+versioned, typed document, and the one view model every surface renders: the CLI report,
+Markdown, JUnit, Dagster's check results and the PR comment lay it out; none computes or
+rounds a number of its own. Each check and each row says itself (its label, its
+description, ``numbers()``; the rows: core/scoring/rows.py), so a renderer loops over them
+without asking which kind each is.
 
 ``ResultFile.of(result)`` builds it from an ``EvalResult``; ``--json`` writes it;
 ``docs/result.schema.json`` is its JSON Schema (``python -m
@@ -15,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.evaluation import EvalResult, SequentialReport
 from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
@@ -40,6 +44,17 @@ class CheckResult(_Model):
     description: str
     rows: list[CheckRow] = []
 
+    @property
+    def tested(self) -> bool:
+        return self.result != "N/A"
+
+    def numbers(self) -> dict[str, Any]:
+        """Each row's numbers under labels naming their metric (and category)."""
+        numbers = _numbers(self.rows)
+        if self.name == "all_items_pass":  # (its rows are the items: their count)
+            numbers["items below 1.0"] = len(self.rows)
+        return numbers
+
 
 class GateCheckResult(_Model):
     """One check of the regression gate (paired_gate, binary_gate, category_deltas,
@@ -52,12 +67,41 @@ class GateCheckResult(_Model):
     description: str
     rows: list[CheckRow] = []
     worse_items: list[WorseItem] = []
+    blocking: bool = True  # its failure fails the run (declared with the check)
 
     @classmethod
     def of(cls, check: GateCheck) -> GateCheckResult:
         return cls(name=check.name, result=check.label, outcome=check.outcome,
                    tested=check.tested, description=check.description, rows=check.rows,
-                   worse_items=check.worse_items)  # fmt: skip
+                   worse_items=check.worse_items, blocking=check.blocking)  # fmt: skip
+
+    @property
+    def blocking_failure(self) -> bool:
+        return self.outcome == "fail" and self.blocking
+
+    @property
+    def undecided(self) -> bool:
+        return self.result == "UNDECIDED"
+
+    @property
+    def severity(self) -> Label:
+        """FAIL / WARN / PASS as the check's failure weighs, or UNDECIDED."""
+        if self.undecided:
+            return "UNDECIDED"
+        if self.outcome == "fail":
+            return "FAIL" if self.blocking_failure else "WARN"
+        return "PASS" if self.outcome == "pass" else "WARN"
+
+    def numbers(self) -> dict[str, Any]:
+        """Δ, CI, p and n per metric (or per category), ratios, each under its own label."""
+        return _numbers(self.rows, settled=self.outcome == "pass")
+
+
+def _numbers(rows: list[CheckRow], *, settled: bool = False) -> dict[str, Any]:
+    numbers: dict[str, Any] = {}
+    for row in rows:
+        numbers |= row.numbers(settled=settled)
+    return {k: v for k, v in numbers.items() if v is not None}
 
 
 class GateResult(_Model):
@@ -77,6 +121,26 @@ class GateResult(_Model):
                    comparable=gate.comparable, problems=gate.problems, outcome=gate.outcome,
                    checks=[GateCheckResult.of(c) for c in gate.checks],
                    notes=gate.notes)  # fmt: skip
+
+
+class SequentialRun(_Model):
+    """How far a sequential run went (``sequential`` says it in one line)."""
+
+    decided: bool
+    cases: int  # the cases run
+    suite_cases: int
+    model_calls: int
+    paired: int | None  # the cases the gate paired (None: no gate)
+    repeats: int
+    paired_line: str | None  # why the gate paired fewer cases than the run measured
+    repeats_line: str | None  # the flaky cases repeated, or why none was
+
+    @classmethod
+    def of(cls, said: SequentialReport) -> SequentialRun:
+        return cls(decided=said.decided, cases=said.cases, suite_cases=said.suite_cases,
+                   model_calls=said.model_calls, paired=said.paired, repeats=said.repeats,
+                   paired_line=said.paired_line(),
+                   repeats_line=said.repeats_line())  # fmt: skip
 
 
 class ScoreDetail(_Model):
@@ -114,7 +178,10 @@ class ResultFile(_Model):
     undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)
     sequential: str | None  # a sequential run: "decided after N of M cases (K model calls)"
     repeated_cases: list[str] = []  # the flaky cases the sequential gate ran more often
+    sequential_run: SequentialRun | None = None  # the same, in numbers
     notes: list[str]  # what does not change the verdict
+    hint: str | None = None  # the note said with the verdict (the first of ``notes``)
+    primary_metric: str | None = None  # the thresholds' primary metric (the worse items')
     run: RunRecord
     summary: Summary
     checks: list[CheckResult]
@@ -145,7 +212,10 @@ class ResultFile(_Model):
             undecided=result.undecided,
             sequential=result.sequential.line() if result.sequential else None,
             repeated_cases=list(result.sequential.repeated) if result.sequential else [],
-            notes=result.notes, run=result.run, summary=result.summary, checks=checks,
+            sequential_run=SequentialRun.of(result.sequential) if result.sequential else None,
+            notes=result.notes, hint=result.hint,
+            primary_metric=result.thresholds.primary_metric, run=result.run,
+            summary=result.summary, checks=checks,
             gate=GateResult.of(result.gate) if result.gate else None,
             gate_note=result.gate_note, failed=result.failed, warnings=result.warnings,
             conclusion=result.verdict_record(), items=_items(result),

@@ -1,8 +1,11 @@
 """The rows of a check's evidence, typed: one model per kind of row, each number named.
 
 A check (threshold, gate or trace check) carries rows of one kind; ``kind`` tells them
-apart in the results file (``--json``, docs/results.md), and ``cells()`` is a row as a
-table's columns (the report, Dagster's Markdown tables).
+apart in the results file (``--json``, docs/results.md). Each row says itself, so a
+renderer lays it out and never picks it apart by its kind: ``cells()`` is the row as a
+table's columns (Dagster's Markdown tables), ``numbers()`` its numbers under labels that
+name their metric or category (Dagster's check metadata), ``signed`` and ``interval``
+the one way a Δ and its interval are written (rounded once, here).
 """
 
 from __future__ import annotations
@@ -14,12 +17,32 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Outcome = Literal["pass", "warn", "fail"]
 
 
+def signed(value: float) -> str:
+    """A Δ as every surface shows it: "+0.123", "-0.045"."""
+    return f"{value:+.3f}"
+
+
+def interval(low: float | None, high: float | None) -> str | None:
+    """An interval as every surface shows it, "[-0.120, +0.034]"; None without one."""
+    return None if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
+
+
 class Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def cells(self) -> dict[str, Any]:
         """The row as table columns, in declaration order (without ``kind``)."""
         return self.model_dump(exclude={"kind"})
+
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        """Its numbers, each under a label naming its metric (and category): none unless
+        the kind says them. ``settled``: the check decided, so what would decide a row
+        (cases needed) is not shown."""
+        return {}
+
+    def item_failure(self) -> tuple[str, str] | None:
+        """The item this row fails and why (JUnit's failure of its test case), if any."""
+        return None
 
 
 # --- threshold checks (core/scoring/thresholds.py) ------------------------------------
@@ -32,6 +55,11 @@ class MeanRow(Row):
     minimum: float
     ok: bool
 
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        if self.mean is None:
+            return {}
+        return {f"{self.metric} mean": self.mean, f"{self.metric} minimum": self.minimum}
+
 
 class ItemBelowRow(Row):
     """all_items_pass: an item that scored below 1.0 on a must-pass metric."""
@@ -42,6 +70,9 @@ class ItemBelowRow(Row):
     repeat: int
     value: float | None
     comment: str | None
+
+    def item_failure(self) -> tuple[str, str] | None:
+        return self.item_id, f"{self.metric}: {self.comment}"
 
 
 class FloorRow(Row):
@@ -54,6 +85,12 @@ class FloorRow(Row):
     floor: float
     ok: bool
 
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        if self.mean is None:
+            return {}
+        subject = f"{self.category} {self.metric}"
+        return {f"{subject} mean": self.mean, f"{subject} floor": self.floor}
+
 
 class PrimaryFloorRow(Row):
     """--min-primary: the primary metric's mean against the caller's minimum."""
@@ -63,6 +100,11 @@ class PrimaryFloorRow(Row):
     mean: float | None
     minimum: float
     ok: bool
+
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        if self.mean is None:
+            return {}
+        return {f"{self.metric} mean": self.mean, f"{self.metric} minimum": self.minimum}
 
 
 # --- the regression gate (core/scoring/gate.py) ---------------------------------------
@@ -95,6 +137,33 @@ class PairedRow(Row):
         spread pairs reaches past ±1 ([-1.060, -0.440] read as a drop beyond the worst)."""
         return None if value is None else min(1.0, max(-1.0, value))
 
+    @property
+    def subject(self) -> str:
+        """What the row compares: its category, else its metric."""
+        return self.category or self.metric
+
+    @property
+    def delta_text(self) -> str:
+        return signed(self.delta)
+
+    @property
+    def interval_text(self) -> str | None:
+        return interval(self.ci_low, self.ci_high)
+
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        subject = self.subject
+        numbers: dict[str, Any] = {f"{subject} Δ": round(self.delta, 3),  # (as it is shown)
+                                   f"{subject} n": self.n}  # fmt: skip
+        if self.interval_text is not None:
+            numbers[f"{subject} CI"] = self.interval_text
+            numbers[f"{subject} p (Holm)"] = self.p_holm
+        # what would decide it: an undecided row's only (a decided one needs no more)
+        if self.cases_needed and not settled and self.outcome in (None, "warn"):
+            numbers[f"{subject} cases needed in all"] = self.cases_needed
+        if self.learned:
+            numbers[f"{subject} established"] = self.learned
+        return numbers
+
 
 class BinaryRow(Row):
     """binary_gate: pass/fail flips per item (exact McNemar)."""
@@ -111,6 +180,11 @@ class BinaryRow(Row):
     p_holm: float
     outcome: Outcome
 
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        return {f"{self.metric} newly failing": self.newly_failing,
+                f"{self.metric} newly passing": self.newly_passing,
+                f"{self.metric} p (Holm)": self.p_holm}  # fmt: skip
+
 
 class RatioRow(Row):
     """cost_latency: the paired ratio candidate/baseline of cost or latency per item."""
@@ -124,6 +198,9 @@ class RatioRow(Row):
     max_ratio: float | None = None
     outcome: Outcome
     note: str | None = None
+
+    def numbers(self, *, settled: bool = False) -> dict[str, Any]:
+        return {f"{self.metric} ratio": self.ratio}
 
 
 class WorseItem(Row):

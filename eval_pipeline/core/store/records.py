@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.failures import Fault
+from eval_pipeline.core.scoring.rows import interval, signed
 from eval_pipeline.core.util.interrupts import PAUSED_FIELD
 from eval_pipeline.evaluators.declare import DataType
 
@@ -133,12 +134,11 @@ class VerdictRecord:
     @property
     def delta_text(self) -> str:
         """Δ as every view shows it ("–" without a gate)."""
-        return "–" if self.delta is None else f"{self.delta:+.3f}"
+        return "–" if self.delta is None else signed(self.delta)
 
     @property
     def interval_text(self) -> str:
-        low, high = self.ci_low, self.ci_high
-        return "–" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+        return interval(self.ci_low, self.ci_high) or "–"
 
 
 @dataclass

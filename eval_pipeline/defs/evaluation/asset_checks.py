@@ -30,18 +30,9 @@ from dagster import (
     PartitionsDefinition,
 )
 
-from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring import checks
-from eval_pipeline.core.scoring.checks import CheckOutcome, GateCheck
-from eval_pipeline.core.scoring.rows import (
-    BinaryRow,
-    FloorRow,
-    MeanRow,
-    PairedRow,
-    PrimaryFloorRow,
-    RatioRow,
-    Row,
-)
+from eval_pipeline.core.scoring.rows import Row
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
 from eval_pipeline.defs.partitions import partitioned_check, plotted_per_suite
 
@@ -72,49 +63,50 @@ def check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
 
 
 def check_results(
-    result: EvalResult, partition: CheckedPartition
+    result: ResultFile, partition: CheckedPartition
 ) -> tuple[list[AssetCheckResult], dict]:
     """A result for every check: what the tested ones found, N/A for the others; and why
-    the others did not test anything."""
+    the others did not test anything. Read from the run's view model (the results file),
+    as every other surface."""
     done: list[AssetCheckResult] = [measured(result, partition)]
     skipped: dict[str, str] = {}
     for check in result.checks:
-        outcome = check.outcome
         if checks.spec(check.name) is None:  # (a CLI-only check, e.g. --threshold)
             continue
-        if not outcome.tested:
-            skipped[check.name] = outcome.description
+        if not check.tested:
+            skipped[check.name] = check.description
             continue
-        done.append(check_result(ASSET, check.name, check.label, outcome.description, partition,
-                                 threshold_numbers(check.name, outcome), outcome.rows))  # fmt: skip
+        done.append(check_result(ASSET, check.name, check.result, check.description, partition,
+                                 check.numbers(), check.rows))  # fmt: skip
     gate = result.gate
+    on_undecided = result.run.options.on_undecided
     for check in gate.checks if gate else ():
         if not check.tested:
             skipped[check.name] = check.description
             continue
-        numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gate_numbers(check)
+        numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | check.numbers()
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
         description, tail = check.description, ""
         declared = checks.spec(check.name)
-        if result.sequential and declared and declared.undecided_on_warn:  # how far it went
-            said = result.sequential
+        said = result.sequential_run
+        if said and declared and declared.undecided_on_warn:  # how far it went
             numbers |= {
                 "decided": said.decided,
                 "cases_run": said.cases,
                 "suite_cases": said.suite_cases,
                 "model_calls": said.model_calls,
             }
-            if repeats := said.repeats_line():
-                numbers["repeats"] = repeats
-            tail = f" ({said.line()})"  # (kept whole when the description is shortened)
+            if said.repeats_line:
+                numbers["repeats"] = said.repeats_line
+            tail = f" ({result.sequential})"  # (kept whole when the description is shortened)
         if result.run.stopped:
             numbers["budget"] = result.run.stopped
         if check.undecided:
-            description = f"(on_undecided: {result.on_undecided}) {description}"
-        done.append(check_result(ASSET, check.name, _label(check), description, partition,
+            description = f"(on_undecided: {on_undecided}) {description}"
+        done.append(check_result(ASSET, check.name, check.severity, description, partition,
                                  numbers, check.rows, check.worse_items,
-                                 blocks=result.on_undecided == "fail", tail=tail))  # fmt: skip
+                                 blocks=on_undecided == "fail", tail=tail))  # fmt: skip
     if gate is None:
         for spec in checks.checks("gate"):
             skipped[spec.name] = result.gate_note or "no baseline"
@@ -128,27 +120,18 @@ def not_tested(why: str) -> str:
     return why if why.startswith("not tested") else f"not tested: {why}"
 
 
-def measured(result: EvalResult, partition: CheckedPartition) -> AssetCheckResult:
+def measured(result: ResultFile, partition: CheckedPartition) -> AssetCheckResult:
     """items_measured: FAIL with why the run could not measure the agent, else PASS."""
     summary = result.summary
     numbers = {"items": summary.n_items, "items_failed": summary.n_errors,
                "scores_failed": summary.n_score_errors}  # fmt: skip
     if not result.errors:
         text = f"all {summary.n_items} items measured"
-        if result.sequential and (paired := result.sequential.paired_line()):
+        if result.sequential_run and (paired := result.sequential_run.paired_line):
             text += f"; {paired}"  # (what the gate's "after N pairs" counts)
         return check_result(ASSET, "items_measured", "PASS", text, partition, numbers, [])
     return check_result(ASSET, "items_measured", "FAIL", "; ".join(result.errors), partition,
                         numbers, [])  # fmt: skip
-
-
-def _label(check: GateCheck) -> str:
-    """FAIL / WARN / PASS, or UNDECIDED for a gate that could not tell."""
-    if check.undecided:
-        return "UNDECIDED"
-    if check.outcome == "fail":
-        return "FAIL" if check.blocking_failure else "WARN"
-    return check.outcome.upper()
 
 
 def check_result(
@@ -200,47 +183,7 @@ def shortened(text: str, limit: int) -> str:
     return (head[:cut] if cut > 0 else head.rsplit(" ", 1)[0]) + " …"
 
 
-def threshold_numbers(name: str, outcome: CheckOutcome) -> dict[str, float]:
-    """Each row's number under a label naming its metric (and category)."""
-    numbers: dict[str, float] = {}
-    for row in outcome.rows:
-        if isinstance(row, MeanRow | PrimaryFloorRow) and row.mean is not None:
-            numbers[f"{row.metric} mean"] = row.mean
-            numbers[f"{row.metric} minimum"] = row.minimum
-        elif isinstance(row, FloorRow) and row.mean is not None:
-            numbers[f"{row.category} {row.metric} mean"] = row.mean
-            numbers[f"{row.category} {row.metric} floor"] = row.floor
-    if name == "all_items_pass":
-        numbers["items below 1.0"] = len(outcome.rows)
-    return numbers
-
-
-def gate_numbers(check: GateCheck) -> dict[str, Any]:
-    """Δ, CI, p and n per metric (or per category), and ratios, each under its own label."""
-    numbers: dict[str, Any] = {}
-    for row in check.rows:
-        if isinstance(row, BinaryRow):
-            numbers[f"{row.metric} newly failing"] = row.newly_failing
-            numbers[f"{row.metric} newly passing"] = row.newly_passing
-            numbers[f"{row.metric} p (Holm)"] = row.p_holm
-        elif isinstance(row, RatioRow):
-            numbers[f"{row.metric} ratio"] = row.ratio
-        elif isinstance(row, PairedRow):
-            subject = row.category or row.metric
-            numbers[f"{subject} Δ"] = round(row.delta, 3)  # (as every view shows it)
-            numbers[f"{subject} n"] = row.n
-            if row.ci_low is not None and row.ci_high is not None:
-                numbers[f"{subject} CI"] = f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
-                numbers[f"{subject} p (Holm)"] = row.p_holm
-            # what would decide it: an undecided row's only (a decided one needs no more)
-            if row.cases_needed and check.outcome != "pass" and row.outcome in (None, "warn"):
-                numbers[f"{subject} cases needed in all"] = row.cases_needed
-            if row.learned:
-                numbers[f"{subject} established"] = row.learned
-    return {k: v for k, v in numbers.items() if v is not None}
-
-
-def failure_message(result: EvalResult, partition: CheckedPartition) -> str:
+def failure_message(result: ResultFile, partition: CheckedPartition) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
     if result.verdict == "UNDECIDED":
@@ -249,8 +192,8 @@ def failure_message(result: EvalResult, partition: CheckedPartition) -> str:
     lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
     lines += [f"- items_measured: {why}" for why in result.errors]
     for check in result.checks:
-        if check.blocking and not check.outcome.passed:
-            lines.append(f"- {check.name}: {check.outcome.description}")
+        if check.blocking and not check.passed:
+            lines.append(f"- {check.name}: {check.description}")
     for check in result.gate.checks if result.gate else ():
         if check.blocking_failure:
             lines.append(f"- {check.name}: {check.description}")

@@ -34,6 +34,7 @@ from dagster import (
 
 from eval_pipeline import service
 from eval_pipeline.core.errors import explanation_failed
+from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
@@ -233,7 +234,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             if report.queued or report.set_aside:
                 context.log.warning(f"Langfuse write-back incomplete: {report.line()}")
         partition = CheckedPartition(run.suite, run.prompt_version)
-        checks, not_tested = check_results(result, partition)
+        view = ResultFile.of(result)  # what every surface renders (core/reports/result_file.py)
+        checks, not_tested = check_results(view, partition)
         try:  # (pictures explain a verdict, never decide it)
             pictures = summary_pictures(store, result, suite)
             pictures |= tools_metadata(store, run, cases) | steps_metadata(store, run)
@@ -259,7 +261,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 {
                     **writeback,
                     "run_id": run_id,
-                    "verdict": result.verdict.value,
+                    "verdict": view.verdict,
                     "primary_metric": suite.thresholds.primary_metric,
                     "primary_value": primary if primary is not None else float("nan"),
                     **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
@@ -285,10 +287,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                              else result.gate_note or ""),  # (PASS/FAIL/UNDECIDED/ERROR)
                     **(
                         {
-                            "sequential": result.sequential.line(),
-                            "model_calls": result.sequential.model_calls,
+                            "sequential": view.sequential,
+                            "model_calls": view.sequential_run.model_calls,
                         }
-                        if result.sequential
+                        if view.sequential_run
                         else {}
                     ),
                     **({"budget": run.stopped} if run.stopped else {}),
@@ -299,7 +301,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         selected = {key.name for key in context.selected_asset_check_keys}
         yield from (check for check in checks if check.check_name in selected)
         if result.exit_code:  # the run fails with why, not a bare "check failed"
-            raise Failure(description=failure_message(result, partition),
+            raise Failure(description=failure_message(view, partition),
                           metadata={"verdict": result.verdict.value, "run_id": run_id},
                           allow_retries=False)  # fmt: skip
 

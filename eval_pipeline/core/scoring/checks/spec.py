@@ -77,9 +77,14 @@ class GateCheck:
     errors: list[str] = field(default_factory=list)  # why it cannot decide: the verdict is ERROR
 
     @property
-    def blocking_failure(self) -> bool:
+    def blocking(self) -> bool:
+        """Its failure fails the run, as its check declares (a check not registered: yes)."""
         declared = spec(self.name)
-        return self.outcome == "fail" and (declared is None or declared.blocking)
+        return declared is None or declared.blocking
+
+    @property
+    def blocking_failure(self) -> bool:
+        return self.outcome == "fail" and self.blocking
 
     @property
     def undecided(self) -> bool:
