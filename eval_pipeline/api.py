@@ -50,7 +50,7 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     processes). A stage that fails after the run was recorded raises ``RunFailed`` (the
     run is marked failed with the reason)."""
     try:
-        result = service.run_in_process(prepared, progress=progress)
+        result = service.run_in_process(prepared, progress=progress).result
     except EvalError:
         raise
     except Exception as exc:  # recorded on the run by the stage that failed
