@@ -53,6 +53,7 @@ from eval_pipeline.llm.recording import (
     Belongs,
     Entry,
     RecordingSession,
+    keys_for_replay,
     load_entries,
     recorded_model,
 )
@@ -171,7 +172,14 @@ def prepare(env: Environment, request: RunRequest,
     """Everything up to the first model call; any problem raises an ``EvalError`` and
     nothing is written. ``cases``: the suite's cases as an earlier ``prepare`` of this run
     loaded them (``replan``); then the request must be pinned, and the model endpoint was
-    checked already."""
+    checked already. A replay builds its agent with placeholder SDK keys
+    (``keys_for_replay``: a module-level client needs one), as it runs."""
+    with keys_for_replay(request.recording == "replay"):
+        return _prepare(env, request, cases)
+
+
+def _prepare(env: Environment, request: RunRequest,
+             cases: Sequence[GoldenCase] | None) -> Prepared:  # fmt: skip
     options, mode = request.options, request.recording
     if mode == "record" and options.shards != 1:
         raise ConfigurationError("--record writes one recordings file from one process: "
@@ -396,26 +404,29 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> F
     replays, a recording that missed calls making the verdict ERROR — then ``finish``."""
     abandoned = abandon_ended(prepared.store)
     prepared.plan.run.owner = process.this_process()  # (a later start can tell it ended)
-    choose_baseline(prepared)
     session = prepared.session()
-    with session:
-        start(prepared)
-        if len(prepared.plan.shards) == 1:
-            produce(prepared, progress=progress)
-        else:
-            worker = ShardWorker(prepared.env.project.path, prepared.ref())
-            evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
-                                            progress=progress)  # fmt: skip
-        check_produced(prepared.store, prepared.ref())
-        score(prepared)
-        result = conclude(prepared, progress=progress)
-    if isinstance(session, RecordingSession):
-        result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
-    if abandoned:
-        shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
-        result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended are "
-                               f"marked abandoned, what they finished kept: {shown}")  # fmt: skip
-    return finish(prepared, result)  # (after the shortfall: it makes an ERROR)
+    with keys_for_replay(prepared.request.recording == "replay"):  # (as prepare built it)
+        choose_baseline(prepared)
+        with session:
+            start(prepared)
+            if len(prepared.plan.shards) == 1:
+                produce(prepared, progress=progress)
+            else:
+                worker = ShardWorker(prepared.env.project.path, prepared.ref())
+                evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
+                                                progress=progress)  # fmt: skip
+            check_produced(prepared.store, prepared.ref())
+            score(prepared)
+            result = conclude(prepared, progress=progress)
+        if isinstance(session, RecordingSession):
+            result.problems += session.shortfall([o for o in result.outputs
+                                                  if not o.source_run_id])  # fmt: skip
+        if abandoned:
+            shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
+            result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended "
+                                   f"are marked abandoned, what they finished kept: "
+                                   f"{shown}")  # fmt: skip
+        return finish(prepared, result)  # (after the shortfall: it makes an ERROR)
 
 
 @dataclass(frozen=True)
