@@ -325,6 +325,13 @@ class ResultsStore:
                     latest[key] = (run, VerdictRecord(**said))
         return [latest[k] for k in sorted(latest, key=lambda k: (k[0], _version_order(k[1])))]
 
+    def read_verdict(self, run_id: str) -> VerdictRecord | None:
+        """What the run concluded, as ``settle_run`` kept it (None: not settled with one)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(verdicts).where(verdicts.c.run_id == run_id)).mappings()
+            found = row.first()
+        return VerdictRecord(**found) if found is not None else None
+
     def add_notes(self, run_id: str, notes: list[str]) -> None:
         """Append notes to a run (e.g. the agent never read the prompt under test)."""
         if not notes:
