@@ -4,8 +4,11 @@ A driver (the CLI and ``evaluate()`` in one process, with worker processes for s
 Dagster with a step per shard) only chooses how items are produced and how results are
 shown. Everything else is here:
 
-    prepare ─► choose_baseline ─► start ─► produce (per shard) ─► check_produced ─► score
-            ─► conclude ─► finish
+    abandon_ended ─► prepare ─► choose_baseline ─► start ─► produce (per shard)
+                  ─► check_produced ─► score ─► conclude ─► finish
+
+- ``abandon_ended``: running runs whose driver ended first marked abandoned (decided here
+  only; the Dagster driver says which of its runs ended).
 
 - ``prepare``: the project's suite, the prompt version, the model settings, the plan and
   (built when first used) the agent; any problem raises an ``EvalError`` before anything
@@ -17,8 +20,13 @@ shown. Everything else is here:
 - ``check_produced``: one output per item once every shard has run.
 - ``conclude``, ``finish``: the summary, the verdict and the sequential continuation
   (core/evaluation ``conclude``); the run's status settled and the scores written back to
-  Langfuse. ``run_in_process`` is this sequence in one process (the CLI, ``evaluate()``);
-  Dagster runs it as steps (defs/evaluation).
+  Langfuse. ``run_in_process`` is this sequence in one process (the CLI, ``evaluate()``,
+  Dagster's ``failure_rerun``); Dagster's ``eval_job`` runs it as steps (defs/evaluation).
+
+A run on production failures (``RunRequest.failures``) is the same sequence: no baseline,
+the rerun's scores (core/traces/rerun.py), a summary and no verdict, its lineage written
+back. Every check of the registry (core/scoring/checks) runs in ``conclude``, in both
+drivers.
 """
 
 from __future__ import annotations
