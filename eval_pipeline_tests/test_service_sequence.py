@@ -116,3 +116,21 @@ def test_a_failures_run_is_a_run_request_the_service_sequences(tmp_path, monkeyp
     assert all(s.metadata[FAILED_IN_PRODUCTION] for s in stored)
     assert rerun_report(cases, result.outputs, stored) == report
     assert report.line() == "fixes 1 of 2 production failures, 1 still fail"
+
+
+def test_a_passing_absence_coverage_gates_nothing_about_the_agent():
+    """absence_coverage tests the suite's cases: a run whose only tested blocking check is
+    it still says that nothing was gated (as before it ran in every run)."""
+    from eval_pipeline.core.evaluation import EvalResult
+    from eval_pipeline.core.scoring.checks import CheckOutcome, ThresholdCheck
+    from eval_pipeline.core.scoring.thresholds import Thresholds
+    from eval_pipeline.core.store.records import RunRecord
+
+    run = RunRecord("r", "s", "p", "v1", "h", "d", "m", "smoke")
+    dataset = ThresholdCheck("absence_coverage", CheckOutcome(True, "30% expect nothing"), True)
+    result = EvalResult(run, None, [dataset], Thresholds.model_validate(
+        {"primary_metric": "quality"}), [], [], gate_note="no baseline yet")  # fmt: skip
+    assert result.ungated and result.ungated.startswith("nothing was gated (no baseline yet")
+    agent = ThresholdCheck("min_mean_scores", CheckOutcome(True, "all means at minimum"), True)
+    result.checks.append(agent)
+    assert result.ungated is None

@@ -62,4 +62,4 @@ def check_absence_coverage(inputs: ThresholdInputs) -> CheckOutcome:
 
 
 register(CheckSpec("absence_coverage", "threshold", blocking=True, run=check_absence_coverage,
-                   description=DESCRIPTION))  # fmt: skip
+                   description=DESCRIPTION, of_dataset=True))  # fmt: skip

@@ -44,6 +44,7 @@ class CheckSpec:
     undecided_on_warn: bool = False  # its WARN means "the gate could not tell" (UNDECIDED)
     # a gate check whose result can say more once it is the one reported (GateInputs.explain)
     explain: Callable[[Any, Any], Any] | None = None
+    of_dataset: bool = False  # it checks the suite's cases, not the agent: a PASS gates nothing
 
 
 REGISTRY: dict[str, CheckSpec] = {}
