@@ -14,7 +14,6 @@ def test_support_agent_did_not_get_worse():
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.options import OptionsError, RunOptions, run_options
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.util.redact import redact
-from eval_pipeline.llm.recording import keys_for_replay
 from eval_pipeline.service import Environment, Prepared, RunRequest
 from eval_pipeline.service.run import Recording
 
@@ -50,26 +48,13 @@ def run_prepared(prepared: Prepared, *, progress: Progress | None = None) -> Eva
     processes). A stage that fails after the run was recorded raises ``RunFailed`` (the
     run is marked failed with the reason)."""
     try:
-        result = service.run_in_process(prepared, progress=progress)
+        result = service.run_in_process(prepared, progress=progress).result
     except EvalError:
         raise
     except Exception as exc:  # recorded on the run by the stage that failed
         message = redact(f"{type(exc).__name__}: {exc}")
         raise RunFailed(f"run {prepared.run_id} failed: {message}") from exc
-    if problem := _register_partition(result.run.suite, result.run.prompt_version):
-        result.warnings.append(problem)
     return result
-
-
-def _register_partition(suite: str, version: str) -> str | None:
-    """With a Dagster instance configured ($DAGSTER_HOME), the evaluated suite/version
-    becomes a partition there (Dagster is imported only then: it costs a second)."""
-    home = os.environ.get("DAGSTER_HOME")
-    if not home or not Path(home).is_dir():
-        return None
-    from eval_pipeline.defs.partitions import EvalPartition, register_version
-
-    return register_version(EvalPartition(suite, version), home)
 
 
 def evaluate(
@@ -95,7 +80,6 @@ def evaluate(
         request = run_options(**options)
     except OptionsError as exc:
         raise OptionsError(f"evaluate(): {exc}") from None
-    with keys_for_replay(recording == "replay"):  # (a module-level client needs a key)
-        prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
-                           request=request, recording=recording)  # fmt: skip
-        return run_prepared(prepared)
+    prepared = prepare(suite, project=project, prompt_version=prompt_version, label=label,
+                       request=request, recording=recording)  # fmt: skip
+    return run_prepared(prepared)

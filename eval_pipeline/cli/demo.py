@@ -23,6 +23,7 @@ from eval_pipeline.cli.report import console, print_gate, print_result, verdict_
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.reports.result_file import ResultFile
+from eval_pipeline.core.store.records import VerdictRecord
 from eval_pipeline.core.util.redact import redact
 from eval_pipeline.defs.instance import write_local_instance
 from eval_pipeline.defs.located import LocatedJobs, located_jobs
@@ -61,19 +62,21 @@ def _demo(console: Console, demo: Demo, project: Any, suites: tuple[str, ...] | 
             console.print(f"[red]golden_dataset[{name}] failed:[/]\n"
                           f"{_step_error(instance, loaded.run_id)}")  # fmt: skip
             return 2
-        production = demo.evaluate(suite, "production", "full")
-        if production is None:
+        judged = demo.evaluate(suite, "production", "full")
+        if judged is None:
             return 2
+        production, verdict = judged
         print_result(console, production)
-        if not production.passed:
+        if verdict.verdict != "PASS":
             exit_code = 1
-        staging = demo.evaluate(suite, "staging", "full")
+        judged = demo.evaluate(suite, "staging", "full")
+        staging = judged[0] if judged is not None else None
         if staging is not None and staging.run.prompt_version != production.run.prompt_version:
             console.rule(f"{name}: staging {staging.run.prompt_version} against production "
                          f"{production.run.prompt_version}")  # fmt: skip
             print_gate(console, ResultFile.of(staging).gate, staging.gate_note)
             said = {"FAIL": "caught", "UNDECIDED": "could not yet decide on"}.get(
-                staging.verdict, "did not catch"
+                judged[1].verdict, "did not catch"
             )
             console.print(f"{verdict_line(staging)}: the gate {said} the deliberately worse "
                           "prompt staging holds")  # fmt: skip
@@ -90,14 +93,18 @@ def _demo(console: Console, demo: Demo, project: Any, suites: tuple[str, ...] | 
 
 
 class Demo:
-    """Runs eval_job for a suite's labelled version and reads back the judged result."""
+    """Runs eval_job for a suite's labelled version and reads back what it concluded: the
+    verdict eval_summary stored (the run service's ``finish``), and the evidence shown
+    with it."""
 
     def __init__(self, console: Console, jobs: LocatedJobs, services: Services):
         self.console, self.jobs, self.services = console, jobs, services
         self.instance = jobs.instance
         self.store = open_store(settings.results_url())  # (the resource holds an EnvVar)
 
-    def evaluate(self, suite: Any, label: str, tier: str) -> evaluation.EvalResult | None:
+    def evaluate(
+        self, suite: Any, label: str, tier: str
+    ) -> tuple[evaluation.EvalResult, VerdictRecord] | None:
         prompt = self.services.prompt(suite, label=label)
         key = evaluation.prompt_key(prompt)
         partition = EvalPartition(suite.name, key)
@@ -107,13 +114,15 @@ class Demo:
                             {"eval/label": label, "eval/tier": tier})  # fmt: skip
         runs = self.store.list_runs(suite=suite.name, prompt_version=key, tier=tier, limit=1)
         summary = self.store.read_summary(runs[0].run_id) if runs else None
-        if summary is None:
+        verdict = self.store.read_verdict(runs[0].run_id) if runs else None
+        if summary is None or verdict is None:
             self.console.print(f"[red]eval_job[{suite.name} {key}] failed:[/]\n"
                                f"{_step_error(self.instance, ran.run_id)}")  # fmt: skip
             return None
-        run = runs[0]
+        run = runs[0]  # (the rows printed with it are rebuilt from the stored run)
         cases = evaluation.cases_of_run(self.store, run.run_id, suite.load_cases())
-        return evaluation.verdict(self.store, run, suite, cases, summary, suite.load_cases())
+        shown = evaluation.verdict(self.store, run, suite, cases, summary, suite.load_cases())
+        return shown, verdict
 
 
 def _step_error(instance: DagsterInstance, run_id: str) -> str:

@@ -3,6 +3,7 @@ verdict and the exit code says it (0 pass, 1 fail, 2 error, 3 undecided)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,17 +87,17 @@ def run(
     from rich.markup import escape
 
     from eval_pipeline import api, settings
-    from eval_pipeline.llm.recording import keys_for_replay
 
     says_verdict(ctx)
     for flag, path in (("--json", json_path), ("--junit", junit_path), ("--report", report_path)):
         writable(flag, path)  # before the run: a run stored, then no file, helps nobody
     request = run_options(**options)
-    with keys_for_replay(recording == "replay"):  # (a module-level client needs a key)
-        prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
-                               request=request, recording=recording or "off")  # fmt: skip
-        with _progress(f"{suite_name} {request.tier}") as report:
-            result = api.run_prepared(prepared, progress=report)
+    prepared = api.prepare(suite_name, prompt_version=prompt_version, label=label,
+                           request=request, recording=recording or "off")  # fmt: skip
+    with _progress(f"{suite_name} {request.tier}") as report:
+        result = api.run_prepared(prepared, progress=report)
+    if problem := register_partition(result.run.suite, result.run.prompt_version):
+        result.warnings.append(problem)
     print_result(console, result, verbose=verbose)
     for why in result.errors:  # whole, on stderr; the verdict line below has the first
         click.echo(f"Error: {why}", err=True)
@@ -106,6 +107,19 @@ def run(
     console.print(f"Results store: {redact(settings.results_url())}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
     sys.exit(result.exit_code)
+
+
+def register_partition(suite: str, version: str) -> str | None:
+    """With a Dagster instance configured ($DAGSTER_HOME), the suite/version the CLI
+    evaluated becomes a partition there (docs/dagster.md; Dagster is imported only then: it
+    costs a second). Here, not in the API: ``evaluate()`` never reaches into Dagster.
+    None when done or not configured, else why not."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home or not Path(home).is_dir():
+        return None
+    from eval_pipeline.defs.partitions import EvalPartition, register_version
+
+    return register_version(EvalPartition(suite, version), home)
 
 
 def writable(flag: str, path: Path | None) -> None:

@@ -4,8 +4,11 @@ A driver (the CLI and ``evaluate()`` in one process, with worker processes for s
 Dagster with a step per shard) only chooses how items are produced and how results are
 shown. Everything else is here:
 
-    prepare ─► choose_baseline ─► start ─► produce (per shard) ─► check_produced ─► score
-            ─► conclude ─► finish
+    abandon_ended ─► prepare ─► choose_baseline ─► start ─► produce (per shard)
+                  ─► check_produced ─► score ─► conclude ─► finish
+
+- ``abandon_ended``: running runs whose driver ended first marked abandoned (decided here
+  only; the Dagster driver says which of its runs ended).
 
 - ``prepare``: the project's suite, the prompt version, the model settings, the plan and
   (built when first used) the agent; any problem raises an ``EvalError`` before anything
@@ -17,15 +20,20 @@ shown. Everything else is here:
 - ``check_produced``: one output per item once every shard has run.
 - ``conclude``, ``finish``: the summary, the verdict and the sequential continuation
   (core/evaluation ``conclude``); the run's status settled and the scores written back to
-  Langfuse. ``run_in_process`` is this sequence in one process (the CLI, ``evaluate()``);
-  Dagster runs it as steps (defs/evaluation).
+  Langfuse. ``run_in_process`` is this sequence in one process (the CLI, ``evaluate()``,
+  Dagster's ``failure_rerun``); Dagster's ``eval_job`` runs it as steps (defs/evaluation).
+
+A run on production failures (``RunRequest.failures``) is the same sequence: no baseline,
+the rerun's scores (core/traces/rerun.py), a summary and no verdict, its lineage written
+back. Every check of the registry (core/scoring/checks) runs in ``conclude``, in both
+drivers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +48,12 @@ from eval_pipeline.core.running import process
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
-from eval_pipeline.core.store.records import ItemOutput, ItemScore
+from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import GoldenCase
 from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.core.traces import rerun
+from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
 from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.model_settings import LLMSettings, replaying
@@ -51,6 +61,7 @@ from eval_pipeline.llm.recording import (
     Belongs,
     Entry,
     RecordingSession,
+    keys_for_replay,
     load_entries,
     recorded_model,
 )
@@ -63,7 +74,9 @@ Recording = Literal["off", "record", "replay"]
 class RunRequest:
     """What to run (it pickles: it crosses into worker processes and Dagster steps).
     ``prompt_version`` None: the version ``label`` points to; once prepared, the request
-    is pinned (``Prepared.pinned``) to the version and the run id chosen."""
+    is pinned (``Prepared.ref``) to the version and the run id chosen. ``failures``: a run
+    on production failures (core/traces/rerun.py) instead of the suite's cases: the same
+    sequence, its score and conclude steps those of a rerun, never gated."""
 
     suite: str
     options: RunOptions = field(default_factory=RunOptions)
@@ -72,6 +85,7 @@ class RunRequest:
     recording: Recording = "off"
     run_id: str | None = None
     dagster_run_id: str | None = None
+    failures: tuple[GoldenCase, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,13 +140,17 @@ class Prepared:
     def run_id(self) -> str:
         return self.plan.run.run_id
 
+    @property
+    def on_failures(self) -> bool:
+        """A run on production failures (``RunRequest.failures``)."""
+        return bool(self.request.failures)
+
     def ref(self) -> RunRef:
         """This run for ``replan``: its prompt version, run id and options pinned (a label
         that moves meanwhile changes nothing) and the cases it loaded."""
         version = self.prompt.version if self.prompt is not None else None
-        pinned = RunRequest(self.request.suite, self.plan.request, version, self.request.label,
-                            self.request.recording, self.run_id,
-                            self.request.dagster_run_id)  # fmt: skip
+        pinned = dataclasses.replace(self.request, options=self.plan.request,
+                                     prompt_version=version, run_id=self.run_id)  # fmt: skip
         return RunRef(pinned, tuple(self.plan.all_cases))
 
     def agent(self) -> Agent:
@@ -157,13 +175,19 @@ class Prepared:
         return self.recording.session() if self.recording is not None else nullcontext()
 
 
-def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] | None = None,
-            *, failures: Sequence[GoldenCase] | None = None) -> Prepared:  # fmt: skip
+def prepare(env: Environment, request: RunRequest,
+            cases: Sequence[GoldenCase] | None = None) -> Prepared:  # fmt: skip
     """Everything up to the first model call; any problem raises an ``EvalError`` and
     nothing is written. ``cases``: the suite's cases as an earlier ``prepare`` of this run
     loaded them (``replan``); then the request must be pinned, and the model endpoint was
-    checked already. ``failures``: a run on production failures instead of the suite's
-    cases (core/traces/rerun.py)."""
+    checked already. A replay builds its agent with placeholder SDK keys
+    (``keys_for_replay``: a module-level client needs one), as it runs."""
+    with keys_for_replay(request.recording == "replay"):
+        return _prepare(env, request, cases)
+
+
+def _prepare(env: Environment, request: RunRequest,
+             cases: Sequence[GoldenCase] | None) -> Prepared:  # fmt: skip
     options, mode = request.options, request.recording
     if mode == "record" and options.shards != 1:
         raise ConfigurationError("--record writes one recordings file from one process: "
@@ -195,7 +219,7 @@ def prepare(env: Environment, request: RunRequest, cases: Sequence[GoldenCase] |
         require_model(llm, model_source(prompt))
     plan = evaluation.plan(suite, prompt, llm.public_params(), options, run_id=request.run_id,
                            dagster_run_id=request.dagster_run_id, notes=llm.notes,
-                           loaded=cases, failures=failures)  # fmt: skip
+                           loaded=cases, failures=request.failures or None)  # fmt: skip
     prepared = Prepared(env, request, suite, prompt, llm, plan, recording)
     if cases is None:  # a factory that fails fails here, before anything is written
         service = getattr(prepared.agent(), "service_url", None)
@@ -226,6 +250,8 @@ def choose_baseline(prepared: Prepared) -> None:
     """The run's baseline, chosen before any model call (core/evaluation/baseline.py). A
     replay in a fresh results store (CI) with ``--baseline LABEL`` first replays that
     label's version from its own recordings, so one command replays both sides."""
+    if prepared.on_failures:  # (no gate judges a run on production failures)
+        return
     store, plan = prepared.store, prepared.plan
     labels = prepared.env.services.registry()
     try:
@@ -247,7 +273,7 @@ def _replay_baseline(prepared: Prepared) -> str:
     what = f"no baseline run of {prepared.suite.name} {label} in the results store, and " \
            "replaying it failed"  # fmt: skip
     try:
-        baseline = run_in_process(prepare(prepared.env, request))
+        baseline = run_in_process(prepare(prepared.env, request)).result
     except ConfigurationError as exc:
         raise ConfigurationError(f"{what}: {exc}") from exc
     if baseline.errors:
@@ -256,6 +282,31 @@ def _replay_baseline(prepared: Prepared) -> str:
         f"baseline: {label} ({baseline.run.prompt_version}) replayed from its recordings "
         f"first (run {baseline.run.run_id})"
     )
+
+
+def abandon_ended(
+    store: ResultsStore,
+    dagster_ended: Callable[[str], bool] | None = None,
+    *,
+    suite: str | None = None,
+    prompt_version: str | None = None,
+) -> list[str]:
+    """The one place a run is found abandoned, before a driver starts another: a running
+    run (of ``suite`` / ``prompt_version``) whose driver ended before it did is marked
+    ``abandoned``, what it finished kept (its outputs stay in the memo). Its driver is the
+    process that owns it (an in-process run, on this host: core/running/process.py) or its
+    Dagster run (``dagster_ended``: what Dagster's instance says of a Dagster run id, given
+    by the Dagster driver). Their ids."""
+
+    def why_ended(run: RunRecord) -> str | None:
+        if run.owner and process.ended(run.owner):
+            return f"its process ({run.owner}) ended before the run did; what it finished is kept"
+        if dagster_ended and run.dagster_run_id and dagster_ended(run.dagster_run_id):
+            return (f"its Dagster run {run.dagster_run_id} ended without finishing it; what "
+                    "it finished is kept")  # fmt: skip
+        return None
+
+    return store.abandon(why_ended, suite=suite, prompt_version=prompt_version)
 
 
 def start(prepared: Prepared) -> None:
@@ -288,7 +339,11 @@ def scored_cases(prepared: Prepared) -> list[GoldenCase]:
 
 
 def score(prepared: Prepared) -> list[ItemScore]:
-    """The suite's evaluators on every output (LLM judges under the run's options)."""
+    """The suite's evaluators on every output (LLM judges under the run's options); on
+    production failures, the evaluators each case failed there (core/traces/rerun.py)."""
+    if prepared.on_failures:
+        return rerun.score_failures(prepared.store, prepared.run_id, scored_cases(prepared),
+                                    prepared.suite)  # fmt: skip
     return evaluation.score(prepared.store, prepared.run_id, prepared.suite,
                             scored_cases(prepared), prices=prepared.env.prices)  # fmt: skip
 
@@ -303,7 +358,10 @@ class Finished:
 
 def conclude(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
     """The summary, the verdict and, for a sequential gate, more cases until it can tell
-    (core/evaluation ``conclude``; the agent is built only then)."""
+    (core/evaluation ``conclude``; the agent is built only then). On production failures:
+    the summary, and no verdict (core/traces/rerun.py ``conclude_failures``)."""
+    if prepared.on_failures:
+        return rerun.conclude_failures(prepared.store, prepared.plan, scored_cases(prepared))
     return evaluation.conclude(prepared.store, prepared.plan, scored_cases(prepared),
                                prepared.agent, prices=prepared.env.prices,
                                progress=progress)  # fmt: skip
@@ -311,12 +369,20 @@ def conclude(prepared: Prepared, *, progress: Progress | None = None) -> EvalRes
 
 def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     """Every score written back to Langfuse when it is configured; never fails the run
-    (undelivered scores wait in the outbox): what went wrong becomes a warning."""
+    (undelivered scores wait in the outbox): what went wrong becomes a warning. A run on
+    production failures writes its lineage instead: on each original trace, whether this
+    version fixes it (``rerun_fixed_<version>``)."""
     services = prepared.env.services
     services.flush()
-    report = services.write_run(prepared.store, result.run, prepared.suite_cases(), result.scores,
-                                result.outputs, result.summary.metrics,
-                                prepared.suite)  # fmt: skip
+    if prepared.on_failures:
+        fixed = rerun.rerun_report(result.cases, result.outputs, result.scores)
+        lineage = rerun.lineage_scores(fixed, result.run.prompt_version)
+        report = services.write_back(prepared.store,
+                                     langfuse_scores.trace_score_payloads(lineage))  # fmt: skip
+    else:
+        report = services.write_run(prepared.store, result.run, prepared.suite_cases(),
+                                    result.scores, result.outputs, result.summary.metrics,
+                                    prepared.suite)  # fmt: skip
     if report is not None:
         result.langfuse = report.line()
     if report is not None and (report.queued or report.set_aside):
@@ -327,40 +393,48 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
 
 
 def finish(prepared: Prepared, result: EvalResult) -> Finished:
-    """What follows ``conclude``: the run's status settled, then ``write_back``."""
-    evaluation.settle(prepared.store, result)
+    """What follows ``conclude``: the run's status settled (with its verdict; a run on
+    production failures has none, and is complete), then ``write_back``."""
+    if prepared.on_failures:
+        prepared.store.settle_run(prepared.run_id, RunStatus.COMPLETE)
+    else:
+        evaluation.settle(prepared.store, result)
     return write_back(prepared, result)
 
 
-def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> EvalResult:
-    """The in-process driver (the CLI, ``evaluate()``): the stages Dagster's steps run, in
-    this process: the baseline, ``start``, ``produce`` (the shards of a ``--workers`` run
-    each in a worker process of this machine, as Dagster runs a step per shard),
-    ``check_produced``, ``score``, ``conclude`` — all in one recording session when the run
-    records or replays, a recording that missed calls making the verdict ERROR — then
-    ``finish``."""
-    abandoned = prepared.store.abandon_ended(process.ended)
+def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> Finished:
+    """The in-process driver (the CLI, ``evaluate()``, and the Dagster asset that runs
+    production failures again, in one step): earlier runs whose driver ended marked
+    abandoned (``abandon_ended``), then the stages Dagster's steps run, in this process:
+    the baseline, ``start``, ``produce`` (the shards of a ``--workers`` run each in a
+    worker process of this machine, as Dagster runs a step per shard), ``check_produced``,
+    ``score``, ``conclude`` — all in one recording session when the run records or
+    replays, a recording that missed calls making the verdict ERROR — then ``finish``."""
+    abandoned = abandon_ended(prepared.store)
     prepared.plan.run.owner = process.this_process()  # (a later start can tell it ended)
-    choose_baseline(prepared)
     session = prepared.session()
-    with session:
-        start(prepared)
-        if len(prepared.plan.shards) == 1:
-            produce(prepared, progress=progress)
-        else:
-            worker = ShardWorker(prepared.env.project.path, prepared.ref())
-            evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
-                                            progress=progress)  # fmt: skip
-        check_produced(prepared.store, prepared.ref())
-        score(prepared)
-        result = conclude(prepared, progress=progress)
-    if isinstance(session, RecordingSession):
-        result.problems += session.shortfall([o for o in result.outputs if not o.source_run_id])
-    if abandoned:
-        shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
-        result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended are "
-                               f"marked abandoned, what they finished kept: {shown}")  # fmt: skip
-    return finish(prepared, result).result  # (after the shortfall: it makes an ERROR)
+    with keys_for_replay(prepared.request.recording == "replay"):  # (as prepare built it)
+        choose_baseline(prepared)
+        with session:
+            start(prepared)
+            if len(prepared.plan.shards) == 1:
+                produce(prepared, progress=progress)
+            else:
+                worker = ShardWorker(prepared.env.project.path, prepared.ref())
+                evaluation.produce_in_processes(prepared.store, prepared.plan, worker,
+                                                progress=progress)  # fmt: skip
+            check_produced(prepared.store, prepared.ref())
+            score(prepared)
+            result = conclude(prepared, progress=progress)
+        if isinstance(session, RecordingSession):
+            result.problems += session.shortfall([o for o in result.outputs
+                                                  if not o.source_run_id])  # fmt: skip
+        if abandoned:
+            shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
+            result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended "
+                                   f"are marked abandoned, what they finished kept: "
+                                   f"{shown}")  # fmt: skip
+        return finish(prepared, result)  # (after the shortfall: it makes an ERROR)
 
 
 @dataclass(frozen=True)

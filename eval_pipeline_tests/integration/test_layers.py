@@ -42,6 +42,21 @@ def test_core_and_evaluators_are_framework_free(layer):
                 assert module == "langfuse" and names == ["Evaluation"], f"{path.name}: {module}"
 
 
+def test_the_api_the_service_and_core_never_import_dagster():
+    """Dagster is one driver of the run service (defs/, and the CLI's commands that drive
+    it): ``evaluate()`` (api.py), the service and core never import it, nor defs/, not even
+    inside a function (``api.run_prepared`` once registered Dagster partitions)."""
+    paths = [PACKAGE / "api.py", *(PACKAGE / "service").rglob("*.py"),
+             *(PACKAGE / "core").rglob("*.py")]  # fmt: skip
+    offenders = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in paths
+        for module, _ in imports(path)
+        if module.split(".")[0] == "dagster" or module.startswith("eval_pipeline.defs")
+    ]
+    assert not offenders, offenders
+
+
 EXAMPLES = PACKAGE.parent / "examples"
 
 

@@ -11,10 +11,12 @@ tell).
 | ``plan`` | the run's plan: cases, record, shards; the draw order of further cases |
 | ``baseline`` | the baseline, chosen when the run is planned |
 | ``stages`` | produce, score, summarise, verdict |
-| ``sequential`` | the sequential continuation and variance-aware repeats |
+| ``continuation`` | the sequential continuation and variance-aware repeats |
 | ``processes`` | shards in worker processes of this machine |
 | ``result`` | ``EvalResult``: what a run says, and its exit code |
-| ``run`` | the stages in order in one process, and ``conclude`` (what follows scoring) |
+| ``conclusion`` | ``conclude``: what follows scoring |
+
+The stages are put in order in one place only: the run service (service/run.py).
 """
 
 from eval_pipeline.core.evaluation.baseline import (

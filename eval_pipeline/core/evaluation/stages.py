@@ -27,8 +27,7 @@ from eval_pipeline.core.running.runner import (
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.apply import item_results, run_level, score_items
-from eval_pipeline.core.scoring.checks import CheckOutcome, ThresholdCheck, run_thresholds
-from eval_pipeline.core.scoring.rows import PrimaryFloorRow
+from eval_pipeline.core.scoring.checks import run_thresholds
 from eval_pipeline.core.scoring.summary import JudgeSpending, Summary, summarize
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
@@ -227,9 +226,9 @@ def verdict(
     outputs, scores = store.read_outputs(run.run_id), store.read_scores(run.run_id)
     options = run.options
     thresholds = suite.thresholds
-    checks = run_thresholds(summary, scores, thresholds)
-    if options.min_primary is not None:
-        checks.append(_primary_floor(summary, thresholds.primary_metric, options.min_primary))
+    checks = run_thresholds(summary, scores, thresholds, min_primary=options.min_primary,
+                            suite_cases=suite_cases,
+                            absence_categories=suite.absence_categories)  # fmt: skip
     result = EvalResult(run, summary, checks, thresholds, outputs, scores,
                         warnings=list(run.notes), cases=list(cases))  # fmt: skip
     baseline, why_not = decided_baseline(store, run)
@@ -271,14 +270,6 @@ def settle(store: ResultsStore, result: EvalResult) -> RunStatus:
     store.settle_run(result.run.run_id, status, result.verdict_record())
     result.run = store.get_run(result.run.run_id) or result.run
     return status
-
-
-def _primary_floor(summary: Summary, metric: str, minimum: float) -> ThresholdCheck:
-    value = summary.metric(metric)
-    passed = value is not None and value >= minimum
-    text = f"{metric} mean {value} {'≥' if passed else '<'} --threshold {minimum}"
-    row = PrimaryFloorRow(metric=metric, mean=value, minimum=minimum, ok=passed)
-    return ThresholdCheck("threshold", CheckOutcome(passed, text, [row]), True)
 
 
 @contextmanager

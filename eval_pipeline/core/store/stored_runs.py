@@ -47,19 +47,29 @@ class StoredRuns(OnEngine):
             stopped = "; ".join([*said, why]) if why not in said else "; ".join(said)
             conn.execute(update(runs).where(runs.c.run_id == run_id).values(stopped=stopped))
 
-    def abandon_ended(self, ended: Callable[[str], bool]) -> list[str]:
-        """Mark ``abandoned`` the running runs whose owner process has ``ended`` (their
-        outputs and scores are kept); their ids."""
-        running = (runs.c.status == RunStatus.RUNNING.value) & runs.c.owner.is_not(None)
+    def abandon(
+        self,
+        why_ended: Callable[[RunRecord], str | None],
+        *,
+        suite: str | None = None,
+        prompt_version: str | None = None,
+    ) -> list[str]:
+        """Mark ``abandoned`` each running run (of ``suite`` / ``prompt_version``) for which
+        ``why_ended`` says why its driver ended before it did (None: it has not); what it
+        finished is kept. Their ids. (service/run.py ``abandon_ended`` decides why.)"""
+        running = runs.c.status == RunStatus.RUNNING.value
+        for column, value in (("suite", suite), ("prompt_version", prompt_version)):
+            if value is not None:
+                running &= runs.c[column] == value
+        gone = []
         with self.engine.begin() as conn:
-            owners = dict(conn.execute(select(runs.c.run_id, runs.c.owner).where(running)).all())
-            gone = [run_id for run_id, owner in owners.items() if ended(owner)]
-            for run_id in gone:
-                owner = owners[run_id]
-                conn.execute(update(runs).where(runs.c.run_id == run_id).values(
-                    status=RunStatus.ABANDONED.value, finished_at=utcnow(),
-                    error=f"its process ({owner}) ended before the run did; what it finished "
-                          "is kept"))  # fmt: skip
+            found = conn.execute(select(runs).where(running)).mappings()
+            for run in [run_record(r) for r in found]:
+                if (why := why_ended(run)) is None:
+                    continue
+                conn.execute(update(runs).where(runs.c.run_id == run.run_id).values(
+                    status=RunStatus.ABANDONED.value, finished_at=utcnow(), error=why))  # fmt: skip
+                gone.append(run.run_id)
         return gone
 
     def fail_run(self, run_id: str, error: str) -> None:

@@ -46,6 +46,13 @@ class StoredVerdicts(OnEngine):
                 conn.execute(delete(verdicts).where(verdicts.c.run_id == run_id))
                 conn.execute(insert(verdicts).values(**asdict(verdict)))
 
+    def read_verdict(self, run_id: str) -> VerdictRecord | None:
+        """What the run concluded, as ``settle_run`` kept it (None: not settled with one)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(verdicts).where(verdicts.c.run_id == run_id)).mappings()
+            found = row.first()
+        return VerdictRecord(**found) if found is not None else None
+
     def latest_verdicts(self, suite: str | None = None) -> list[tuple[RunRecord, VerdictRecord]]:
         """Each suite × prompt version's latest settled run and what it concluded, by suite
         then version."""

@@ -4,9 +4,11 @@ A sampled production trace is a failure when a reference-free evaluator scored i
 1.0, or when the user corrected the order (``metadata.user_feedback.corrected_items``).
 Each becomes a case: the trace's input, teacher-forced (for a conversation, the customer's
 turns up to the end of the trace), with the trace id kept in its metadata for lineage.
-The candidate runs on them as a run of the results store (``rerun_failures``: the run
-service's plan and produce, so the memo, the stored outputs and the agent's tracing are
-those of any run; its tier is "failures"); a failure is *fixed* when every evaluator that
+The candidate runs on them as a run of the results store, a kind of run request the run
+service sequences like any other (``RunRequest.failures``: service/run.py; so the memo, the
+stored outputs and the agent's tracing are those of any run; its tier is "failures"): its
+score step is ``score_failures``, what follows it ``conclude_failures`` (a summary, no
+verdict), its write-back the lineage scores. A failure is *fixed* when every evaluator that
 failed in production now scores 1.0 and, with a user correction, the primary metric scores
 1.0 against the corrected order.
 """
@@ -24,13 +26,12 @@ from typing import Any
 import yaml
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.running.agent import Agent
-from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.scoring.apply import Evaluator, evaluate_one
 from eval_pipeline.core.scoring.summary import summarize
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunStatus
+from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.core.traces.observations import TraceRecord
 from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.evaluators.declare import evaluator_name
@@ -137,58 +138,112 @@ class RerunReport:
                 f"{self.still_failing} still fail")  # fmt: skip
 
 
-def score_rerun(
+FAILED_IN_PRODUCTION = "failed_in_production"  # a rerun score's metadata: which failure it tests
+
+
+def primary_of(suite: Suite) -> Evaluator | None:
+    """The suite's primary metric, which scores a user's correction."""
+    return next((f for f in suite.evaluators
+                 if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
+
+
+def rerun_scores(
     cases: Sequence[GoldenCase],
     outputs: Sequence[ItemOutput],
     trace_evaluators: Sequence[Evaluator],
     primary: Evaluator | None,
-) -> tuple[RerunReport, list[ItemScore]]:
-    """Score each output of the rerun with the evaluators its trace failed (the primary metric
-    against the user's correction) and say which failures are fixed."""
+) -> list[ItemScore]:
+    """Score each output of the rerun with the evaluators its trace failed (the primary
+    metric against the user's correction); each score names the failure it tests
+    (``metadata.failed_in_production``), so ``rerun_report`` reads the report off them."""
     by_name: Mapping[str, Evaluator] = {evaluator_name(f): f for f in trace_evaluators}
-    rows, scores = [], []
+    scores = []
     for case, out in zip(cases, outputs, strict=True):
-        trace_id, failed = lineage(case)
         meta = {
             "latency_ms": out.latency_ms,
             "cost_usd": out.cost_usd,
             "level": "ERROR" if out.error else "DEFAULT",
             "status_message": out.error,
         }
-        still: list[str] = []
-        for name in failed:
+        for name in lineage(case)[1]:
             fn = primary if name == CORRECTION else by_name.get(name)
             if fn is None:
                 continue
             for score in evaluate_one(fn, item_id=case.id, repeat=0, input=case.input,
                                       output=out.output, expected_output=case.expected_output,
                                       metadata=meta):  # fmt: skip
+                score.metadata = {**(score.metadata or {}), FAILED_IN_PRODUCTION: name}
                 scores.append(score)
-                if score.value is None or score.value < 1.0:
-                    still.append(name)
-        rows.append(RerunRow(trace_id, case.id, failed,
-                              tuple(dict.fromkeys(still)), out.error))  # fmt: skip
-    return RerunReport(tuple(rows)), scores
+    return scores
 
 
-def rerun_failures(
-    store: ResultsStore,
-    plan_: evaluation.RunPlan,
-    agent: Agent,
-    primary: Evaluator | None,
-    *,
-    prices: PriceTable | None = None,
+def rerun_report(
+    cases: Sequence[GoldenCase], outputs: Sequence[ItemOutput], scores: Sequence[ItemScore]
 ) -> RerunReport:
-    """Run the agent on a plan of failure cases (``evaluation.plan(cases=…)``) as a stored
-    run: outputs from the memo where the same version already ran them; then the rerun's
-    scores, and the run completes."""
-    run_id = plan_.run.run_id
-    store.create_run(plan_.run)
-    produced = {o.item_id: o for o in evaluation.produce(store, plan_, agent, prices=prices)}
-    outputs = [produced[c.id] for c in plan_.cases]
+    """Which failures the rerun fixed: a failure still fails while a score testing it
+    (``rerun_scores``) is below 1.0 or missing its value."""
+    failing = {(s.item_id, (s.metadata or {}).get(FAILED_IN_PRODUCTION)) for s in scores
+               if s.value is None or s.value < 1.0}  # fmt: skip
+    errors = {o.item_id: o.error for o in outputs}
+    rows = []
+    for case in cases:
+        trace_id, failed = lineage(case)
+        still = tuple(name for name in failed if (case.id, name) in failing)
+        rows.append(RerunRow(trace_id, case.id, failed, still, errors.get(case.id)))
+    return RerunReport(tuple(rows))
+
+
+def score_rerun(
+    cases: Sequence[GoldenCase],
+    outputs: Sequence[ItemOutput],
+    trace_evaluators: Sequence[Evaluator],
+    primary: Evaluator | None,
+) -> tuple[RerunReport, list[ItemScore]]:
+    """The rerun's scores (``rerun_scores``) and which failures are fixed."""
+    scores = rerun_scores(cases, outputs, trace_evaluators, primary)
+    return rerun_report(cases, outputs, scores), scores
+
+
+def score_failures(
+    store: ResultsStore, run_id: str, cases: Sequence[GoldenCase], suite: Suite
+) -> list[ItemScore]:
+    """The score step of a run on production failures (service/run.py ``score``): each
+    stored output scored with the evaluators its trace failed, the scores stored."""
     with evaluation.failure_recorded(store, run_id):
-        report, scores = score_rerun(plan_.cases, outputs, plan_.suite.trace_evaluators, primary)
+        produced = {o.item_id: o for o in store.read_outputs(run_id)}
+        outputs = [produced[c.id] for c in cases]
+        scores = rerun_scores(cases, outputs, suite.trace_evaluators, primary_of(suite))
         store.write_scores(run_id, scores)
-        store.write_summary(run_id, summarize(plan_.cases, outputs, scores))
-        store.settle_run(run_id, RunStatus.COMPLETE)
-    return report
+    return scores
+
+
+def conclude_failures(store: ResultsStore, plan_: evaluation.RunPlan,
+                      cases: Sequence[GoldenCase]) -> evaluation.EvalResult:  # fmt: skip
+    """What follows scoring for a run on production failures (service/run.py
+    ``conclude``): its summary, and no verdict (no gate or threshold judges a rerun; its
+    report is ``rerun_report``)."""
+    run_id = plan_.run.run_id
+    with evaluation.failure_recorded(store, run_id):
+        produced = {o.item_id: o for o in store.read_outputs(run_id)}
+        outputs, scores = [produced[c.id] for c in cases], store.read_scores(run_id)
+        summary = summarize(cases, outputs, scores)
+        store.write_summary(run_id, summary)
+    return evaluation.EvalResult(store.get_run(run_id) or plan_.run, summary, [],
+                                 plan_.suite.thresholds, outputs, scores, cases=list(cases),
+                                 gate_note=NOT_GATED)  # fmt: skip
+
+
+NOT_GATED = "a run on production failures is never gated"
+
+
+def lineage_scores(report: RerunReport, version: str) -> list[ItemScore]:
+    """Onto each original trace: whether ``version`` fixes it (``rerun_fixed_<version>``)."""
+    return [ItemScore(r.trace_id, 0, f"rerun_fixed_{version}", float(r.fixed),
+                      _comment(r, version)) for r in report.rows]  # fmt: skip
+
+
+def _comment(row: RerunRow, version: str) -> str:
+    if row.fixed:
+        return f"{version} fixes it (failed in production: {', '.join(row.failed_in_production)})"
+    why = row.error or ", ".join(row.still_failing)
+    return f"{version} still fails: {why}"

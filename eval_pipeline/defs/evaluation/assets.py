@@ -37,6 +37,7 @@ from eval_pipeline.core.errors import explanation_failed
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
+from eval_pipeline.core.scoring.checks import absence_coverage as absence
 from eval_pipeline.core.scoring.summary import JudgeSpending, markdown_table, md_escape
 from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
 from eval_pipeline.core.suites.suite import Suite
@@ -97,18 +98,15 @@ class EvaluationAssets:
 
 DATASET_VALID = ("Blocks. Every case file of the suite parses and every case is valid: its "
                  "fields, its category, and the fields its evaluators read.")  # fmt: skip
-ABSENCE_COVERAGE = ("Blocks. At least 25% of the cases expect the agent to do nothing, and "
-                    "every absence category of the suite has cases (absence_categories); "
-                    "not tested for a suite that declares none.")  # fmt: skip
-
-
-GOLDEN_CHECKS = {"dataset_valid": DATASET_VALID, "absence_coverage": ABSENCE_COVERAGE}
+GOLDEN_CHECKS = {"dataset_valid": DATASET_VALID, "absence_coverage": absence.DESCRIPTION}
 
 
 def golden_dataset_checks(suite: Suite, cases: list[GoldenCase]) -> Iterator[AssetCheckResult]:
-    """dataset_valid (reached only when the cases loaded), and absence_coverage: for a
-    suite that declares no absence categories it tested nothing, so it says N/A, as
-    eval_summary's untested checks do, never a pass with a share of 0."""
+    """dataset_valid (reached only when the cases loaded), and absence_coverage as the
+    registered check decides it (core/scoring/checks/absence_coverage.py; every run's
+    verdict checks it too): for a suite that declares no absence categories it tested
+    nothing, so it says N/A, as eval_summary's untested checks do, never a pass with a
+    share of 0."""
     partition = CheckedPartition(suite.name)
     yield AssetCheckResult(
         check_name="dataset_valid", passed=True,
@@ -116,23 +114,17 @@ def golden_dataset_checks(suite: Suite, cases: list[GoldenCase]) -> Iterator[Ass
         metadata=plotted_per_suite(suite.name, {"partition": suite.name, "cases": len(cases),
                   "dataset_version": dataset_version(cases)}),
     )  # fmt: skip
-    if not suite.absence_categories:
-        yield check_result("golden_dataset", "absence_coverage", "N/A", not_tested(
-            "the suite declares no absence_categories (cases that expect the agent to do "
-            "nothing)"), partition, {}, [])  # fmt: skip
+    found = absence.coverage(cases, suite.absence_categories)
+    if found is None:
+        yield check_result("golden_dataset", "absence_coverage", "N/A",
+                           not_tested(absence.NOT_DECLARED), partition, {}, [])  # fmt: skip
         return
-    absent = [c for c in cases if c.category in suite.absence_categories]
-    missing = [c for c in suite.absence_categories if not any(x.category == c for x in cases)]
-    share = len(absent) / len(cases)
-    passed = not missing and share >= 0.25
-    found = f"{share:.0%} of the cases expect nothing" + (
-        f"; no cases in {', '.join(missing)}" if missing else "")  # fmt: skip
     yield AssetCheckResult(
-        check_name="absence_coverage", passed=passed,
-        description=f"{'PASS' if passed else 'FAIL'} — {partition}: {found} (at least 25%)",
+        check_name="absence_coverage", passed=found.passed,
+        description=f"{'PASS' if found.passed else 'FAIL'} — {partition}: {found.line()}",
         metadata=plotted_per_suite(suite.name, {"partition": suite.name,
-                  "share_expecting_nothing": share,
-                  "missing_absence_categories": ", ".join(missing) or "none"}),
+                  "share_expecting_nothing": found.share,
+                  "missing_absence_categories": ", ".join(found.missing) or "none"}),
     )  # fmt: skip
 
 

@@ -1,5 +1,7 @@
 """`failure_rerun[suite × version]`: the version under evaluation runs the newest day of
-production failures again (`production_failures`, core/traces/rerun.py). Part of eval_job,
+production failures again (`production_failures`, core/traces/rerun.py), a run request the
+run service sequences in this step (`RunRequest.failures`, `service.run_in_process`, as
+the CLI runs one). Part of eval_job,
 so the sensor's run for a staging version says how many of yesterday's failures it fixes.
 With Langfuse, each original trace gets an `eval_rerun_fixed_<version>` score (lineage)."""
 
@@ -19,8 +21,7 @@ from eval_pipeline import service, settings
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
-from eval_pipeline.core.store.records import ItemScore
-from eval_pipeline.core.traces.rerun import RerunReport, RerunRow, latest_failures, rerun_failures
+from eval_pipeline.core.traces.rerun import RerunReport, latest_failures, rerun_report
 from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.evaluation.outputs import partition_keys
 from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
@@ -30,8 +31,6 @@ from eval_pipeline.defs.resources import (
     ServicesResource,
     environment,
 )
-from eval_pipeline.evaluators.declare import evaluator_name
-from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.service import RunRequest
 
 ASSET = "failure_rerun"
@@ -63,7 +62,6 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         results_store: ResultsStoreResource,
     ) -> Iterator[Any]:
         suite_name, version_key = partition_keys(context)
-        suite = services.suite(suite_name)
         path, cases = latest_failures(settings.failures_dir(suite_name))
         if not cases:
             why = ("no production failures to run again (production_failures has not run for "
@@ -79,22 +77,17 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         request = RunRequest(suite_name, RunOptions(shards=1),
                              parse_version_key(version_key) or None,
                              run_id=f"{suite_name}-{version_key}-failures-{context.run.run_id[:12]}",
-                             dagster_run_id=context.run.run_id)  # fmt: skip
-        prepared = service.prepare(env, request, failures=cases)
-        primary = next((f for f in suite.evaluators
-                        if evaluator_name(f) == suite.thresholds.primary_metric), None)  # fmt: skip
-        store, found = prepared.store, env.services
-        report = rerun_failures(store, prepared.plan, prepared.agent(), primary,
-                                prices=env.prices)  # fmt: skip
-        lineage = [ItemScore(r.trace_id, 0, f"rerun_fixed_{version_key}", float(r.fixed),
-                             _comment(r, version_key)) for r in report.rows]  # fmt: skip
-        written = found.write_back(store, langfuse_scores.trace_score_payloads(lineage))
+                             dagster_run_id=context.run.run_id,
+                             failures=tuple(cases))  # fmt: skip
+        finished = service.run_in_process(service.prepare(env, request))  # (one step)
+        result, written = finished.result, finished.writeback
+        report = rerun_report(result.cases, result.outputs, result.scores)
         partition = CheckedPartition(suite_name, version_key)
         metadata: dict[str, Any] = {
             "rerun": len(report.rows), "fixed": report.fixed,
             "still_failing": report.still_failing, "failures_file": MetadataValue.path(str(path)),
-            "traces": MetadataValue.md(_table(report)), "langfuse": found.description,
-            "run_id": prepared.run_id,
+            "traces": MetadataValue.md(_table(report)),
+            "langfuse": env.services.description, "run_id": result.run.run_id,
         }  # fmt: skip
         if written is not None:
             metadata |= written.metadata()
@@ -108,13 +101,6 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
                                partition, numbers, [])  # fmt: skip
 
     return failure_rerun
-
-
-def _comment(row: RerunRow, version: str) -> str:
-    if row.fixed:
-        return f"{version} fixes it (failed in production: {', '.join(row.failed_in_production)})"
-    why = row.error or ", ".join(row.still_failing)
-    return f"{version} still fails: {why}"
 
 
 def _table(report: RerunReport) -> str:

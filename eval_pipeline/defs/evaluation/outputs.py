@@ -15,6 +15,7 @@ finished from the memo (the run id survives re-execution).
 import copy
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,8 +42,6 @@ from eval_pipeline import service
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
-from eval_pipeline.core.store.records import RunRecord
-from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.evaluation.execution import separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
 from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
@@ -116,19 +115,18 @@ def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
     return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
 
 
-def abandoned_runs(
-    context: OpExecutionContext, store: ResultsStore, suite: str, version_key: str
-) -> list[RunRecord]:
-    """This partition's results-store runs still 'running' although their Dagster run has
-    ended (killed worker marked failed by run monitoring, or canceled)."""
-    stale = []
-    for run in store.list_runs(suite=suite, prompt_version=version_key, status="running"):
-        if not run.dagster_run_id or run.dagster_run_id == context.run.run_id:
-            continue
-        dagster_run = context.instance.get_run_by_id(run.dagster_run_id)
-        if dagster_run is None or dagster_run.is_finished:
-            stale.append(run)
-    return stale
+def dagster_run_ended(context: OpExecutionContext) -> Callable[[str], bool]:
+    """Whether a Dagster run has ended, as this instance knows it (killed worker marked
+    failed by run monitoring, or canceled; a run it does not know has ended too): what
+    ``service.abandon_ended`` asks of the Dagster driver."""
+
+    def ended(dagster_run_id: str) -> bool:
+        if dagster_run_id == context.run.run_id:
+            return False
+        dagster_run = context.instance.get_run_by_id(dagster_run_id)
+        return dagster_run is None or dagster_run.is_finished
+
+    return ended
 
 
 def request_of(context: OpExecutionContext, request: RunOptions) -> RunRequest:
@@ -158,11 +156,9 @@ def plan_shards(
     env = environment(services, llm, results_store)
     suite_name, version_key = partition_keys(context)
     store = env.store()
-    for stale in abandoned_runs(context, store, suite_name, version_key):
-        reason = (f"abandoned: Dagster run {stale.dagster_run_id} ended without finishing "
-                  "it (its completed items stay in the memo)")  # fmt: skip
-        store.fail_run(stale.run_id, reason)
-        context.log.warning(f"{stale.run_id} was abandoned by a dead run; marked failed")
+    for stale in service.abandon_ended(store, dagster_run_ended(context), suite=suite_name,
+                                       prompt_version=version_key):  # fmt: skip
+        context.log.warning(f"{stale} was abandoned by a run that ended; marked abandoned")
     in_processes = separate_processes(context)
     options = config.request(shards=config.shards or (None if in_processes else 1))
     prepared = service.prepare(env, request_of(context, options))

@@ -11,6 +11,8 @@ from eval_pipeline.core.scoring.checks import (  # noqa: F401  (each registers i
     min_mean_scores,
     all_items_pass,
     category_floors,
+    primary_floor,
+    absence_coverage,
     paired_gate,
     binary_gate,
     category_deltas,
@@ -35,6 +37,7 @@ from eval_pipeline.core.scoring.checks.spec import (
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.suites.cases import GoldenCase
 
 __all__ = [
     "REGISTRY",
@@ -54,8 +57,14 @@ __all__ = [
 
 
 def run_thresholds(
-    summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds
-) -> list[ThresholdCheck]:
-    """Every registered threshold check of a run."""
-    inputs = ThresholdInputs(summary, scores, thresholds)
-    return [ThresholdCheck(s.name, s.run(inputs), s.blocking) for s in checks("threshold")]
+    summary: Summary, scores: Sequence[ItemScore], thresholds: Thresholds, *,
+    min_primary: float | None = None, suite_cases: Sequence[GoldenCase] = (),
+    absence_categories: Sequence[str] = (),
+) -> list[ThresholdCheck]:  # fmt: skip
+    """Every registered threshold check of a run (those asked for: a check returning None
+    was not, e.g. ``threshold`` without ``--threshold``)."""
+    inputs = ThresholdInputs(summary, scores, thresholds, min_primary, suite_cases,
+                             absence_categories)  # fmt: skip
+    found = [(s, s.run(inputs)) for s in checks("threshold")]
+    return [ThresholdCheck(s.name, outcome, s.blocking) for s, outcome in found
+            if outcome is not None]  # fmt: skip

@@ -9,8 +9,10 @@ from it. A project adds one the same way from a plugin module (``eval_pipeline.p
 Three kinds:
 
 - ``run``: about the run itself (``items_measured``: did it measure the agent at all);
-- ``threshold``: the run's own numbers against the suite's thresholds file; ``run`` gets
-  a ``ThresholdInputs`` and returns a ``CheckOutcome``;
+- ``threshold``: the run's own numbers (and its suite's cases) against the suite's
+  thresholds file and the run's options; ``run`` gets a ``ThresholdInputs`` and returns a
+  ``CheckOutcome``, or None when nothing asked for it in this run (``--threshold`` unset:
+  the run's reports do not list it);
 - ``gate``: the run against its baseline, item by item; ``run`` gets a ``GateInputs``
   (gate_inputs.py) and returns a ``GateCheck``.
 """
@@ -25,6 +27,7 @@ from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.core.suites.cases import GoldenCase
 
 CheckKind = Literal["run", "threshold", "gate"]
 
@@ -41,6 +44,7 @@ class CheckSpec:
     undecided_on_warn: bool = False  # its WARN means "the gate could not tell" (UNDECIDED)
     # a gate check whose result can say more once it is the one reported (GateInputs.explain)
     explain: Callable[[Any, Any], Any] | None = None
+    of_dataset: bool = False  # it checks the suite's cases, not the agent: a PASS gates nothing
 
 
 REGISTRY: dict[str, CheckSpec] = {}
@@ -146,8 +150,13 @@ def not_tested(why: str) -> CheckOutcome:
 
 @dataclass(frozen=True)
 class ThresholdInputs:
-    """What a threshold check reads: the run's summary and scores, the suite's thresholds."""
+    """What a threshold check reads: the run's summary and scores, the suite's thresholds,
+    the run's ``--threshold`` (``min_primary``), the suite's cases and which of its
+    categories expect the agent to do nothing."""
 
     summary: Summary
     scores: Sequence[ItemScore]
     thresholds: Thresholds
+    min_primary: float | None = None
+    suite_cases: Sequence[GoldenCase] = ()
+    absence_categories: Sequence[str] = ()
