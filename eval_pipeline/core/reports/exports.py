@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.evaluation import EvalResult, Verdict
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.gate import GateReport
@@ -77,17 +77,17 @@ def write_junit(path: Path, result: EvalResult) -> Path:
     for check in result.checks:
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
         _gate_case(case, check.label, check.outcome.description)
-    for check in result.gate.checks if result.gate else []:
-        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=check.name)
-        label = "FAIL" if check.blocking_failure else check.label
+    for gated in result.gate.checks if result.gate else []:
+        case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name=gated.name)
+        label = "FAIL" if gated.blocking_failure else gated.label
         if label == "UNDECIDED" and result.exit_code:  # on_undecided: fail
             label = "FAIL"
         elif label not in ("PASS", "N/A", "FAIL"):
             label = "WARN"
-        _gate_case(case, label, check.description)
+        _gate_case(case, label, gated.description)
     if run.stopped:  # a budget left cases unstarted: a failure when that undecides the run
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="budget")
-        blocking = result.verdict == "UNDECIDED" and result.exit_code
+        blocking = result.verdict is Verdict.UNDECIDED and result.exit_code
         _gate_case(case, "FAIL" if blocking else "WARN", run.stopped)
     for suite in (items, gates):
         cases = suite.findall("testcase")

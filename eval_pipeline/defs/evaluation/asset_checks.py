@@ -30,7 +30,7 @@ from dagster import (
     PartitionsDefinition,
 )
 
-from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.evaluation import EvalResult, Verdict
 from eval_pipeline.core.scoring import checks
 from eval_pipeline.core.scoring.checks import CheckOutcome, GateCheck
 from eval_pipeline.core.scoring.rows import (
@@ -78,17 +78,18 @@ def check_results(
     the others did not test anything."""
     done: list[AssetCheckResult] = [measured(result, partition)]
     skipped: dict[str, str] = {}
-    for check in result.checks:
-        outcome = check.outcome
-        if checks.spec(check.name) is None:  # (a CLI-only check, e.g. --threshold)
+    for threshold in result.checks:
+        outcome, name = threshold.outcome, threshold.name
+        if checks.spec(name) is None:  # (a CLI-only check, e.g. --threshold)
             continue
         if not outcome.tested:
-            skipped[check.name] = outcome.description
+            skipped[name] = outcome.description
             continue
-        done.append(check_result(ASSET, check.name, check.label, outcome.description, partition,
-                                 threshold_numbers(check.name, outcome), outcome.rows))  # fmt: skip
+        done.append(check_result(ASSET, name, threshold.label, outcome.description, partition,
+                                 threshold_numbers(name, outcome), outcome.rows))  # fmt: skip
     gate = result.gate
     for check in gate.checks if gate else ():
+        assert gate is not None  # (there are checks)
         if not check.tested:
             skipped[check.name] = check.description
             continue
@@ -243,7 +244,7 @@ def gate_numbers(check: GateCheck) -> dict[str, Any]:
 def failure_message(result: EvalResult, partition: CheckedPartition) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
-    if result.verdict == "UNDECIDED":
+    if result.verdict is Verdict.UNDECIDED:
         lines = [f"{partition}: UNDECIDED (on_undecided: fail) — the gate could not tell"]
         return "\n".join(lines + [f"- {why}" for why in result.undecided])
     lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
@@ -251,9 +252,9 @@ def failure_message(result: EvalResult, partition: CheckedPartition) -> str:
     for check in result.checks:
         if check.blocking and not check.outcome.passed:
             lines.append(f"- {check.name}: {check.outcome.description}")
-    for check in result.gate.checks if result.gate else ():
-        if check.blocking_failure:
-            lines.append(f"- {check.name}: {check.description}")
+    for gated in result.gate.checks if result.gate else ():
+        if gated.blocking_failure:
+            lines.append(f"- {gated.name}: {gated.description}")
     # what the gate could not tell is said too: not a finding, and not to be read as one
     lines += [f"- undecided (not a regression found): {why}" for why in result.undecided]
     return "\n".join(lines)
