@@ -528,7 +528,7 @@ class ResultsStore:
 
 def _output(values: dict[str, Any]) -> ItemOutput:
     """A stored output; columns an older store left empty get their defaults."""
-    defaults = {"usage": {}, "unpriced_models": []}
+    defaults: dict[str, Any] = {"usage": {}, "unpriced_models": []}
     return ItemOutput(**{k: defaults[k] if v is None and k in defaults else v
                          for k, v in values.items()})  # fmt: skip
 
@@ -558,7 +558,7 @@ def stored_options(stored: dict[str, Any] | None) -> RunOptions:
     return RunOptions.model_validate(known)
 
 
-def _insert_for(engine: Engine):
+def _insert_for(engine: Engine) -> Callable[[Table], Any]:
     """The dialect's INSERT, which has ON CONFLICT DO UPDATE on SQLite and Postgres."""
     if engine.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert

@@ -174,7 +174,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 "dataset_source": suite.dataset_origin,
             })  # fmt: skip
         report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
-        metadata = {"langfuse": found.description, "synced": True, "dataset": report.dataset,
+        metadata: dict[str, Any] = {"langfuse": found.description, "synced": True,
+                                    "dataset": report.dataset,
                     "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
         return MaterializeResult(metadata=metadata)
 

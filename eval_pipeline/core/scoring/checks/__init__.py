@@ -58,4 +58,5 @@ def run_thresholds(
 ) -> list[ThresholdCheck]:
     """Every registered threshold check of a run."""
     inputs = ThresholdInputs(summary, scores, thresholds)
-    return [ThresholdCheck(s.name, s.run(inputs), s.blocking) for s in checks("threshold")]
+    return [ThresholdCheck(s.name, s.run(inputs), s.blocking) for s in checks("threshold")
+            if s.run is not None]  # (register refuses a threshold check without one)
