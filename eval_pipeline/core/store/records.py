@@ -147,7 +147,7 @@ class VerdictRecord:
         """A verdict read back as its stored string becomes the enum; any other string is
         not a verdict this version knows (a store written by another version, edited)."""
         if not isinstance(self.verdict, Verdict):
-            if self.verdict not in Verdict.__members__:
+            if not isinstance(self.verdict, str) or self.verdict not in Verdict.__members__:
                 known = ", ".join(Verdict)
                 raise ServiceError(f"run {self.run_id}: the stored verdict {self.verdict!r} "
                                    f"is none of {known}")  # fmt: skip
