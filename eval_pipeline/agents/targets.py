@@ -10,7 +10,7 @@ import re
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +37,7 @@ def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> A
     """A factory that accepts ``ctx`` gets it: ``build(ctx)``, ``build(ctx=None)``,
     ``build(*, ctx)`` or one positional parameter of another name; ``build()`` gets none.
     A factory that raises is a setup error naming it (nothing has run)."""
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -128,10 +129,10 @@ def source_of(path: str) -> tuple[Path, ...]:
     file = getattr(module, "__file__", None)
     if not file:
         return ()
-    path = Path(file).resolve()
+    found = Path(file).resolve()
     is_package = getattr(module, "__path__", None) is not None
-    inside = (path.parent / "__init__.py").exists()
-    return (path.parent,) if is_package or inside else (path,)
+    inside = (found.parent / "__init__.py").exists()
+    return (found.parent,) if is_package or inside else (found,)
 
 
 def importable(folder: Path) -> None:

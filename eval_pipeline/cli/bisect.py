@@ -311,6 +311,7 @@ def bisect_command(suite_name: str, good: int | None, bad: int | None, commits: 
     if commits is not None:
         found = bisect_commits(suite_name, commits, request, label=label, watch=watch)
     else:
+        assert good is not None and bad is not None  # (both given: checked above)
         found = bisect_versions(suite_name, good, bad, request, watch=watch)
     if json_path:
         body = dataclasses.asdict(found) | {"first_bad": found.first_bad,

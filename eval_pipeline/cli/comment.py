@@ -123,6 +123,7 @@ def comment(folder: Path, number: int | None, dry_run: bool) -> None:
     if missing:
         raise ConfigurationError(f"cannot post the comment without {', '.join(missing)} (set "
                                  "by GitHub Actions; --dry-run prints it)")  # fmt: skip
-    url = upsert(env.get("GITHUB_API_URL", "https://api.github.com"), str(repo), int(number),
+    assert number is not None  # (else it is missing, above)
+    url = upsert(env.get("GITHUB_API_URL", "https://api.github.com"), str(repo), number,
                  str(token), body)  # fmt: skip
     click.echo(f"Verdicts of {len(results)} suite(s) on pull request #{number}: {url}")

@@ -22,6 +22,7 @@ from eval_pipeline.agents.project import load_project
 from eval_pipeline.cli.report import console, print_gate, print_result, verdict_line
 from eval_pipeline.core import evaluation
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.evaluation import Verdict
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.store.records import VerdictRecord
 from eval_pipeline.core.util.redact import redact
@@ -67,16 +68,16 @@ def _demo(console: Console, demo: Demo, project: Any, suites: tuple[str, ...] | 
             return 2
         production, verdict = judged
         print_result(console, production)
-        if verdict.verdict != "PASS":
+        if verdict.verdict is not Verdict.PASS:
             exit_code = 1
         judged = demo.evaluate(suite, "staging", "full")
-        staging = judged[0] if judged is not None else None
-        if staging is not None and staging.run.prompt_version != production.run.prompt_version:
+        if judged is not None and judged[0].run.prompt_version != production.run.prompt_version:
+            staging, staged = judged
             console.rule(f"{name}: staging {staging.run.prompt_version} against production "
                          f"{production.run.prompt_version}")  # fmt: skip
             print_gate(console, ResultFile.of(staging).gate, staging.gate_note)
-            said = {"FAIL": "caught", "UNDECIDED": "could not yet decide on"}.get(
-                judged[1].verdict, "did not catch"
+            said = {Verdict.FAIL: "caught", Verdict.UNDECIDED: "could not yet decide on"}.get(
+                staged.verdict, "did not catch"
             )
             console.print(f"{verdict_line(staging)}: the gate {said} the deliberately worse "
                           "prompt staging holds")  # fmt: skip
@@ -130,10 +131,11 @@ def _step_error(instance: DagsterInstance, run_id: str) -> str:
     for record in instance.all_logs(run_id):
         event = record.dagster_event
         if event is not None and event.event_type_value == "STEP_FAILURE":
-            error = event.event_specific_data.error
-            while error.cause is not None:
+            error = event.step_failure_data.error
+            while error is not None and error.cause is not None:
                 error = error.cause
-            return error.message.strip()
+            if error is not None:
+                return error.message.strip()
     return "unknown error (see the run in the Dagster UI)"
 
 

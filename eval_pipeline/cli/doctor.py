@@ -129,6 +129,7 @@ def check_agents() -> Finding:
     make no difference to it): a graph factory is built on the offline model and asked; a
     callable or a service, by the notes of its latest run (when the store can be read)."""
     from eval_pipeline.agents.project import load_project
+    from eval_pipeline.core.running.agent import prompt_read
     from eval_pipeline.integrations.services import Services
     from eval_pipeline.llm.model_settings import LLMSettings
 
@@ -142,7 +143,7 @@ def check_agents() -> Finding:
             continue
         prompt = services.prompt(suite, label="production")
         agent = suite.make_agent(prompt, LLMSettings.create().with_prompt_config({}))
-        read = getattr(agent, "prompt_read", True)
+        read = prompt_read(agent)
         if read and not suite.prompt_read_when_built:
             read = not any("never read the prompt" in note for note in _latest_notes(name))
         if not read:

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from eval_pipeline.core.analysis.calibration import Calibration
-from eval_pipeline.core.evaluation import EvalResult
+from eval_pipeline.core.evaluation import EvalResult, Verdict
 from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.reports.result_file import GateResult, ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
@@ -55,12 +55,12 @@ def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
     code, verdict = result.exit_code, result.verdict
     note = f"; note: {result.hint}" if result.hint else ""
-    if verdict == "ERROR":
+    if verdict is Verdict.ERROR:
         return error_line(result.reason, code) + note
-    if verdict == "UNDECIDED":
+    if verdict is Verdict.UNDECIDED:
         policy = "" if code else "; on_undecided is warn"
         return f"VERDICT: UNDECIDED — {result.reason} (exit {code}{policy}){note}"
-    if verdict == "FAIL":
+    if verdict is Verdict.FAIL:
         return f"VERDICT: FAIL — {result.reason} (exit {code}){note}"
     said = f" — {result.reason}" if result.reason else ""
     return f"VERDICT: PASS{said} (exit {code}){note}"

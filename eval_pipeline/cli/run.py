@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -17,6 +17,9 @@ from eval_pipeline.cli.run_flags import run_option
 from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.options import run_options
 from eval_pipeline.core.util.redact import redact
+
+if TYPE_CHECKING:
+    from eval_pipeline.service.run import Recording
 
 
 @click.command()
@@ -75,7 +78,7 @@ def run(
     suite_name: str,
     label: str,
     prompt_version: int | None,
-    recording: str | None,
+    recording: Recording | None,
     json_path: Path | None,
     junit_path: Path | None,
     report_path: Path | None,

@@ -17,6 +17,7 @@ def verdicts(suite: str | None) -> None:
     sequential gate decided, and the run."""
     from eval_pipeline import settings
     from eval_pipeline.core.reports.verdict_table import latest_verdicts
+    from eval_pipeline.core.store.records import Verdict
     from eval_pipeline.core.util.redact import redact
     from eval_pipeline.service.environment import open_store
 
@@ -30,7 +31,8 @@ def verdicts(suite: str | None) -> None:
     for name in ("suite", "version", "tier", "verdict", "metric", "Δ", "interval", "decided",
                  "run", "finished"):  # fmt: skip
         table.add_column(name, justify="right" if name == "Δ" else "left", overflow="fold")
-    colour = {"PASS": "green", "FAIL": "red", "UNDECIDED": "yellow", "ERROR": "red"}
+    colour = {Verdict.PASS: "green", Verdict.FAIL: "red", Verdict.UNDECIDED: "yellow",
+              Verdict.ERROR: "red"}  # fmt: skip
     for row in rows:
         said = row.said
         verdict = f"[{colour[said.verdict]}]{said.verdict}[/]" + (

@@ -25,7 +25,7 @@ from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._utils.hosted_user_process import recon_job_from_origin
 
 MODULE = "eval_pipeline.definitions"
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 class LocatedJobs:

@@ -30,7 +30,10 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-evaluation_partitions = DynamicPartitionsDefinition(name="suite_version")
+from eval_pipeline.core.errors import ConfigurationError
+
+EVALUATION_PARTITIONS = "suite_version"  # the name of the dynamic partitions below
+evaluation_partitions = DynamicPartitionsDefinition(name=EVALUATION_PARTITIONS)
 day_partitions = DailyPartitionsDefinition(start_date="2026-11-01", timezone="UTC")
 SEPARATOR = "/"  # suite names cannot hold it (agents/project/schema.py SUITE_NAME)
 OLD_VERSIONS = "prompt_version"  # the version dimension of instances made before this
@@ -51,7 +54,8 @@ class EvalPartition:
     def parse(cls, key: str) -> EvalPartition:
         suite, sep, version = key.partition(SEPARATOR)
         if not sep or not suite or not version:
-            raise ValueError(f"not an evaluation partition: {key!r} (expected suite/version)")
+            raise ConfigurationError(f"not an evaluation partition: {key!r} "
+                                     "(expected suite/version)")  # fmt: skip
         return cls(suite, version)
 
     def __str__(self) -> str:
@@ -60,16 +64,15 @@ class EvalPartition:
 
 def missing_partitions(instance: DagsterInstance, partitions: Sequence[EvalPartition]) -> list[str]:
     """Keys of ``partitions`` the instance does not have yet (sorted, each once)."""
-    name = evaluation_partitions.name
     keys = {p.key for p in partitions}
-    return sorted(k for k in keys if not instance.has_dynamic_partition(name, k))
+    return sorted(k for k in keys if not instance.has_dynamic_partition(EVALUATION_PARTITIONS, k))
 
 
 def add_partitions(instance: DagsterInstance, partitions: Sequence[EvalPartition]) -> list[str]:
     """Add the evaluation partitions the instance lacks; the keys added."""
     new = missing_partitions(instance, partitions)
     if new:
-        instance.add_dynamic_partitions(evaluation_partitions.name, new)
+        instance.add_dynamic_partitions(EVALUATION_PARTITIONS, new)
     return new
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from dagster import ConfigurableResource, EnvVar
 
 from eval_pipeline import settings
 from eval_pipeline.agents.project import Project, load_project
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.pricing import PriceTable
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.suite import Suite
@@ -135,7 +137,10 @@ def _env(name: str) -> EnvVar | None:
     return EnvVar(name) if os.environ.get(name) else None
 
 
-def _number_env(name: str, kind: type) -> float | int | None:
+Number = TypeVar("Number", int, float)
+
+
+def _number_env(name: str, kind: type[Number]) -> Number | None:
     """A number read when the code location loads (a bad one fails the load, naming it)."""
     value = os.environ.get(name)
     if not value:
@@ -143,7 +148,7 @@ def _number_env(name: str, kind: type) -> float | int | None:
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"{name}={value!r}: expected a {kind.__name__}") from None
+        raise ConfigurationError(f"{name}={value!r}: expected a {kind.__name__}") from None
 
 
 def default_resources(project: Path) -> dict[str, ConfigurableResource]:

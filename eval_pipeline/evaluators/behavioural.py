@@ -59,7 +59,8 @@ def completeness_value(
     """(share of fields found, found, missing)."""
     if not expected_fields:
         return 1.0, [], []
-    found, missing = [], []
+    found: list[str] = []
+    missing: list[str] = []
     for name in expected_fields:
         patterns = [_pattern(a) for a in aliases.get(name, (name,))]
         (found if any(p.search(text or "") for p in patterns) else missing).append(name)

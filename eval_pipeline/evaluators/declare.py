@@ -144,7 +144,8 @@ def as_evaluation(
     if data_type == "BOOLEAN" and value not in (None, 0.0, 1.0):
         raise TypeError(f"evaluator {name!r} is declared BOOLEAN and returned {value!r}; "
                         "return 0 or 1, or declare it NUMERIC")  # fmt: skip
-    return Evaluation(name=name, value=value, comment=comment, metadata=metadata,
+    # value None: no score (the run counts the item's score as an error, never as a 0)
+    return Evaluation(name=name, value=value, comment=comment, metadata=metadata,  # type: ignore[arg-type]
                       data_type=data_type)  # fmt: skip
 
 
@@ -154,7 +155,7 @@ def data_type_of(fn: Callable[..., Any]) -> DataType:
 
 
 def evaluator_name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "evaluator_name", None) or getattr(fn, "__name__", type(fn).__name__)
+    return str(getattr(fn, "evaluator_name", None) or getattr(fn, "__name__", type(fn).__name__))
 
 
 def evaluator_version(fn: Callable[..., Any]) -> str:

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eval_pipeline.evaluators.declare import CaseFields, DataType, case_fields, data_type_of
+from eval_pipeline.evaluators.declare import (
+    CaseFields,
+    DataType,
+    case_fields,
+    data_type_of,
+    evaluator_name,
+)
 
 Kind = Literal["item", "run"]
 
@@ -60,7 +66,7 @@ def register(
 
     def add(target: Callable[..., Any]) -> Callable[..., Any]:
         declared = hasattr(target, "evaluator_name")
-        label = name or (target.evaluator_name if declared else target.__name__)
+        label = name or evaluator_name(target)
         found = kind or ("run" if getattr(target, "run_level", False) else "item")
         table = RUN if found == "run" else ITEM
         known = table.get(label)

@@ -168,7 +168,7 @@ def _strict(outputs, references, mode: ArgsMode, overrides) -> tuple[bool, str]:
 
 
 def strict_calls_match(
-    out_calls: Sequence[dict], ref_calls: Sequence[dict], mode: str, overrides=None
+    out_calls: Sequence[dict], ref_calls: Sequence[dict], mode: ArgsMode, overrides=None
 ) -> tuple[bool, str]:
     """agentevals' strict rule: each output call must match a distinct reference call."""
     seen = [False] * len(ref_calls)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -48,7 +48,8 @@ class LangfusePromptRegistry(LangfuseService):
     def _create(self, new: PromptVersion, labels: list[str]) -> PromptVersion:
         try:
             made = self.client.create_prompt(
-                name=new.name, prompt=to_langfuse(new), type=new.type, config=new.config,
+                # Langfuse overloads a text and a chat prompt; ours is either, said by type=
+                name=new.name, prompt=to_langfuse(new), type=new.type, config=new.config,  # type: ignore[arg-type]
                 labels=labels,
             )  # fmt: skip
         except (ApiError, httpx.HTTPError) as exc:
@@ -81,7 +82,8 @@ class LangfusePromptRegistry(LangfuseService):
             with unserved():  # what the registry holds, even while an agent is served
                 fetched = self.client.get_prompt(
                     name, cache_ttl_seconds=0, max_retries=1,
-                    fetch_timeout_seconds=self.timeout_s, **which,
+                    # (typed int by Langfuse, used as httpx's timeout: a float is kept whole)
+                    fetch_timeout_seconds=self.timeout_s, **which,  # type: ignore[arg-type]
                 )  # fmt: skip
         except NotFoundError as exc:
             raise PromptError(f"Langfuse has no prompt {name!r} with {what}") from exc
@@ -127,7 +129,8 @@ def to_langfuse(prompt: PromptVersion) -> str | list[dict[str, str]]:
     if isinstance(prompt.prompt, str):
         return prompt.prompt
     return [
-        {"type": "placeholder", "name": PLACEHOLDER.match(m["content"]).group(1)}
+        # (a placeholder message's content is "{{name}}", as from_langfuse makes it)
+        {"type": "placeholder", "name": PLACEHOLDER.match(m["content"]).group(1)}  # type: ignore[union-attr]
         if m["role"] == "placeholder"
         else {"role": m["role"], "content": m["content"]}
         for m in prompt.prompt
@@ -136,6 +139,8 @@ def to_langfuse(prompt: PromptVersion) -> str | list[dict[str, str]]:
 
 def from_langfuse(fetched: Any) -> PromptVersion:
     """A TextPromptClient / ChatPromptClient as our PromptVersion (placeholders kept)."""
+    kind: Literal["text", "chat"]
+    prompt: str | list[dict[str, str]]
     if isinstance(fetched.prompt, str):
         kind, prompt = "text", fetched.prompt
     else:

@@ -95,7 +95,8 @@ def with_configs(
 
 
 def _all_configs(http: Any) -> list[dict[str, Any]]:
-    configs, page = [], 1
+    configs: list[dict[str, Any]] = []
+    page = 1
     while True:
         response = http.get("/api/public/score-configs", params={"page": page, "limit": PAGE})
         response.raise_for_status()

@@ -23,6 +23,7 @@ from langfuse import Langfuse
 from langfuse._client.propagation import _propagate_attributes  # see langfuse_experiments.py
 from langfuse.langchain import CallbackHandler
 
+from eval_pipeline.core.running import agent as agents
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.suites.cases import GoldenCase
@@ -131,12 +132,11 @@ class TracedAgent:
 
     @property
     def prompt_read(self) -> bool:
-        return getattr(self.agent, "prompt_read", True)
+        return agents.prompt_read(self.agent)
 
     @property
     def service_url(self) -> str | None:
-        return getattr(self.agent, "service_url", None)
+        return agents.service_url(self.agent)
 
     async def aclose(self) -> None:
-        if (close := getattr(self.agent, "aclose", None)) is not None:
-            await close()
+        await agents.close(self.agent)

@@ -186,7 +186,7 @@ class LangfuseTraceSource(LangfuseService):
         arrive meanwhile: ids are de-duplicated."""
         named = self._v1_traces(trace_name, day)
         totals: dict[str, TraceTotals] = {}
-        roots: dict[str, dict[str, tuple[dict[str, Any], str]]] = {}
+        roots: dict[str, dict[Any, tuple[dict[str, Any], str]]] = {}  # by the root's id
         earliest: dict[str, tuple[dict[str, Any], str]] = {}
         for raw, where in self._v1_rows({}, trace_name, day, grace=CHILD_GRACE):
             trace_id = raw.get("traceId")
@@ -239,7 +239,7 @@ class LangfuseTraceSource(LangfuseService):
         with self.settings.http(self.timeout_s) as http:
             while page < pages:
                 page += 1
-                query = {**params, "limit": V1_PAGE_SIZE, "page": page}
+                query: dict[str, Any] = {**params, "limit": V1_PAGE_SIZE, "page": page}
                 try:
                     response = http.get(f"/api/public/{what}", params=query)
                     response.raise_for_status()

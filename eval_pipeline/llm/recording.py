@@ -543,20 +543,21 @@ def _urllib3(session: RecordingSession) -> Iterator[None]:
         if session.can_play_response_for(request):
             answer = session.play_response(request)
         else:  # sent as the caller asked, read raw, recorded, and handed back unread
-            sent = original(pool, method, url, body, headers, *args, preload_content=False,
-                            decode_content=False, **kwargs)  # fmt: skip
+            sent = original(pool, method, url, body, headers, *args,  # type: ignore[misc]
+                            preload_content=False, decode_content=False,  # (popped above)
+                            **kwargs)  # fmt: skip
             answer = _response(sent.status, {k.lower(): [v] for k, v in sent.headers.items()},
                                sent.read(decode_content=False))  # fmt: skip
             sent.release_conn()
             session.append(request, answer)
         headers_out = [(k, v) for k, values in answer["headers"].items() for v in values]
         return urllib3.HTTPResponse(
-            body=io.BytesIO(answer["body"]["string"]), headers=headers_out,
+            body=io.BytesIO(answer["body"]["string"]), headers=urllib3.HTTPHeaderDict(headers_out),
             status=answer["status"]["code"], preload_content=preload, decode_content=decode,
             request_method=method, request_url=absolute,
         )  # fmt: skip
 
-    HTTPConnectionPool.urlopen = urlopen  # type: ignore[method-assign]
+    HTTPConnectionPool.urlopen = urlopen  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

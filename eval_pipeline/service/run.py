@@ -45,7 +45,7 @@ from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalRe
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running import process
-from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.running.agent import Agent, service_url
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
@@ -222,7 +222,7 @@ def _prepare(env: Environment, request: RunRequest,
                            loaded=cases, failures=request.failures or None)  # fmt: skip
     prepared = Prepared(env, request, suite, prompt, llm, plan, recording)
     if cases is None:  # a factory that fails fails here, before anything is written
-        service = getattr(prepared.agent(), "service_url", None)
+        service = service_url(prepared.agent())
         if recording is not None and service:  # an HTTP agent's service: the thing under test
             prepared.recording = dataclasses.replace(recording, ours=(*recording.ours, service))
     return prepared

@@ -63,7 +63,7 @@ def test_every_surface_renders_the_results_file_alone(tmp_path):
         check_results,
         failure_message,
     )
-    from eval_pipeline_tests.test_verdict_properties import EDGES, make_runs, verdict_of
+    from eval_pipeline_tests.integration.test_verdict_properties import EDGES, make_runs, verdict_of
 
     def surfaces(view: ResultFile, folder: Path) -> list[str]:
         console = Console(file=io.StringIO(), record=True, width=3000, color_system=None)

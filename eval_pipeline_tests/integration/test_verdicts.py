@@ -527,7 +527,7 @@ def test_the_verdict_keeps_the_delta_of_the_metric_that_backs_it(outcomes, backs
     the primary metric's Δ for every verdict: a FAIL on tool_use read "+0.010 [-0.010,
     +0.030]". Now: the largest drop found worse, else the undecided metric that could be
     worst, else the primary."""
-    from eval_pipeline.core.evaluation import EvalResult
+    from eval_pipeline.core.evaluation import EvalResult, Verdict
     from eval_pipeline.core.scoring.rows import PairedRow
 
     numbers = {"overall": (0.01, -0.01, 0.03), "tool_use": (-0.30, -0.40, -0.20),
@@ -542,7 +542,7 @@ def test_the_verdict_keeps_the_delta_of_the_metric_that_backs_it(outcomes, backs
                            baseline_run_id="base")  # fmt: skip
     result = SimpleNamespace(
         gate=gate, undecided_rows=undecided, thresholds=SimpleNamespace(primary_metric="overall"),
-        run=SimpleNamespace(run_id="r"), verdict=SimpleNamespace(value="FAIL"), reason="",
+        run=SimpleNamespace(run_id="r"), verdict=Verdict.FAIL, reason="",
         sequential=None,
     )  # fmt: skip
     said = EvalResult.verdict_record(result)

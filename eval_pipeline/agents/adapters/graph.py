@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
@@ -123,7 +124,7 @@ class GraphAgent(ContextAgent):
         script = ResumeScript.of(case.input)
         if graph.checkpointer not in (None, False) or spec is not None or script:
             graph = graph.copy({"checkpointer": fresh_checkpointer(graph)})
-        config = {
+        config: RunnableConfig = {
             "configurable": {
                 **(self.options.configurable or {}),
                 "thread_id": f"{case.id}:{repeat}:{uuid.uuid4().hex}",
@@ -140,7 +141,7 @@ class GraphAgent(ContextAgent):
         reference = (case.expected_output or {}).get(self.options.stepwise.reference) if (
             self.options.stepwise and isinstance(case.expected_output, dict)
         ) else None  # fmt: skip
-        if reference and not run.paused:
+        if reference and self.options.stepwise and not run.paused:
             output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks,
                                      self.context)  # fmt: skip
         return AgentResult(output)
@@ -152,7 +153,7 @@ class GraphSession:
     turn ends paused, and so does the conversation (the simulated customer plays the
     customer, never the human who approves)."""
 
-    def __init__(self, graph: Pregel, config: dict[str, Any], options: GraphOptions,
+    def __init__(self, graph: Pregel, config: RunnableConfig, options: GraphOptions,
                  shape: InputShape = "state", context: Any = None,
                  script: ResumeScript | None = None):  # fmt: skip
         self.graph, self.config, self.options = graph, config, options
@@ -195,7 +196,8 @@ def input_shape(graph: Pregel) -> InputShape:
         kind = graph.get_input_jsonschema().get("type")
     except Exception:  # a type pydantic cannot describe
         return "state"
-    return {"object": "state", "string": "text"}.get(kind, "messages")
+    shapes: dict[Any, InputShape] = {"object": "state", "string": "text"}
+    return shapes.get(kind, "messages")
 
 
 def runtime_context(graph: Pregel, values: Mapping[str, Any] | None) -> Any:
@@ -279,7 +281,7 @@ class GraphRun:
 async def run_graph(
     graph: Pregel,
     state: Any,
-    config: dict[str, Any],
+    config: RunnableConfig,
     context: Any = None,
     script: ResumeScript | None = None,
 ) -> GraphRun:
@@ -289,7 +291,7 @@ async def run_graph(
     named after its node, with no value; any scripted answer goes on from it. A
     functional-API entrypoint's return value (a list of messages, a message) becomes the
     state ``{"messages": […]}``."""
-    run, seen = GraphRun(), set()
+    run, seen = GraphRun(), set[Any]()
     script = script or ResumeScript()
     while True:
         final, made, depths, pending = await _stream(graph, state, config, context, seen)
@@ -314,7 +316,7 @@ async def run_graph(
             state = Command(resume={i.id: a for i, a in zip(pending, answers, strict=True)})
 
 
-async def _breakpoint(graph: Pregel, config: dict[str, Any]) -> tuple[str, ...]:
+async def _breakpoint(graph: Pregel, config: RunnableConfig) -> tuple[str, ...]:
     """The nodes a static breakpoint (``compile(interrupt_before=…)`` or ``…_after``)
     stopped the graph before: the thread has nodes still to run."""
     if graph.checkpointer in (None, False):
@@ -323,7 +325,7 @@ async def _breakpoint(graph: Pregel, config: dict[str, Any]) -> tuple[str, ...]:
 
 
 async def _stream(
-    graph: Pregel, state: Any, config: dict[str, Any], context: Any, seen: set[Any]
+    graph: Pregel, state: Any, config: RunnableConfig, context: Any, seen: set[Any]
 ) -> tuple[dict[str, Any], list[AIMessage], list[int], list[Interrupt]]:
     """One stretch of the graph, up to its end or its next interrupt(s): the final state,
     the AI messages written, how deep in subgraphs each was, the pending interrupts."""
@@ -353,7 +355,7 @@ async def _stream(
 
 
 async def _interrupt_names(
-    graph: Pregel, config: dict[str, Any], pending: Sequence[Interrupt]
+    graph: Pregel, config: RunnableConfig, pending: Sequence[Interrupt]
 ) -> list[str | None]:
     """Each interrupt's name: from its payload, else the node it happened in (readable
     when the thread has a checkpointer)."""

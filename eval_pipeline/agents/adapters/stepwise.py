@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,7 +33,7 @@ from eval_pipeline.core.running.failures import error_kind
 from eval_pipeline.core.util.redact import redact
 from eval_pipeline.evaluators.llm_judge import llm_judge
 from eval_pipeline.evaluators.research import answer_matches
-from eval_pipeline.evaluators.trajectory import normalize_messages, strict_calls_match
+from eval_pipeline.evaluators.trajectory import ArgsMode, normalize_messages, strict_calls_match
 from eval_pipeline.llm.factory import pinned_chat_model
 from eval_pipeline.llm.model_settings import LLMSettings
 
@@ -51,7 +52,7 @@ STEP_RUBRIC = (
 class StepwiseSpec:
     node: str  # the node that calls the model
     reference: str = "trajectory"  # where in expected_output the reference trajectory is
-    args_mode: str = "exact"
+    args_mode: ArgsMode = "exact"
     answer_judge: AnswerJudge | None = None
     step_judge: StepJudge | None = None  # tool steps judged instead of matched
 
@@ -87,7 +88,7 @@ async def stepwise(
                          "interrupt_after_nodes": [spec.node]})  # fmt: skip
     results = []
     for index, k in enumerate(steps):
-        config = {
+        config: RunnableConfig = {
             "configurable": {"thread_id": f"step-{uuid.uuid4()}"},
             "callbacks": list(callbacks),
             "recursion_limit": 4,
@@ -161,7 +162,7 @@ class StepwiseConfig(BaseModel):
 
     node: str = Field(min_length=1)  # the graph node that calls the model
     reference: str = "trajectory"  # the key of expected_output holding the reference
-    args_mode: Literal["exact", "ignore", "subset", "superset"] = "exact"
+    args_mode: ArgsMode = "exact"
     judge: StepJudgeConfig | None = None  # an LLM judges step similarity (default: matching)
 
 

@@ -266,7 +266,7 @@ class _Resolver:
         self.absence_categories()
         if c.source is not None:
             sources = tuple(filter(None, (self.source_path(entry) for entry in c.source)))
-        if self.problems:
+        if self.problems or make_agent is None:  # (no agent: a problem says why)
             raise ProjectError(self.problems)
         return Suite(
             name=self.name, dataset_dir=dataset, dataset_ref=ref, build_agent=make_agent,
@@ -381,9 +381,10 @@ class _Resolver:
                          "package.module:function for your own)")  # fmt: skip
             return None
         if name == "llm_judge":
-            params = self.judge_params(fieldname, params)
-            if params is None:
+            judged = self.judge_params(fieldname, params)
+            if judged is None:
                 return None
+            params = judged
         return self.call(fieldname, name, table[name], params)
 
     def call(self, fieldname: str, name: str, factory: Callable[..., Any],
@@ -472,7 +473,9 @@ class _Resolver:
                 self.problem("thresholds", f"{where}: field {field_!r}: {value!r} is not a "
                              f"metric of the suite (its evaluators: {listed}){hint}")  # fmt: skip
         declared = self.config.categories
-        for metric, floors in thresholds.category_floors.items() if declared is not None else ():
+        if declared is None:  # (none declared: any category will do)
+            return
+        for metric, floors in thresholds.category_floors.items():
             for category in floors:
                 if category not in declared:
                     near = difflib.get_close_matches(category, declared, n=1)

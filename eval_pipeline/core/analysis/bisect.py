@@ -24,6 +24,7 @@ from eval_pipeline.core.errors import ExitCode
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring import checks
 from eval_pipeline.core.scoring.rows import PairedRow
+from eval_pipeline.core.store.records import Verdict
 
 Judgement = Literal["BASELINE", "WORSE", "NOT WORSE", "UNDECIDED", "ERROR"]
 Outcome = Literal["found", "not worse", "undecided", "error"]
@@ -59,7 +60,7 @@ def judge(result: ResultFile) -> tuple[Judgement, str, tuple[str, ...]]:
     """A step's judgement from its run's result: the regression gate's, with its
     evidence, and the run's own failed thresholds as a note (they do not decide a step:
     the good version may be below them too)."""
-    if result.verdict == "ERROR":
+    if result.verdict is Verdict.ERROR:
         return "ERROR", result.errors[0] if result.errors else "the run has no verdict", ()
     gate = result.gate
     if gate is None:
@@ -96,7 +97,7 @@ def _paired(row: PairedRow) -> str:
 def baseline_of(name: str, result: ResultFile, model_calls: int) -> Step:
     """The good end's run, the baseline of every step: usable unless it has no verdict
     (its own thresholds or gate may fail: it is still what the others are compared with)."""
-    if result.verdict == "ERROR":
+    if result.verdict is Verdict.ERROR:
         why = result.errors[0] if result.errors else "the run has no verdict"
         return Step(name, "ERROR", result.run.run_id, "", why, model_calls)
     summary = result.summary

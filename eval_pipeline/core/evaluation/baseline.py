@@ -128,13 +128,14 @@ def with_baseline(store: ResultsStore, plan_: RunPlan, labels: Labels | None) ->
     is "no baseline yet" for this one."""
     request, run, suite = plan_.request, plan_.run, plan_.suite
     asked = request.baseline_run_id is not None or request.baseline_label is not None
+    baseline: RunRecord | NoBaseline
     if request.baseline_run_id is not None:
         found = store.get_run(request.baseline_run_id)
         if found is None or found.status != RunStatus.COMPLETE or found.suite != run.suite:
             said = f"is {found.status} ({found.suite})" if found else "is not there"
             raise BaselineMissing(f"baseline run {request.baseline_run_id} {said} in the "
                                   f"results store: name a complete run of {run.suite}")  # fmt: skip
-        baseline: RunRecord | NoBaseline = found
+        baseline = found
     else:
         label = request.baseline_label or suite.thresholds.regression.baseline_label
         written = written_label(suite, request.baseline_label)

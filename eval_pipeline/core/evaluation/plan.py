@@ -22,12 +22,12 @@ from eval_pipeline.core.running.runner import (
 from eval_pipeline.core.running.shards import Shard, auto_count, split
 from eval_pipeline.core.scoring.gate import fingerprint
 from eval_pipeline.core.scoring.thresholds import ThresholdsError
-from eval_pipeline.core.store.records import ItemOutput, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, RunRecord, RunTier
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import DatasetError, GoldenCase, dataset_version, select_tier
 from eval_pipeline.core.suites.suite import Suite
 
-FAILURES_TIER = "failures"  # the tier of a run on production failures (plan(cases=…))
+FAILURES_TIER: RunTier = "failures"  # the tier of a run on production failures (plan(cases=…))
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from eval_pipeline.core.errors import ExitCode
@@ -17,20 +16,14 @@ from eval_pipeline.core.scoring.reducers import margin_scale
 from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
-from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, VerdictRecord
+from eval_pipeline.core.store.records import (
+    ItemOutput,
+    ItemScore,
+    RunRecord,
+    Verdict,
+    VerdictRecord,
+)
 from eval_pipeline.core.suites.cases import GoldenCase
-
-
-class Verdict(StrEnum):
-    """What a run says about the agent: PASS (every blocking check passed), FAIL (the agent
-    got worse, or is below a floor), UNDECIDED (no check failed, but the gate could not
-    tell whether a gated metric got worse: never reported as a pass), ERROR (the run could
-    not measure the agent: never a pass)."""
-
-    PASS = "PASS"
-    FAIL = "FAIL"
-    UNDECIDED = "UNDECIDED"
-    ERROR = "ERROR"
 
 
 @dataclass(frozen=True)
@@ -113,7 +106,7 @@ class EvalResult:
 
     @property
     def passed(self) -> bool:
-        return self.verdict == "PASS"
+        return self.verdict is Verdict.PASS
 
     @property
     def undecided(self) -> list[str]:
@@ -215,7 +208,7 @@ class EvalResult:
         else:
             row = next((r for r in rows if r.metric == primary), None)
         return VerdictRecord(
-            run_id=self.run.run_id, verdict=self.verdict.value, reason=self.reason,
+            run_id=self.run.run_id, verdict=self.verdict, reason=self.reason,
             metric=row.metric if row else None, delta=row.delta if row else None,
             ci_low=row.ci_low if row else None, ci_high=row.ci_high if row else None,
             baseline_run_id=self.gate.baseline_run_id if self.gate else None,

@@ -14,6 +14,7 @@ from eval_pipeline.core.evaluation.baseline import baseline_data, decided_baseli
 from eval_pipeline.core.evaluation.plan import RunPlan, drawn_prefix
 from eval_pipeline.core.evaluation.result import EvalResult
 from eval_pipeline.core.options import RunOptions
+from eval_pipeline.core.running import agent as agents
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.running.budget import Budget, BudgetGuard, Spending
 from eval_pipeline.core.running.memo import CachePolicy, MemoScope, MemoWriter
@@ -85,8 +86,7 @@ def produce(
             finally:
                 if writer is not None:
                     await writer.flush()
-                if (close := getattr(agent, "aclose", None)) is not None:
-                    await close()
+                await agents.close(agent)
 
         outputs = run_sync(produce_all())
         if guard is not None and guard.skipped:
@@ -97,7 +97,7 @@ def produce(
         else:
             store.write_outputs(run.run_id, outputs, items=list(keys))
         ran = len(known) < len(jobs)  # (outputs all from the memo: the agent never ran)
-        if ran and plan_.suite.prompt_name and getattr(agent, "prompt_read", True) is False:
+        if ran and plan_.suite.prompt_name and not agents.prompt_read(agent):
             store.add_notes(run.run_id, [
                 f"the agent never read the prompt under test ({plan_.suite.prompt_name}): "
                 "prompt versions and labels make no difference to it (read ctx.prompt)"

@@ -23,6 +23,8 @@ from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.store.results_store import ResultsStore
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from eval_pipeline.core.evaluation import EvalResult
 
 Z95 = 1.96
@@ -96,7 +98,7 @@ def category_delta_chart(rows: Sequence[PairedRow], metric: str, path: Path) -> 
     return _save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -187,7 +189,8 @@ def run_charts(store: ResultsStore, result: EvalResult, stem: Path) -> RunCharts
     rows: list[PairedRow] = []
     gate = result.gate
     if gate is not None and gate.comparable:
-        rows = next(c.rows for c in gate.checks if c.name == "category_deltas")
+        deltas = next(c.rows for c in gate.checks if c.name == "category_deltas")
+        rows = [r for r in deltas if isinstance(r, PairedRow)]  # (all of them)
         path = Path(f"{stem}-categories.png")
         files["per-category delta"] = category_delta_chart(rows, metric, path)
     return RunCharts(metric, points, rows, files)

@@ -19,7 +19,7 @@ from eval_pipeline.core.reports.result_file import GateResult, ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.scoring.summary import ErrorKind, Summary, markdown_table, md_escape
-from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.records import RunRecord, Verdict
 
 
 def write_json(path: Path, result: ResultFile) -> Path:
@@ -93,7 +93,7 @@ def write_junit(path: Path, result: ResultFile) -> Path:
         _gate_case(case, label, gate_check.description)
     if run.stopped:  # a budget left cases unstarted: a failure when that undecides the run
         case = ET.SubElement(gates, "testcase", classname=f"{run.suite}.gates", name="budget")
-        blocking = result.verdict == "UNDECIDED" and result.exit_code
+        blocking = result.verdict is Verdict.UNDECIDED and result.exit_code
         _gate_case(case, "FAIL" if blocking else "WARN", run.stopped)
     for suite in (items, gates):
         cases = suite.findall("testcase")

@@ -24,10 +24,10 @@ from eval_pipeline.core.scoring.checks import Label
 from eval_pipeline.core.scoring.gate import GateCheck, GateReport
 from eval_pipeline.core.scoring.rows import CheckRow, Outcome, WorseItem
 from eval_pipeline.core.scoring.summary import Summary
-from eval_pipeline.core.store.records import ItemStatus, RunRecord, VerdictRecord
+from eval_pipeline.core.store.records import ItemStatus, RunRecord, Verdict, VerdictRecord
 from eval_pipeline.core.util.interrupts import INTERRUPTS_FIELD
 
-SCHEMA_VERSION = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
+SCHEMA_VERSION: Literal[2] = 2  # 2: the verdict UNDECIDED (exit 3), the undecided metrics
 
 
 class _Model(BaseModel):
@@ -172,7 +172,7 @@ class ResultFile(_Model):
     """What ``eval-pipeline run --json FILE`` writes."""
 
     schema_version: Literal[2] = Field(SCHEMA_VERSION)
-    verdict: Literal["PASS", "FAIL", "UNDECIDED", "ERROR"]
+    verdict: Verdict
     exit_code: Literal[0, 1, 2, 3]
     errors: list[str]  # why there is no verdict (ERROR)
     undecided: list[str]  # the gated metrics the gate could not decide (UNDECIDED)

@@ -13,8 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.suites.cases import GoldenCase
 
 
@@ -26,11 +27,66 @@ class AgentResult:
 
 
 class Agent(Protocol):
+    """What every agent offers: ``run``. What some offer besides, each a protocol below,
+    read through the functions beside them: ``ReadsPrompt``, ``CallsService``,
+    ``Closeable``, ``RecordsReused``."""
+
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
     ) -> AgentResult:
         """Run one case. ``callbacks`` are LangChain callbacks to attach (e.g. tracing)."""
         ...
+
+
+@runtime_checkable
+class ReadsPrompt(Protocol):
+    """An agent that can say whether it read the prompt under test (the graph and callable
+    agents, through ``ctx``): when it did not, prompt versions and labels make no
+    difference to it."""
+
+    @property
+    def prompt_read(self) -> bool: ...
+
+
+@runtime_checkable
+class CallsService(Protocol):
+    """An agent that is a service at a URL (the HTTP agent): its traffic is the thing under
+    test, never recorded nor blocked."""
+
+    @property
+    def service_url(self) -> str | None: ...
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    """An agent holding something to release once its items have run (a client)."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class RecordsReused(Protocol):
+    """An agent that records the items the memo answered without running it (a traced
+    agent: each in the run's trace)."""
+
+    async def reused(self, case: GoldenCase, repeat: int, output: ItemOutput) -> None: ...
+
+
+def prompt_read(agent: object) -> bool:
+    """Whether ``agent`` read the prompt under test; one that cannot say is taken at its
+    word that it did."""
+    return agent.prompt_read if isinstance(agent, ReadsPrompt) else True
+
+
+def service_url(agent: object) -> str | None:
+    """The URL of the service ``agent`` calls as the thing under test, if it is one."""
+    return agent.service_url if isinstance(agent, CallsService) else None
+
+
+async def close(agent: object) -> None:
+    """Release what ``agent`` holds, if it holds anything."""
+    if isinstance(agent, Closeable):
+        await agent.aclose()
 
 
 @dataclass

@@ -27,6 +27,7 @@ from eval_pipeline.core.running.retry import status_code
 
 Fault = Literal["agent", "infrastructure", "configuration"]
 NOT_THE_AGENT: tuple[Fault, ...] = ("infrastructure", "configuration")
+FAULTS: tuple[Fault, ...] = ("agent", *NOT_THE_AGENT)
 
 TIMEOUT_NAMES = {"APITimeoutError", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout"}
 CONNECTION_NAMES = {
@@ -56,8 +57,9 @@ def error_kind(exc: BaseException) -> str:
 def fault_of(exc: BaseException) -> Fault:
     """Whose failure ``exc`` is (the table above)."""
     declared = getattr(exc, "fault", None)
-    if declared in ("agent", "infrastructure", "configuration"):
-        return declared
+    for fault in FAULTS:  # an error that says whose failure it is
+        if declared == fault:
+            return fault
     if _named(exc, {"GraphRecursionError"}):
         return "agent"
     if isinstance(exc, TimeoutError | ConnectionError) or _named(

@@ -28,7 +28,14 @@ from typing import Any, TypeVar
 
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
-from eval_pipeline.core.running.agent import Agent, ItemScope, UsageLedger, item_scope, item_seed
+from eval_pipeline.core.running.agent import (
+    Agent,
+    ItemScope,
+    RecordsReused,
+    UsageLedger,
+    item_scope,
+    item_seed,
+)
 from eval_pipeline.core.running.budget import BudgetGuard, Spending
 from eval_pipeline.core.running.failures import error_kind, fault_of
 from eval_pipeline.core.running.pricing import PriceTable
@@ -115,13 +122,13 @@ async def run_agent(
     limiter = RateLimiter(config.requests_per_second)
     jobs = list(jobs) if jobs is not None else jobs_of(cases, config.repeats)
     done = sum(1 for case, repeat in jobs if (case.id, repeat) in known)
-    reused = getattr(agent, "reused", None)  # a traced agent records memo-served items
+    recorder = agent if isinstance(agent, RecordsReused) else None  # a traced agent
 
     async def one(case: GoldenCase, repeat: int) -> ItemOutput | None:
         nonlocal done
         if (case.id, repeat) in known:
-            if reused is not None:
-                await reused(case, repeat, known[case.id, repeat])
+            if recorder is not None:
+                await recorder.reused(case, repeat, known[case.id, repeat])
             return known[case.id, repeat]
         async with semaphore:
             if guard is not None and not guard.may_start():
@@ -223,7 +230,7 @@ def _problem(scope: ItemScope) -> dict[str, Any]:
     return {"error": _describe_text(text), "error_kind": first.kind, "fault": "infrastructure"}
 
 
-def _cause(exc: Exception) -> Exception:
+def _cause(exc: BaseException) -> BaseException:
     """What failed the item. A conversation that failed mid-way (ConversationFailed) keeps
     the turns played before it in ``partial_output``; its cause (an HTTP status, a
     timeout…) decides the retry and the error kind."""
@@ -279,7 +286,8 @@ EXECUTOR_THREADS = 1024
 
 def _evaluation_loop() -> asyncio.AbstractEventLoop:
     with _LOOP_LOCK:
-        if _LOOP[0] is None:
+        loop = _LOOP[0]
+        if loop is None:
             loop = asyncio.new_event_loop()
             loop.set_default_executor(
                 ThreadPoolExecutor(max_workers=EXECUTOR_THREADS, thread_name_prefix="eval-item")
@@ -287,7 +295,7 @@ def _evaluation_loop() -> asyncio.AbstractEventLoop:
             thread = threading.Thread(target=loop.run_forever, name="eval-loop", daemon=True)
             thread.start()
             _LOOP[0], _LOOP_THREAD[0] = loop, thread
-        return _LOOP[0]
+        return loop
 
 
 def run_agent_sync(

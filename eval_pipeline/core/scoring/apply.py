@@ -125,7 +125,9 @@ def item_results(outputs: Iterable[ItemOutput], scores: Iterable[ItemScore]) -> 
         result = results.get((s.item_id, s.repeat))
         if result is not None:
             result.evaluations.append(
-                Evaluation(name=s.evaluator, value=s.value, comment=s.comment, metadata=s.metadata)
+                # value None: a score that could not be given (an error, never a 0)
+                Evaluation(name=s.evaluator, value=s.value, comment=s.comment,  # type: ignore[arg-type]
+                           metadata=s.metadata)
             )
     return list(results.values())
 

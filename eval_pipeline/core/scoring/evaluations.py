@@ -18,6 +18,7 @@ from typing import Any
 from langfuse import Evaluation
 
 from eval_pipeline.core.store.records import ItemScore
+from eval_pipeline.evaluators.declare import DataType
 
 NOT_FINITE = "not a finite number"
 UNSUPPORTED = "unsupported value"  # a category or a text where a number is scored
@@ -46,7 +47,7 @@ def item_scores(
             scores.append(ItemScore(item_id, repeat, ev.name, None, not_finite(value),
                                     plain(metadata), error_kind=NOT_FINITE))  # fmt: skip
             continue
-        data_type = "BOOLEAN" if ev.data_type == "BOOLEAN" else "NUMERIC"
+        data_type: DataType = "BOOLEAN" if ev.data_type == "BOOLEAN" else "NUMERIC"
         scores.append(ItemScore(item_id, repeat, ev.name, value, ev.comment, plain(metadata),
                                 data_type=data_type))  # fmt: skip
     return scores

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from eval_pipeline.core.errors import ConfigurationError, explanation_failed
 from eval_pipeline.core.running.ids import steady
@@ -63,7 +64,8 @@ class GateReport:
         return next((c for c in self.checks if c.name == name), None)
 
 
-def explain_safely(explain, check: GateCheck, inputs: GateInputs) -> GateCheck:
+def explain_safely(explain: Callable[[GateCheck, GateInputs], GateCheck], check: GateCheck,
+                   inputs: GateInputs) -> GateCheck:  # fmt: skip
     """A check's ``explain`` (a project's plugin may register one too); when it fails, the
     check as decided with a line saying so: an explanation never changes a verdict."""
     try:
@@ -76,9 +78,9 @@ def explain_safely(explain, check: GateCheck, inputs: GateInputs) -> GateCheck:
         return dataclasses.replace(check, description=f"{check.description}; {said}")
 
 
-def _decided(check: GateCheck) -> tuple:
+def _decided(check: GateCheck) -> tuple[Any, ...]:
     """What a check decided, which its explanation must leave as it is."""
-    rows = [(r.outcome, getattr(r, "delta", None)) for r in check.rows]
+    rows = [(getattr(r, "outcome", None), getattr(r, "delta", None)) for r in check.rows]
     return check.outcome, check.tested, check.errors, rows
 
 

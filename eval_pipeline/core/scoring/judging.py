@@ -89,6 +89,7 @@ def run_judges(
             scores.append(ItemScore(job.output.item_id, job.output.repeat, name, None, why, spent,
                                     error_kind=out.error_kind or "error"))  # fmt: skip
             continue
+        assert out.output is not None  # (no error: the judge agent answered)
         evaluations = [Evaluation(**e) for e in out.output["evaluations"]]
         scores += item_scores(job.output.item_id, job.output.repeat, evaluations, spent)
     return scores

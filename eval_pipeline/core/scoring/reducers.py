@@ -56,7 +56,7 @@ def flaky_items(
     scores: Sequence[ItemScore], *, pass_threshold: float = 1.0, limit: int = 20
 ) -> list[dict[str, Any]]:
     """Items whose value changes across repeats, most variable first."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for metric in sorted({s.evaluator for s in scores}):
         for item, values in repeat_values(scores, metric).items():
             if len(values) > 1 and len(set(values)) > 1:

@@ -182,7 +182,9 @@ def decision_times(
                   alpha_not_worse)  # fmt: skip
     worse = _crossed(log_wealth(x, 0.0, lo=lo, hi=hi, side="below", population=population),
                      alpha_worse) & (np.cumsum(x, axis=-1) / t <= -margin)  # fmt: skip
-    first = lambda hit: np.where(hit.any(axis=-1), hit.argmax(axis=-1) + 1, big)  # noqa: E731
+    def first(hit: np.ndarray) -> np.ndarray:
+        return np.asarray(np.where(hit.any(axis=-1), hit.argmax(axis=-1) + 1, big))
+
     return first(nw), first(worse)
 
 
@@ -202,7 +204,8 @@ def _bound(x: np.ndarray, alpha: float, lo: float, hi: float, side: str,
 
     def out(mu: np.ndarray) -> np.ndarray:
         paths = log_wealth(x[None, :], mu, lo=lo, hi=hi, side=side, population=population)
-        return paths.max(axis=-1) >= level
+        ruled_out: np.ndarray = paths.max(axis=-1) >= level
+        return ruled_out
 
     # ruled out at ``outside``; not ruled out at ``inside``; the boundary lies between
     inside, outside = (hi, lo) if side == "above" else (lo, hi)
@@ -391,7 +394,7 @@ def _look_ahead(n: int, population: int | None, most: int = PROJECTED) -> int:
 
 
 def more_to_decide(
-    x: Sequence[float], *, margin: float, alpha_not_worse: float, alpha_worse: float,
+    x: Sequence[float] | np.ndarray, *, margin: float, alpha_not_worse: float, alpha_worse: float,
     lo: float = -1.0, hi: float = 1.0, population: int | None = None,
     draws: int = LOOK_AHEAD_DRAWS, seed: int = 0, quantile: float = 0.5, most: int = PROJECTED,
 ) -> int | None:  # fmt: skip
@@ -436,7 +439,7 @@ def _tied_log_wealth(n: np.ndarray | int, margin: float) -> np.ndarray:
     """log K⁺_n(−margin) after n pairs that are all 0 (nothing moved), on [−1, 1]."""
     y = margin / (1 - margin)
     n = np.asarray(n, dtype=float)
-    return logsumexp(LOG_WEIGHTS + n[..., None] * np.log1p(BETS * y), axis=-1)
+    return np.asarray(logsumexp(LOG_WEIGHTS + n[..., None] * np.log1p(BETS * y), axis=-1))
 
 
 @functools.lru_cache(maxsize=256)

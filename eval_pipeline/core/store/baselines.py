@@ -53,5 +53,6 @@ def flips_across_runs(
         for r in reversed(runs)
     ]
     flips = outcome_flips(series, config.pass_threshold)
-    rows = [{"item_id": item, "flips": n, "runs": len(series)} for item, n in flips.items()]
+    rows: list[dict[str, Any]] = [{"item_id": item, "flips": n, "runs": len(series)}
+                                  for item, n in flips.items()]  # fmt: skip
     return sorted(rows, key=lambda r: (-r["flips"], r["item_id"]))[:MAX_LISTED]

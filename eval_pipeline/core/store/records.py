@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.running.failures import Fault
 from eval_pipeline.core.scoring.rows import interval, signed
@@ -39,6 +40,18 @@ class RunStatus(StrEnum):
     STOPPED = "stopped"
     FAILED = "failed"
     ABANDONED = "abandoned"
+
+
+class Verdict(StrEnum):
+    """What a run says about the agent: PASS (every blocking check passed), FAIL (the agent
+    got worse, or is below a floor), UNDECIDED (no check failed, but the gate could not
+    tell whether a gated metric got worse: never reported as a pass), ERROR (the run could
+    not measure the agent: never a pass). Stored and shown as its value."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    UNDECIDED = "UNDECIDED"
+    ERROR = "ERROR"
 
 
 def utcnow() -> datetime:
@@ -122,7 +135,7 @@ class VerdictRecord:
     read from these (``eval-pipeline verdicts``, Dagster's ``verdicts`` table)."""
 
     run_id: str
-    verdict: str  # PASS, FAIL, UNDECIDED or ERROR
+    verdict: Verdict  # stored as its value: PASS, FAIL, UNDECIDED or ERROR
     reason: str  # the failed checks, the undecided metrics or the first error ("" for PASS)
     metric: str | None = None  # the metric that backs the verdict (verdict_record), if gated
     delta: float | None = None  # its paired Δ against the baseline
@@ -130,6 +143,16 @@ class VerdictRecord:
     ci_high: float | None = None
     baseline_run_id: str | None = None
     decided_after: str | None = None  # a sequential run: "decided after N of M cases …"
+
+    def __post_init__(self) -> None:
+        """A verdict read back as its stored string becomes the enum; any other string is
+        not a verdict this version knows (a store written by another version, edited)."""
+        if not isinstance(self.verdict, Verdict):
+            if not isinstance(self.verdict, str) or self.verdict not in Verdict.__members__:
+                known = ", ".join(Verdict)
+                raise ServiceError(f"run {self.run_id}: the stored verdict {self.verdict!r} "
+                                   f"is none of {known}")  # fmt: skip
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
 
     @property
     def delta_text(self) -> str:

@@ -3,9 +3,10 @@ per key, the latest successful output."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.engine import Engine
 
 from eval_pipeline.core.store.database import OnEngine
@@ -51,7 +52,7 @@ class StoredMemo(OnEngine):
         return found
 
 
-def _insert_for(engine: Engine):
+def _insert_for(engine: Engine) -> Callable[[Table], Any]:
     """The dialect's INSERT, which has ON CONFLICT DO UPDATE on SQLite and Postgres."""
     if engine.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert

@@ -51,6 +51,6 @@ class StoredOutputs(OnEngine):
 
 def output_record(values: dict[str, Any]) -> ItemOutput:
     """A stored output; columns an older store left empty get their defaults."""
-    defaults = {"usage": {}, "unpriced_models": []}
+    defaults: dict[str, Any] = {"usage": {}, "unpriced_models": []}
     return ItemOutput(**{k: defaults[k] if v is None and k in defaults else v
                          for k, v in values.items()})  # fmt: skip

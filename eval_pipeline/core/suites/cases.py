@@ -211,8 +211,9 @@ def validate_cases(
             problems.append(f"{label}: field '{field}': {message}")
         for field, message in validate(case) if validate else []:
             problems.append(f"{label}: field '{field}': {message}")
-        for field, message in notice(case) if notice and warnings is not None else []:
-            warnings.append(f"{label}: field '{field}': {message}")
+        if notice and warnings is not None:
+            for field, message in notice(case):
+                warnings.append(f"{label}: field '{field}': {message}")
         cases.append(case)
     if not problems and not cases:
         problems.append(f"{origin}: the dataset has no cases")
@@ -304,7 +305,7 @@ def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, An
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         problems.append(f"{where}: malformed YAML: {getattr(exc, 'problem', None) or exc}")
         return []
-    if data is None:
+    if data is None or root is None:
         return []
     seq_node = root
     if isinstance(data, dict):

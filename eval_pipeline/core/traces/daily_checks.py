@@ -61,7 +61,7 @@ def check_floors(today: Mapping[str, DayStats], config: TraceThresholds) -> Chec
         ok = day is None or day.mean >= floor
         rows.append(TraceFloorRow(metric=metric, mean=round(day.mean, 4) if day else None,
                                   floor=floor, traces=day.n if day else 0, ok=ok))  # fmt: skip
-        if not ok:
+        if not ok and day is not None:  # (only a day with traces can miss its floor)
             failed.append(f"{metric} {day.mean:.3f} < {floor}")
     if not any(isinstance(r, TraceFloorRow) and r.traces for r in rows):
         return CheckOutcome(True, "not tested: no scored trace today", rows, tested=False)

@@ -134,11 +134,11 @@ def parse_observation(obj: Any, *, source: str = "trace") -> TraceRecord:
     start = _time(obj.get("startTime"))
     if not problems and start is None:
         problems.append(f"field 'startTime': not an ISO timestamp: {obj.get('startTime')!r}")
-    if problems:
+    if problems or start is None:  # (start is None: a problem above says so)
         raise TraceError(f"{source}: " + "; ".join(problems))
     notes: list[str] = []
-    usage = obj.get("usageDetails") if isinstance(obj.get("usageDetails"), dict) else {}
-    cost = obj.get("costDetails") if isinstance(obj.get("costDetails"), dict) else {}
+    usage = found if isinstance(found := obj.get("usageDetails"), dict) else {}
+    cost = found if isinstance(found := obj.get("costDetails"), dict) else {}
     metadata = _bounded("metadata", _json_value(obj.get("metadata")), notes)
     latency = obj.get("latency")
     end = _time(obj.get("endTime"))

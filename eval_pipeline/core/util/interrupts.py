@@ -47,15 +47,15 @@ def interrupt_name(payload: Any, node: str | None = None) -> str | None:
         payload = payload[0]  # (LangGraph's docs send ``interrupt([request])``)
     if isinstance(payload, Mapping):
         for key in ("name", "action", "type"):
-            if isinstance(payload.get(key), str):
-                return payload[key]
+            if isinstance(name := payload.get(key), str):
+                return name
         request = payload.get("action_request")
-        if isinstance(request, Mapping) and isinstance(request.get("action"), str):
-            return request["action"]
+        if isinstance(request, Mapping) and isinstance(action := request.get("action"), str):
+            return action
         requests = payload.get("action_requests")
         first = requests[0] if isinstance(requests, list) and requests else None
-        if isinstance(first, Mapping) and isinstance(first.get("name"), str):
-            return first["name"]
+        if isinstance(first, Mapping) and isinstance(name := first.get("name"), str):
+            return name
     return node
 
 

@@ -13,7 +13,8 @@ caller's "file:line: malformed YAML: …" names the place.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import yaml
 from yaml.constructor import ConstructorError
@@ -33,7 +34,7 @@ class StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[arg-type]
+            key = self.construct_object(key_node, deep=deep)
             if isinstance(key, list | dict):
                 continue  # (refused by the SafeLoader itself: unhashable)
             if key in seen:
@@ -46,8 +47,8 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _refuse(what: str):
-    def construct(loader: yaml.SafeLoader, node: Node) -> Any:
+def _refuse(what: str) -> Callable[[yaml.SafeLoader, Node], NoReturn]:
+    def construct(loader: yaml.SafeLoader, node: Node) -> NoReturn:
         raise ConstructorError(None, None, f"{what} ({node.tag}) is not a JSON value: quote "
                                "it to keep it as text", node.start_mark)  # fmt: skip
 

@@ -33,6 +33,7 @@ from dagster import (
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring import checks
 from eval_pipeline.core.scoring.rows import Row
+from eval_pipeline.core.store.records import Verdict
 from eval_pipeline.defs.evaluation.metadata import rows_markdown
 from eval_pipeline.defs.partitions import partitioned_check, plotted_per_suite
 
@@ -82,15 +83,16 @@ def check_results(
                                  check.numbers(), check.rows))  # fmt: skip
     gate = result.gate
     on_undecided = result.run.options.on_undecided
-    for check in gate.checks if gate else ():
-        if not check.tested:
-            skipped[check.name] = check.description
+    for gated in gate.checks if gate else ():
+        assert gate is not None  # (there are checks)
+        if not gated.tested:
+            skipped[gated.name] = gated.description
             continue
-        numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | check.numbers()
+        numbers = {"baseline_run_id": gate.baseline_run_id or "none"} | gated.numbers()
         if gate.notes:
             numbers["note"] = "; ".join(gate.notes)
-        description, tail = check.description, ""
-        declared = checks.spec(check.name)
+        description, tail = gated.description, ""
+        declared = checks.spec(gated.name)
         said = result.sequential_run
         if said and declared and declared.undecided_on_warn:  # how far it went
             numbers |= {
@@ -104,10 +106,10 @@ def check_results(
             tail = f" ({result.sequential})"  # (kept whole when the description is shortened)
         if result.run.stopped:
             numbers["budget"] = result.run.stopped
-        if check.undecided:
+        if gated.undecided:
             description = f"(on_undecided: {on_undecided}) {description}"
-        done.append(check_result(ASSET, check.name, check.severity, description, partition,
-                                 numbers, check.rows, check.worse_items,
+        done.append(check_result(ASSET, gated.name, gated.severity, description, partition,
+                                 numbers, gated.rows, gated.worse_items,
                                  blocks=on_undecided == "fail", tail=tail))  # fmt: skip
     if gate is None:
         for spec in checks.checks("gate"):
@@ -188,7 +190,7 @@ def shortened(text: str, limit: int) -> str:
 def failure_message(result: ResultFile, partition: CheckedPartition) -> str:
     """Why the run fails, with the numbers: for the run's failure in the Dagster UI."""
     failed = [*(["items_measured"] if result.errors else []), *result.failed]
-    if result.verdict == "UNDECIDED":
+    if result.verdict is Verdict.UNDECIDED:
         lines = [f"{partition}: UNDECIDED (on_undecided: fail) — the gate could not tell"]
         return "\n".join(lines + [f"- {why}" for why in result.undecided])
     lines = [f"{partition}: {result.verdict} — blocking checks failed: {', '.join(failed)}"]
@@ -196,9 +198,9 @@ def failure_message(result: ResultFile, partition: CheckedPartition) -> str:
     for check in result.checks:
         if check.blocking and not check.passed:
             lines.append(f"- {check.name}: {check.description}")
-    for check in result.gate.checks if result.gate else ():
-        if check.blocking_failure:
-            lines.append(f"- {check.name}: {check.description}")
+    for gated in result.gate.checks if result.gate else ():
+        if gated.blocking_failure:
+            lines.append(f"- {gated.name}: {gated.description}")
     # what the gate could not tell is said too: not a finding, and not to be read as one
     lines += [f"- undecided (not a regression found): {why}" for why in result.undecided]
     return "\n".join(lines)

@@ -167,7 +167,8 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 "dataset_source": suite.dataset_origin,
             })  # fmt: skip
         report = langfuse_datasets.sync_dataset(client, suite.name, suite.load_cases())
-        metadata = {"langfuse": found.description, "synced": True, "dataset": report.dataset,
+        metadata: dict[str, Any] = {"langfuse": found.description, "synced": True,
+                                    "dataset": report.dataset,
                     "dataset_version": report.dataset_version, **report.counts()}  # fmt: skip
         return MaterializeResult(metadata=metadata)
 
@@ -253,7 +254,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
                 {
                     **writeback,
                     "run_id": run_id,
-                    "verdict": view.verdict,
+                    "verdict": view.verdict.value,
                     "primary_metric": suite.thresholds.primary_metric,
                     "primary_value": primary if primary is not None else float("nan"),
                     **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},

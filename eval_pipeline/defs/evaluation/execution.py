@@ -17,6 +17,8 @@ from typing import Any
 
 from dagster import ExecutorDefinition, OpExecutionContext, multi_or_in_process_executor
 
+from eval_pipeline.core.errors import ConfigurationError
+
 EXECUTORS = ("local", "k8s")
 IN_ONE_PROCESS = {"in_process", "execute_in_process_executor"}
 
@@ -25,7 +27,7 @@ def executor_name() -> str:
     """EVAL_EXECUTOR, checked: `local` (the default) or `k8s`."""
     name = os.environ.get("EVAL_EXECUTOR") or "local"
     if name not in EXECUTORS:
-        raise ValueError(f"EVAL_EXECUTOR={name!r}: use one of {', '.join(EXECUTORS)}")
+        raise ConfigurationError(f"EVAL_EXECUTOR={name!r}: use one of {', '.join(EXECUTORS)}")
     return name
 
 
@@ -59,6 +61,7 @@ def separate_processes(context: OpExecutionContext) -> bool:
     """Whether this run's steps run in processes (or pods) of their own."""
     name = context.job_def.executor_def.name
     if name == multi_or_in_process_executor.name:
-        chosen = (context.run.run_config.get("execution") or {}).get("config") or {}
-        return "in_process" not in chosen  # Dagster's default is multiprocess
+        execution = context.run.run_config.get("execution")
+        chosen = execution.get("config") if isinstance(execution, dict) else None
+        return "in_process" not in (chosen or {})  # Dagster's default is multiprocess
     return name not in IN_ONE_PROCESS

@@ -63,7 +63,7 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
     ) -> Iterator[Any]:
         suite_name, version_key = partition_keys(context)
         path, cases = latest_failures(settings.failures_dir(suite_name))
-        if not cases:
+        if path is None or not cases:  # (no file: no cases)
             why = ("no production failures to run again (production_failures has not run for "
                    "this suite, or found none)")  # fmt: skip
             yield MaterializeResult(

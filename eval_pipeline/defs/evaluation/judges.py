@@ -2,6 +2,8 @@
 labelled set with each judge that has labels (core/analysis/calibration.py) and the
 `judge_agreement` check warns when a judge agrees with people less than the floor."""
 
+from typing import Any
+
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -42,7 +44,7 @@ def build_judge_calibration(partitions: Partitions, group: str) -> AssetsDefinit
     def judge_calibration(context: AssetExecutionContext, suites: SuitesResource):
         suite = suites.get(context.partition_key)
         results = [calibrate(suite, rubric) for rubric in labelled_rubrics(suite)]
-        metadata = {"rubrics": len(results)}
+        metadata: dict[str, Any] = {"rubrics": len(results)}
         if results:
             metadata["agreement"] = MetadataValue.md(_table(results))
             metadata |= {f"{r.rubric} kappa": r.agreement.kappa for r in results

@@ -88,11 +88,11 @@ def errors_metadata(summary: Summary) -> dict[str, Any]:
 def rows_markdown(rows: Sequence[Row | dict[str, Any]]) -> str:
     """Rows of one kind (typed rows, or same-keyed dicts) as a Markdown table (cells
     escaped, long tables cut)."""
-    rows = [r.cells() if isinstance(r, Row) else r for r in rows]
-    columns = list(rows[0])
+    cells = [r.cells() if isinstance(r, Row) else r for r in rows]
+    columns = list(cells[0])
     lines = [
         "| " + " | ".join(md_escape(_cell(row.get(c))) for c in columns) + " |"
-        for row in rows[:MAX_TABLE_ROWS]
+        for row in cells[:MAX_TABLE_ROWS]
     ]
     table = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n" + "\n".join(lines)
     if len(rows) > MAX_TABLE_ROWS:

@@ -17,7 +17,7 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetExecutionContext,
@@ -57,6 +57,10 @@ from eval_pipeline.service import RunRef, RunRequest
 
 
 class _RunConfig(Config):
+    if TYPE_CHECKING:  # its fields: RunOptions' and shards, added by create_model below
+
+        def __getattr__(self, name: str) -> Any: ...
+
     def request(self, *, shards: int | None) -> RunOptions:
         return RunOptions(**(self.model_dump() | {"shards": shards}))
 

@@ -43,7 +43,7 @@ def respond(turn: Any) -> AIMessage:
         score = 1.0 if per_reply <= 15 else 0.5 if per_reply <= 30 else 0.0
         why = f"{per_reply:.0f} words per reply"
     else:
-        score, notes = 0.5, []
+        score, notes = 0.5, list[str]()
         if any(p in lower for p in POLITE):
             score, notes = score + 0.25, [*notes, "polite"]
         named = [w for w in re.findall(r"[a-z]{5,}", rubric) if w in lower]

@@ -65,6 +65,6 @@ def run_thresholds(
     was not, e.g. ``threshold`` without ``--threshold``)."""
     inputs = ThresholdInputs(summary, scores, thresholds, min_primary, suite_cases,
                              absence_categories)  # fmt: skip
-    found = [(s, s.run(inputs)) for s in checks("threshold")]
+    found = [(s, s.run(inputs)) for s in checks("threshold") if s.run is not None]
     return [ThresholdCheck(s.name, outcome, s.blocking) for s, outcome in found
             if outcome is not None]  # fmt: skip

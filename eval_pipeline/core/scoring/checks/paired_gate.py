@@ -60,8 +60,8 @@ def explain(check: GateCheck, inputs: GateInputs) -> GateCheck:
         return check
     order = _order(inputs)
     rows = [r.model_copy(update={"learned": _learned(inputs, r.metric, order)})
-            if isinstance(r, PairedRow) and r.outcome == "warn" else r
-            for r in check.rows]  # fmt: skip
+            if r.outcome == "warn" else r
+            for r in check.rows if isinstance(r, PairedRow)]  # (every row of this check is)
     return dataclasses.replace(check, rows=rows, description=_sequential_text(inputs, rows))
 
 
@@ -131,7 +131,7 @@ def _fixed(inputs: GateInputs, worse: list[WorseItem]) -> GateCheck:
     check = GateCheck("paired_gate", worst(outcomes), _describe(rows, inputs.margin), rows,
                       worse, errors=errors)  # fmt: skip
     if inputs.unchanged:  # nothing to decide: a pass, whatever so few items could show
-        rows = [r.model_copy(update={"outcome": "pass"}) for r in check.rows]
+        rows = [r.model_copy(update={"outcome": "pass"}) for r in rows]  # (check.rows)
         check = GateCheck("paired_gate", "pass", f"UNCHANGED: {UNCHANGED}; "
                           f"{_describe(rows, inputs.margin)}", rows)  # fmt: skip
     return check

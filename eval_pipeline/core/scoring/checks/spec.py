@@ -55,6 +55,8 @@ def register(spec: CheckSpec) -> CheckSpec:
     known = REGISTRY.get(spec.name)
     if known is not None and known != spec:
         raise ValueError(f"a check named {spec.name!r} is registered already")
+    if spec.kind != "run" and spec.run is None:
+        raise ValueError(f"the {spec.kind} check {spec.name!r} has nothing to run (run=None)")
     REGISTRY[spec.name] = spec
     return spec
 
@@ -75,7 +77,7 @@ class GateCheck:
     name: str
     outcome: Outcome
     description: str
-    rows: list[CheckRow] = field(default_factory=list)  # one per metric / category
+    rows: Sequence[CheckRow] = field(default_factory=list)  # one per metric / category
     worse_items: list[WorseItem] = field(default_factory=list)
     tested: bool = True  # False: nothing was configured for it to test (not a pass)
     errors: list[str] = field(default_factory=list)  # why it cannot decide: the verdict is ERROR
@@ -118,7 +120,7 @@ def sig(p: float) -> float:
 class CheckOutcome:
     passed: bool
     description: str
-    rows: list[CheckRow] = field(default_factory=list)
+    rows: Sequence[CheckRow] = field(default_factory=list)
     tested: bool = True  # False: the thresholds configure nothing for it (not a pass)
 
     def label(self, blocking: bool) -> Label:
