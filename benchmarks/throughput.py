@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/throughput.py [--latency-ms 200] [--items 517]
         [--concurrency 1 8 32 64] [--reps 3] [--shards 2] [--scaling 1 2 4]
         [--rate-limit R] [--sequential-items 100] [--profile] [--plot benchmarks/throughput.png]
+        [--runners ours "bare LangGraph" "langfuse run_experiment"]
 
 The offline model runs behind the local OpenAI-compatible server in its own process,
 answering every call L after taking it up, its own work inside L (and, with --rate-limit,
@@ -11,6 +12,9 @@ through ChatOpenAI. With concurrency C and k model calls per item no runner can 
 C / (k·L) items per second (R / k under a rate limit): the table reports each runner's
 items/s as a share of that limit. Runners, in the same process and run:
 - ours: core.runner.run_agent (the path of every evaluation run, without the memo);
+- bare LangGraph: the same compiled graph on the same chat model, ``graph.ainvoke`` per
+  item under a semaphore, nothing read from the result: no runner, no adapter (no item
+  scope, seed, usage ledger, output contract, subgraph streaming);
 - langfuse: Langfuse(tracing_enabled=False).run_experiment on local data, same task,
   max_concurrency=C;
 - ours, N shards: the run's items split as an evaluation run splits them
@@ -26,6 +30,9 @@ CPU ms per call is the client process's CPU time (the server runs elsewhere) div
 the model calls made. The machine is shared and noisy (the same run varies by ±15% at
 C = 64), so at every C > 1 the two runners alternate --reps times and each row is the
 median repetition, with the range of items/s beside it.
+Then our own CPU per model call at the top C: raw HTTP, ChatOpenAI alone (through our
+model client), bare LangGraph, ours, and ours − bare LangGraph, the median of the
+differences of the repetitions (each pair alternated, so both saw the same minute).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import multiprocessing
 import os
 import pstats
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -173,6 +181,27 @@ async def langfuse_runner(agent, jobs, concurrency: int) -> int:
     return len(jobs) - len([r for r in result.item_results if r.output is not None])
 
 
+async def bare_langgraph(agent, jobs, concurrency: int) -> int:
+    """The same compiled graph (same chat model) without our runner or adapter: what a
+    team's own script does, ainvoke under a semaphore, nothing read from the result."""
+    from langchain_core.messages import HumanMessage
+
+    graph, semaphore = agent.graph, asyncio.Semaphore(concurrency)
+    config = {"recursion_limit": agent.options.recursion_limit}
+
+    async def one(case) -> int:
+        async with semaphore:
+            try:
+                await graph.ainvoke(
+                    {"messages": [HumanMessage(case.input["customer_utterance"])]}, config
+                )
+            except Exception:
+                return 1
+            return 0
+
+    return sum(await asyncio.gather(*(one(case) for case, _ in jobs)))
+
+
 async def sequential(agent, jobs, concurrency: int) -> int:
     errors = 0
     for case, repeat in jobs:
@@ -183,7 +212,8 @@ async def sequential(agent, jobs, concurrency: int) -> int:
     return errors
 
 
-RUNNERS = {"ours": ours, "langfuse run_experiment": langfuse_runner, "sequential": sequential}
+RUNNERS = {"ours": ours, "bare LangGraph": bare_langgraph,
+           "langfuse run_experiment": langfuse_runner, "sequential": sequential}  # fmt: skip
 
 
 def shard_process(shard, repeats: int, base_url: str, ready, go, results) -> None:
@@ -253,6 +283,7 @@ def run_benchmark(
     sequential_items: int = 100,
     profile: bool = False,
     plot: Path | None = None,
+    runners: tuple[str, ...] = ("ours", "bare LangGraph", "langfuse run_experiment"),
     out=print,
 ) -> list[Row]:
     server = ModelServer(latency_ms, rate_limit)
@@ -268,8 +299,8 @@ def run_benchmark(
             return suite.make_agent(prompt, settings)
 
         measure(server, "ours", jobs[: len(cases)], make_agent, 8)  # warm-up: imports
-        runners = ("ours", "langfuse run_experiment")
         sharded = f"ours, {shards} shards"
+        paired: dict[str, list[Row]] = {}  # the top C's repetitions, for ours − bare
         for c in concurrency:
             runs: dict[str, list[Row]] = {runner: [] for runner in (*runners, sharded)}
             for _ in range(reps if c > 1 else 1):  # alternate: all see the same noise
@@ -278,6 +309,8 @@ def run_benchmark(
                 if shards > 1 and c >= shards:
                     runs[sharded].append(measure_sharded(server, shards, c, len(cases), repeats))
             rows += [median_of(found) for found in runs.values() if found]
+            if c == max(concurrency):
+                paired = runs
         top = max(concurrency)
         for _ in range(reps if scaling else 0):  # shard counts alternate too
             for count in scaling:
@@ -335,8 +368,41 @@ def run_benchmark(
                 f"{100 * r.items_per_s() / limit_at(top):.0f}% | {spread(r)} | "
                 f"{1000 * r.cpu_s / max(r.calls, 1):.2f} |")  # fmt: skip
     ceiling_table(found, calls, out)
-    if not layers:
-        return rows
+    if layers:
+        layer_table(layers, top, latency_ms, out)
+        own_cpu_table(layers, paired, top, out)
+    return rows
+
+
+def cpu_ms(row: Row) -> float:
+    return 1000 * row.cpu_s / max(row.calls, 1)
+
+
+def own_cpu_table(layers, runs: dict[str, list[Row]], top: int, out) -> None:
+    """Our own CPU per model call at the top C: ours − bare LangGraph, repetition by
+    repetition (the two alternate), the median and range of the differences."""
+    ours, bare = runs.get("ours") or [], runs.get("bare LangGraph") or []
+    if not ours or not bare:
+        return
+    diffs = sorted(cpu_ms(o) - cpu_ms(b) for o, b in zip(ours, bare, strict=True))
+    out("")
+    out(f"Client CPU per model call at C = {top}, ours against the same graph without our "
+        f"runner (median of {len(diffs)} alternated repetitions, range beside it):")  # fmt: skip
+    out("")
+    out("| client | CPU ms/call | range |")
+    out("|---|---:|---:|")
+    for name, cpu, _ in layers:
+        if name.startswith(("raw HTTP", "+ LangChain")):
+            out(f"| {name} | {cpu:.2f} | |")
+    for name, found in (("bare LangGraph", bare), ("ours", ours)):
+        values = [cpu_ms(r) for r in found]
+        out(f"| {name} | {statistics.median(values):.2f} | "
+            f"{min(values):.2f}–{max(values):.2f} |")  # fmt: skip
+    out(f"| ours − bare LangGraph | {statistics.median(diffs):.2f} | "
+        f"{diffs[0]:.2f}–{diffs[-1]:.2f} |")  # fmt: skip
+
+
+def layer_table(layers, top: int, latency_ms: float, out) -> None:
     out("")
     out(
         f"Client CPU per model call by layer (C = {top}; the agent rows above add LangGraph, "
@@ -346,9 +412,8 @@ def run_benchmark(
     out("")
     out("| layer | client CPU ms/call | calls/s | % of limit |")
     out("|---|---:|---:|---:|")
-    for name, cpu_ms, rate in layers:
-        out(f"| {name} | {cpu_ms:.2f} | {rate:.0f} | {100 * rate * latency_ms / 1000 / top:.0f}% |")
-    return rows
+    for name, cpu, rate in layers:
+        out(f"| {name} | {cpu:.2f} | {rate:.0f} | {100 * rate * latency_ms / 1000 / top:.0f}% |")
 
 
 def item_calls(agent, cases, repeats: int, concurrency: int) -> dict[tuple[str, int], int]:
@@ -575,11 +640,15 @@ def main() -> None:
     parser.add_argument("--sequential-items", type=int, default=100)
     parser.add_argument("--profile", action="store_true", help="cProfile ours at the top C")
     parser.add_argument("--plot", type=Path, default=None, help="draw items/s against C here")
+    compared = list(RUNNERS)[:3]
+    parser.add_argument("--runners", nargs="+", default=compared, choices=compared,
+                        help="the runners compared at every C (ours always)")  # fmt: skip
     args = parser.parse_args()
     run_benchmark(latency_ms=args.latency_ms, items=args.items, concurrency=args.concurrency,
                   reps=args.reps, rate_limit=args.rate_limit, profile=args.profile,
                   shards=args.shards, scaling=tuple(args.scaling),
-                  sequential_items=args.sequential_items, plot=args.plot)  # fmt: skip
+                  sequential_items=args.sequential_items, plot=args.plot,
+                  runners=("ours", *(r for r in args.runners if r != "ours")))  # fmt: skip
 
 
 if __name__ == "__main__":

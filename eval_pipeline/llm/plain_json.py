@@ -21,17 +21,30 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+_EXACT_SCALARS = frozenset(_JSON_SCALARS)  # the leaves, told apart without a call
 
 
 def is_plain_json(value: Any) -> bool:
-    """True for dicts with string keys, lists and JSON scalars all the way down."""
+    """True for dicts with string keys, lists and JSON scalars all the way down.
+
+    It walks every request body (~110 values for the drive-thru agent's tools and
+    messages), so: plain loops, leaves of the exact scalar types checked inline, no
+    generator per level (BENCHMARKS.md, 2026-11-27)."""
     if isinstance(value, _JSON_SCALARS):
         return True
     if isinstance(value, list):
-        return all(is_plain_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and is_plain_json(v) for k, v in value.items())
-    return False
+        items = value
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                return False
+        items = value.values()
+    else:
+        return False
+    for item in items:  # noqa: SIM110  (a loop, not all(): no generator per level)
+        if type(item) not in _EXACT_SCALARS and not is_plain_json(item):
+            return False
+    return True
 
 
 class PlainJSONCompletions(AsyncCompletions):

@@ -39,7 +39,8 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
     rows = {(r[0], r[1]): r for r in found if len(r) == 12}  # the main table
     ceiling = {(r[0], r[1]): r for r in found if len(r) == 6}
     assert set(rows) == {("ours", "1"), ("ours", "4"), ("langfuse run_experiment", "1"),
-                         ("langfuse run_experiment", "4"), ("sequential", "1"),
+                         ("langfuse run_experiment", "4"), ("bare LangGraph", "1"),
+                         ("bare LangGraph", "4"), ("sequential", "1"),
                          ("ours, 2 shards", "4")}  # fmt: skip
     assert rows["ours, 2 shards", "4"][2] == "47"  # every item once over both processes
     for row in rows.values():
@@ -57,8 +58,17 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
     for _, _, bound, most, measured, below in ceiling.values():
         assert 0 < float(most[:-1]) < float(bound[:-1]) <= 100 and below.endswith(" pt")
         assert float(measured[:-1]) <= float(bound[:-1]) + 0.5  # no item beats calls × L
-    ((_, cpu_ms, calls_s, share),) = table_rows(out, "raw HTTP")  # the harness's ceiling
+    layer, mine = table_rows(out, "raw HTTP")  # the layer table's, then ours − bare's
+    (_, cpu_ms, calls_s, share) = layer  # the harness's ceiling
     assert float(cpu_ms) > 0 and float(calls_s) > 0 and share.endswith("%")
+    assert mine[1] == cpu_ms
+    # our own CPU per call: ours − the same graph driven bare, at the top C, per repetition
+    assert "at C = 4, ours against the same graph" in out
+    ((_, ours_ms, _),) = [r for r in table_rows(out, "ours |") if len(r) == 3]
+    ((_, bare_ms, _),) = [r for r in table_rows(out, "bare LangGraph |") if len(r) == 3]
+    ((_, own, spread_),) = table_rows(out, "ours − bare LangGraph")
+    low, high = map(float, spread_.split("–"))
+    assert float(ours_ms) > 0 and float(bare_ms) > 0 and low <= float(own) <= high
 
 
 def test_throughput_scaling_table_has_every_shard_count():
