@@ -13,6 +13,7 @@ on the wire (URL, headers, JSON body) with the SDK's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from openai import AsyncStream, NotGiven, Omit, not_given
@@ -32,6 +33,7 @@ def is_plain_json(value: Any) -> bool:
     generator per level (BENCHMARKS.md, 2026-11-27)."""
     if isinstance(value, _JSON_SCALARS):
         return True
+    items: Iterable[Any]
     if isinstance(value, list):
         items = value
     elif isinstance(value, dict):
