@@ -141,7 +141,7 @@ def test_the_teams_definitions_module_materializes_our_assets(tmp_path, server):
 
         from eval_pipeline.defs import build_definitions
 
-        defs = build_definitions(Path(__file__).parents[2] / "eval-pipeline.yaml")
+        defs = build_definitions(Path(__file__).parents[1] / "eval-pipeline.yaml")
     """)
     )
     script = textwrap.dedent("""\
