@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from eval_pipeline.evaluators import registry
+from eval_pipeline_tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 MKDOCS = Path(sys.executable).parent / "mkdocs"

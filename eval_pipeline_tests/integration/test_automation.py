@@ -30,7 +30,6 @@ from eval_pipeline_tests.helpers import (
     sensor_tick,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "drive-thru/orchestrator"
 WATCHED = [WatchedPrompt("drive_thru", PROMPT, ("production", "staging"))]
 

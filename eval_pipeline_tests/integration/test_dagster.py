@@ -21,6 +21,7 @@ from eval_pipeline.defs.partitions import EvalPartition, add_partitions, build_p
 from eval_pipeline.defs.resources import LLMResource
 from eval_pipeline_tests.helpers import (
     PROJECT,
+    ROOT,
     SUITE_NAMES,
     copy_project,
     eval_resources,
@@ -28,7 +29,6 @@ from eval_pipeline_tests.helpers import (
 )
 from eval_pipeline_tests.model_server import LocalOpenAIServer
 
-ROOT = Path(__file__).resolve().parents[2]
 ASSETS = build_evaluation_assets(build_partitions(SUITE_NAMES))
 golden_dataset = ASSETS.golden_dataset
 

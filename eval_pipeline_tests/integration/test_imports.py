@@ -12,8 +12,8 @@ from pathlib import Path
 
 import eval_pipeline
 import eval_pipeline.plugins
+from eval_pipeline_tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "eval_pipeline"
 PUBLIC = {"eval_pipeline", "eval_pipeline.plugins"}
 

@@ -1,6 +1,5 @@
 """Our evaluators work inside langfuse.run_experiment and agree with our own runner."""
 
-from pathlib import Path
 
 import pytest
 from langfuse import Langfuse
@@ -12,8 +11,6 @@ from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES
 from eval_pipeline_tests.helpers import suite as project_suite
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_run_experiment_gives_the_same_values_as_our_runner(monkeypatch):

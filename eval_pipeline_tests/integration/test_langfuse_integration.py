@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 import yaml
@@ -37,7 +36,6 @@ from eval_pipeline_tests.helpers import suite as project_suite
 from eval_pipeline_tests.langfuse_rules import V3, V4, V4_DUAL
 from eval_pipeline_tests.langfuse_server import PROJECT_ID, LangfuseTestServer
 
-ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "drive-thru/orchestrator"
 PLANTED_SECRET = "sk-lf-planted-3e8d1b7c"
 

@@ -5,7 +5,6 @@ bytes, splits what a proxy refuses and never lets one bad score block the rest."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,7 +23,6 @@ from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, materialized
 from eval_pipeline_tests.langfuse_rules import V3, V4, LangfuseVersion
 from eval_pipeline_tests.langfuse_server import LangfuseTestServer
 
-ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "drive-thru/orchestrator"
 DAY = "2026-11-20"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 from click.testing import CliRunner
 from eval_examples.order_management.orders import load_orders, order_tools
@@ -15,8 +14,6 @@ from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env
 from eval_pipeline_tests.helpers import suite as project_suite
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tools_and_the_return_rule():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,7 +18,6 @@ from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt, suite_at
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[2]
 CATALOG = EXAMPLES / "datasets" / "product_discovery" / "catalog.csv"
 
 

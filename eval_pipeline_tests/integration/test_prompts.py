@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from eval_pipeline.cli import main
 from eval_pipeline.core.prompts.labels import PromptError
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
+from eval_pipeline_tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 NAME = "drive-thru/orchestrator"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
@@ -22,7 +21,6 @@ from eval_pipeline.core.suites.cases import select_tier
 from eval_pipeline_tests.helpers import EXAMPLES, clean_cli_env, production_prompt
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[2]
 CORPUS = EXAMPLES / "datasets" / "research" / "corpus.jsonl"
 
 

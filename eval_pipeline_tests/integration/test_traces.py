@@ -39,7 +39,6 @@ from eval_pipeline_tests.helpers import (
 )
 from eval_pipeline_tests.helpers import suite as project_suite
 
-ROOT = Path(__file__).resolve().parents[2]
 TRACES = EXAMPLES / "datasets" / "drive_thru" / "traces"
 
 
