@@ -21,7 +21,13 @@ def project_file() -> Path | None:
     if named:
         path = Path(named).expanduser()
         return (path / PROJECT_FILE if path.is_dir() else path).resolve()
-    here = Path.cwd().resolve()
+    return nearest_project(Path.cwd())
+
+
+def nearest_project(start: Path) -> Path | None:
+    """The eval-pipeline.yaml in ``start`` (a folder, or a file's folder) or the nearest of
+    its parents; None if there is none."""
+    here = start.resolve()
     for folder in (here, *here.parents):
         if (folder / PROJECT_FILE).is_file():
             return folder / PROJECT_FILE

@@ -14,6 +14,12 @@ def pytest_configure(config):
     a console's width when it is made, from COLUMNS (80 in a pytest-xdist worker, which
     sets it) or the terminal (none in a CI log)."""
     os.environ["COLUMNS"] = "240"
+    # The tests' own modules (the zoo, toy agents, crash targets) are not installed (the
+    # wheel holds eval_pipeline only): processes the tests start find them here.
+    root = str(Path(__file__).resolve().parents[1])
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([p for p in paths if p] + [root])
 
 
 TIERS = ("unit", "integration", "e2e")

@@ -54,8 +54,13 @@ def instance() -> None:
                       + (f" ({', '.join(moved.added)})" if moved.added else "")
                       + (f"; removed the old prompt_version dimension ({len(moved.dropped)} "
                          "keys)" if moved.dropped else ""))  # fmt: skip
-    console.print(f"Open the UI: DAGSTER_HOME={home} dagster dev -w workspace.yaml "
-                  "(or -m your_package.definitions)")  # fmt: skip
+    if Path("workspace.yaml").is_file():
+        console.print(f"Open the UI: DAGSTER_HOME={home} dagster dev -w workspace.yaml")
+    else:
+        console.print(f"Open the UI: DAGSTER_HOME={home} dagster dev -m "
+                      "<your_package>.definitions, a module of one line: `defs = "
+                      "build_definitions(__file__)` (docs/dagster.md, Your own code "
+                      "location)")  # fmt: skip
 
 
 def _migrate_partitions(home: Path) -> Migration:

@@ -7,7 +7,7 @@ definitions. In a team's own repository, a one-line module is the code location:
 # my_project/definitions.py        (dagster dev -m my_project.definitions)
 from eval_pipeline.defs import build_definitions
 
-defs = build_definitions("eval-pipeline.yaml")
+defs = build_definitions(__file__)  # the nearest eval-pipeline.yaml above this module
 ```
 """
 
@@ -23,10 +23,12 @@ from dagster import Definitions
 def build_definitions(
     project: str | Path | None = None, *, resources: Mapping[str, Any] | None = None
 ) -> Definitions:
-    """The definitions of ``project`` (default: the project file found from the working
-    directory, or EVAL_PROJECT). Suites become partitions; their agents are imported when a
-    run needs them, so one broken suite does not stop the code location from loading.
-    ``resources`` replace the defaults (tests)."""
+    """The definitions of ``project``: a project file, or a module or folder inside the
+    project (``build_definitions(__file__)``: the nearest eval-pipeline.yaml above it,
+    whatever the layout); default: the project file found from the working directory, or
+    EVAL_PROJECT. Suites become partitions; their agents are imported when a run needs
+    them, so one broken suite does not stop the code location from loading. ``resources``
+    replace the defaults (tests)."""
     from eval_pipeline.agents.project import find_project, load_project
     from eval_pipeline.defs import resources as defaults
     from eval_pipeline.defs.automation.definitions import build_automation
@@ -34,7 +36,7 @@ def build_definitions(
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline.defs.traces.definitions import build_traces
 
-    path = Path(project).resolve() if project is not None else find_project()
+    path = find_project() if project is None else _project_file(Path(project))
     loaded = load_project(path)
     partitions = build_partitions(loaded.suite_names)
     evaluation = build_evaluation(partitions)
@@ -44,3 +46,17 @@ def build_definitions(
         build_traces(partitions),
         Definitions(resources=dict(resources or defaults.default_resources(path))),
     )
+
+
+def _project_file(named: Path) -> Path:
+    """A project file as named, or the nearest one above a module or folder of the project."""
+    from eval_pipeline import settings
+    from eval_pipeline.agents.project_errors import ProjectError
+
+    if named.suffix in (".yaml", ".yml"):
+        return named.resolve()
+    found = settings.nearest_project(named if named.is_dir() else named.parent)
+    if found is None:
+        raise ProjectError([f"{named}: no {settings.PROJECT_FILE} in its folder or above it; "
+                            "pass the project file's path to build_definitions"])  # fmt: skip
+    return found

@@ -78,7 +78,11 @@ def register(
         params = () if declared else tuple(inspect.signature(target).parameters)
         about = (inspect.getdoc(target) or "").split("\n\n")[0].replace("\n", " ")
         if not about:
-            raise ValueError(f"evaluator {label!r}: say what it scores in a docstring")
+            raise ValueError(
+                f"evaluator {label!r} ({_origin(target)}) has no docstring: say what it "
+                "scores in a docstring, e.g. '1.0 when the answer states the refund policy.' "
+                "(its first paragraph is the evaluator's line in the reference table)"
+            )
         table[label] = Registered(label, found, target, about, params,
                                   case_fields(target) if declared else None,
                                   data_type_of(target) if declared else None)  # fmt: skip

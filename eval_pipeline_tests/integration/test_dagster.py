@@ -74,6 +74,21 @@ def test_definitions_load(monkeypatch):
     assert {j.name for j in defs.jobs} >= {"eval_job", "golden_dataset_job", "traces_job"}
 
 
+def test_a_code_location_module_finds_its_project_file_whatever_the_layout(tmp_path):
+    """docs/dagster.md's one-line module, ``build_definitions(__file__)``, in a src layout
+    (LangChain's templates): the docs' ``Path(__file__).parents[1]`` pointed at src/."""
+    from eval_pipeline.agents.project_errors import ProjectError
+    from eval_pipeline.defs import build_definitions
+
+    module = copy_project(tmp_path).parent / "src" / "my_agent" / "definitions.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("")
+    defs = build_definitions(module)
+    assert {j.name for j in defs.jobs} >= {"eval_job"}
+    with pytest.raises(ProjectError, match=r"no eval-pipeline\.yaml in its folder or above"):
+        build_definitions(tmp_path.parent / "elsewhere" / "definitions.py")
+
+
 def test_graph_materializes_and_checks_pass(env):
     instance, resources, tmp_path = env
     result = evaluate(instance, resources, "v1")

@@ -156,6 +156,16 @@ def test_an_instance_without_the_run_queue_and_limits_is_named_and_fixed(home):
     assert check_dagster_instance().ok and doctor()[0] == 0
 
 
+def test_instance_names_a_workspace_file_only_where_there_is_one(home, tmp_path, monkeypatch):
+    """A team's repository has no workspace.yaml (issue 46): `instance` told it to run
+    `dagster dev -w workspace.yaml` anyway."""
+    monkeypatch.chdir(tmp_path)
+    told = " ".join(CliRunner().invoke(main, ["instance"], terminal_width=200).output.split())
+    assert "workspace.yaml" not in told
+    assert "dagster dev -m <your_package>.definitions" in told
+    assert "build_definitions(__file__)" in told
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("named_driver", [True, False])
 def test_postgres_storage_must_name_the_psycopg2_driver(home, monkeypatch, pg_server, named_driver):

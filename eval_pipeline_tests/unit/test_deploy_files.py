@@ -95,3 +95,14 @@ def test_deployment_files_hold_no_secrets():
     for path in ("Dockerfile", "deploy/dagster.yaml", "deploy/helm/values.yaml"):
         text = (ROOT / path).read_text()
         assert not secret.search(text), (path, secret.search(text))
+
+
+def test_the_package_ships_without_the_tests():
+    """`pip install eval-pipeline` installs eval_pipeline only: the tests and their zoo of
+    agents were installed into site-packages beside it (issue 46)."""
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    found = find_packages(str(ROOT), **config["tool"]["setuptools"]["packages"]["find"])
+    assert "eval_pipeline" in found and "eval_pipeline.core.store" in found
+    assert not [name for name in found if name.startswith("eval_pipeline_tests")], found
