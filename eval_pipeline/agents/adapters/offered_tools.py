@@ -12,7 +12,8 @@ named after the agent whose tools hand off.
 
 A graph with no ``ToolNode`` calls its tools from nodes of its own (LangGraph's quickstart
 ``tool_node`` function, the functional API's tasks): what it offers cannot be read, and
-nothing is concluded (None).
+nothing is concluded (None). One that has ToolNodes and calls more tools from its own
+nodes would be warned about those wrongly: the run warns, it never refuses.
 """
 
 from __future__ import annotations
