@@ -7,7 +7,9 @@ billing questions to billing_agent, the rest to shipping_agent, and once an agen
 answered, repeat its answer); offered ``get_invoice`` it is the billing agent, offered
 ``track_package`` the shipping agent (call the tool for the order asked about, then answer
 from its result; a refund asked for with "please refund" goes to ``issue_refund``, which
-waits for a person's approval). Its tool-call ids are random, as OpenAI's are. A
+waits for a person's approval). Its tool-call ids are random, as OpenAI's are. The
+cases are written both ways: the data tools only, and the routes too (``route-…``: the
+handoffs in ``expected_tools``, as langgraph-supervisor names them). A
 supervisor prompt that does not say to hand questions over makes it answer itself, from
 nothing: the worse version.
 """
@@ -50,7 +52,16 @@ CASES = [
         resume={"issue_refund": [{"approved": False}]},
     ),
     Case("refund-waits", "Please refund order A200 today", ["issue_refund"], [], paused=True),
-]
+    # The same desk with its routes listed, as teams write them after langgraph-supervisor's
+    # README: the handoff tools by name, the library's own handoff back included once.
+    Case("route-bill-a200", "What is the bill for order A200?",
+         ["transfer_to_billing_agent", "get_invoice"], ["$17.50"]),
+    Case("route-ship-a100", "Has order A100 been delivered yet?",
+         ["transfer_to_shipping_agent", "track_package"], ["delivered"]),
+    Case("route-refund-a200", "Was order A200 refunded?",
+         ["transfer_to_billing_agent", "refund_status", "transfer_back_to_supervisor"],
+         ["no refund"]),
+]  # fmt: skip
 
 
 class DeskModel(ScriptedModel):

@@ -285,6 +285,14 @@ TEAMS = {
             Case("sum-19-4", "what is 19 + 4?", ["add"], ["23"]),
             Case("pirate-hello", "i'd like to speak to Bob", [], ["Arr"]),
             Case("pirate-sum", "Bob, what's 2 + 3?", ["add"], ["answer is 5"]),
+            # the same written with the handoffs, the prebuilt one and Bob's own ask_alice
+            Case("handoff-hello", "let me speak to Bob", ["transfer_to_bob"], ["Arr"]),
+            Case(
+                "handoff-sum",
+                "Bob, what is 4 + 4?",
+                ["transfer_to_bob", "ask_alice", "add"],
+                ["answer is 8"],
+            ),
         ],
         "agent.py",
         "ALICE_PROMPT",

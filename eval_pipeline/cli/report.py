@@ -17,6 +17,8 @@ from eval_pipeline.core.reports.exports import model_line
 from eval_pipeline.core.reports.result_file import GateResult, ResultFile
 from eval_pipeline.core.scoring.categories import distribution_line
 from eval_pipeline.core.scoring.summary import SliceRow, Summary
+from eval_pipeline.evaluators.behavioural import missing_calls
+from eval_pipeline.evaluators.handoffs import handoffs_made
 
 console = Console()
 err_console = Console(stderr=True)
@@ -111,11 +113,14 @@ def print_cases(console: Console, result: EvalResult) -> None:
             value = "–" if s.value is None else f"{s.value:.2f}"
             note = f"  ({escape(s.comment)})" if s.comment and (s.value or 0) < 1.0 else ""
             console.print(f"  {escape(s.evaluator)}: {value}{note}", highlight=False)
-        called = (out.output or {}).get("tools_called") if isinstance(out.output, dict) else None
+        output = out.output if isinstance(out.output, dict) else None
+        called = output.get("tools_called") if output is not None else None
         expected = ((case.expected_output or {}).get("expected_tools") if case else None) or []
         if called is not None or expected:
-            missed = [t for t in expected if t not in (called or [])]
+            missed = missing_calls(output, expected)
+            handed = handoffs_made(output)
             line = f"  tools called: {', '.join(called or []) or 'none'}"
+            line += f" · handoffs: {', '.join(handed)}" if handed else ""
             line += f" · missing: {', '.join(missed)}" if missed else ""
             console.print(escape(line), highlight=False)
         print_transcript(console, out.output)

@@ -5,6 +5,11 @@ Output contract of behavioural agents: ``tools_called`` (names), ``tool_calls``
 ``expected_tools`` and ``expected_fields``; its ``metadata.criteria`` the flags
 ``grounded`` and ``tool_called`` (both true by default; chit-chat cases set
 ``grounded: false`` to opt out). A case passes at overall ≥ 0.7.
+
+A name in ``expected_tools`` is matched against the tools the agent called and the
+handoffs it made (``tool_calls`` of kind "handoff": a supervisor's ``transfer_to_billing``,
+as teams list them): ``calls_made``. ``tools_called`` leaves handoffs out, so grounding
+still needs a tool that consulted data; a handoff is not one.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
+from eval_pipeline.evaluators.handoffs import handoffs_made
 from eval_pipeline.evaluators.registry import register
 
 WEIGHTS = {"groundedness": 0.4, "correctness": 0.4, "completeness": 0.2}
@@ -29,6 +35,18 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 
 def _tools(output) -> list[str]:
     return list((output or {}).get("tools_called") or [])
+
+
+def calls_made(output) -> list[str]:
+    """What ``expected_tools`` is matched against: the tools the agent called, then the
+    handoffs it made, each name once."""
+    return list(dict.fromkeys([*_tools(output), *handoffs_made(output)]))
+
+
+def missing_calls(output, expected: Sequence[str]) -> list[str]:
+    """The names of ``expected`` the agent neither called as a tool nor handed off with."""
+    made = set(calls_made(output))
+    return [name for name in expected if name not in made]
 
 
 def groundedness_value(tools_called: Sequence[str], criteria: Mapping) -> float:
@@ -76,19 +94,24 @@ def groundedness(*, output, metadata=None, **kwargs) -> Score:
     if not criteria.get("grounded", True):
         comment = "grounding not required (case opts out)"
     else:
-        comment = f"consulted {tools}" if tools else "answered without calling any tool"
+        handed = handoffs_made(output)
+        only = f" (handoffs are not data: {handed})" if handed else ""
+        comment = f"consulted {tools}" if tools else f"answered without calling any tool{only}"
     return Score(groundedness_value(tools, criteria), comment)
 
 
 @register
 @evaluator(reads=("expected_output.expected_tools",))
 def correctness(*, output, expected_output=None, **kwargs) -> Score:
-    """Share of the expected tools the agent called; extra calls are not penalised."""
+    """Share of the expected tools the agent called (a handoff named there, such as
+    ``transfer_to_billing``, counts when the agent made it); extra calls are not penalised."""
     expected = list((expected_output or {}).get("expected_tools") or [])
-    tools = _tools(output)
-    missing = [t for t in expected if t not in tools]
+    made = calls_made(output)
+    missing = missing_calls(output, expected)
     comment = f"missing {missing}" if missing else f"called every expected tool ({expected})"
-    return Score(correctness_value(tools, expected), comment)
+    if missing and (handed := handoffs_made(output)):
+        comment += f"; handoffs made: {handed}"
+    return Score(correctness_value(made, expected), comment)
 
 
 def _aliases(extra: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:

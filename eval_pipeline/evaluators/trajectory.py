@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
-from eval_pipeline.evaluators.handoffs import is_handoff
+from eval_pipeline.evaluators.handoffs import handoffs_made, is_handoff
 from eval_pipeline.evaluators.registry import register
 
 TrajectoryMode = Literal["strict", "unordered", "subset", "superset"]
@@ -35,6 +35,12 @@ def normalize_messages(value: Any, *, handoffs: bool = True) -> list[dict[str, A
     """A trajectory as OpenAI-style messages whose tool calls are ``{name, args}`` dicts;
     without ``handoffs``, the handoff calls (evaluators/handoffs.py), the tool results answering
     them and the messages left with nothing to say are dropped."""
+    return _normalized(value, None if handoffs else is_handoff)
+
+
+def _normalized(value: Any, dropped: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+    """``normalize_messages``, leaving out the calls whose name ``dropped`` says (and what
+    answers them)."""
     if value is None:
         return []
     if isinstance(value, Mapping):
@@ -44,17 +50,18 @@ def normalize_messages(value: Any, *, handoffs: bool = True) -> list[dict[str, A
             value = value.get("messages", value.get("trajectory"))
         else:
             raise ValueError("a trajectory dict needs a 'messages' or 'trajectory' key")
-    return [_message(m) for m in (value if handoffs else _without_handoffs(value))]
+    return [_message(m) for m in (value if dropped is None else _without(value, dropped))]
 
 
-def _without_handoffs(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _without(messages: Sequence[Mapping[str, Any]], dropped: Callable[[str], bool]
+             ) -> list[Mapping[str, Any]]:  # fmt: skip
     handed: set[Any] = set()
     kept: list[Mapping[str, Any]] = []
     for message in messages:
         if message.get("tool_call_id") in handed:
             continue
         calls = message.get("tool_calls") or []
-        handoff = [c for c in calls if is_handoff(_call(c)["name"])]
+        handoff = [c for c in calls if dropped(_call(c)["name"])]
         if not handoff:
             kept.append(message)
             continue
@@ -64,6 +71,20 @@ def _without_handoffs(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str
                 "Transferring back")):  # fmt: skip
             kept.append({**message, "tool_calls": rest or None})
     return kept
+
+
+def _left_out(output: Any, reference: Any) -> Callable[[str], bool]:
+    """What ``handoffs: false`` leaves out of both sides: the handoffs (by name, or marked
+    so in the output's ``tool_calls``: a team's own ``Command(goto=…)`` tool) that the
+    reference does not list; one it lists is a route the team expects, compared."""
+    marked = set(handoffs_made(output))
+
+    def handoff(name: str) -> bool:
+        return is_handoff(name) or name in marked
+
+    listed = {c["name"] for m in _normalized(reference, None) for c in m["tool_calls"] or []
+              if handoff(c["name"])}  # fmt: skip
+    return lambda name: handoff(name) and name not in listed
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,7 +220,8 @@ def trajectory_match(
     """An item evaluator: 1.0 if the output trajectory matches the reference, else 0.0.
     The output is ``output["messages"]`` (or the output itself), the reference
     ``expected_output["trajectory"]`` / ``["messages"]`` (or the expected output itself).
-    ``handoffs: false`` compares both without their handoffs to other agents."""
+    ``handoffs: false`` compares both without the handoffs to other agents the reference
+    does not list (a handoff it lists is compared: the route is expected)."""
     if mode not in ("strict", "unordered", "subset", "superset"):
         raise ValueError(f"unknown trajectory match mode {mode!r}")
     args_matcher(tool_args_match_mode)  # validates the mode early
@@ -210,8 +232,8 @@ def trajectory_match(
     @evaluator(name=f"trajectory_{mode}_match", params=params, data_type="BOOLEAN",
                reads=("expected_output.trajectory|expected_output.messages",))  # fmt: skip
     def match(*, output, expected_output=None, **kwargs) -> Score:
-        out = normalize_messages(output, handoffs=handoffs)
-        ref = normalize_messages(expected_output, handoffs=handoffs)
+        dropped = None if handoffs else _left_out(output, expected_output)
+        out, ref = _normalized(output, dropped), _normalized(expected_output, dropped)
         args = (tool_args_match_mode, tool_args_match_overrides)
         if mode == "strict":
             ok, why = _strict(out, ref, *args)

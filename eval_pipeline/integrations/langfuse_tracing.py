@@ -138,5 +138,9 @@ class TracedAgent:
     def service_url(self) -> str | None:
         return agents.service_url(self.agent)
 
+    @property
+    def offered_tools(self) -> frozenset[str] | None:
+        return agents.offered_tools(self.agent)
+
     async def aclose(self) -> None:
         await agents.close(self.agent)

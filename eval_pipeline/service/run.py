@@ -45,12 +45,12 @@ from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalRe
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running import process
-from eval_pipeline.core.running.agent import Agent, service_url
+from eval_pipeline.core.running.agent import Agent, offered_tools, service_url
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.cases import GoldenCase, unknown_expected_tools
 from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.core.traces import rerun
 from eval_pipeline.integrations import langfuse_scores
@@ -222,7 +222,9 @@ def _prepare(env: Environment, request: RunRequest,
                            loaded=cases, failures=request.failures or None)  # fmt: skip
     prepared = Prepared(env, request, suite, prompt, llm, plan, recording)
     if cases is None:  # a factory that fails fails here, before anything is written
-        service = service_url(prepared.agent())
+        agent = prepared.agent()
+        plan.run.notes += unknown_expected_tools(plan.all_cases, offered_tools(agent))
+        service = service_url(agent)
         if recording is not None and service:  # an HTTP agent's service: the thing under test
             prepared.recording = dataclasses.replace(recording, ours=(*recording.ours, service))
     return prepared

@@ -5,7 +5,10 @@ CLI, each run in a fresh process with ``PYTHONHASHSEED=random``.
 Replay must survive what the library makes up on every run: a ``uuid4()`` tool-call id on
 each handoff-back message, and handoff tools built from a ``set`` of agent names (their
 order follows the hash seed). Before, CI's ``--replay`` of a clean recording ended ERROR,
-"replay miss ×11 … differs at messages[5].tool_calls[0].id"."""
+"replay miss ×11 … differs at messages[5].tool_calls[0].id".
+
+Its cases are written both ways (issue 46, item 5): the data tools only, and with the
+routes, the handoffs named in ``expected_tools`` as langgraph-supervisor names them."""
 
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ import json
 import re
 
 import pytest
+import yaml
 
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline_tests.desk import WORSE_PROMPT, DeskModel, write_desk_project
 from eval_pipeline_tests.model_server import LocalOpenAIServer
-from eval_pipeline_tests.teams import TeamShell
+from eval_pipeline_tests.teams import Case, TeamShell
 
 
 class Desk(TeamShell):
@@ -36,10 +40,19 @@ def desk(tmp_path):
 
 
 def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misses(desk):
-    live = desk.cli("run", "--suite", "desk", "--json", "live.json")
+    live = desk.cli("run", "--suite", "desk", "--json", "live.json", "--verbose")
     assert live.returncode == 0, live.stdout + live.stderr
     first = desk.result("live.json")
     assert first["summary"]["metrics"]["correctness"] == 1.0
+    # The cases that list their routes (the handoffs by name) score as the ones that do
+    # not: every route was right (before, 0.5 or 0.67 each, "missing ['transfer_to_…']").
+    routed = {i["item_id"]: i["scores"]["correctness"] for i in first["items"]
+              if i["item_id"].startswith("route-")}  # fmt: skip
+    assert routed == {"route-bill-a200": 1.0, "route-ship-a100": 1.0, "route-refund-a200": 1.0}
+    said = " ".join(live.stdout.split())
+    assert "warning: expected_tools names" not in said
+    assert ("tools called: get_invoice · handoffs: transfer_to_billing_agent, "
+            "transfer_back_to_supervisor" in said)  # fmt: skip
     # Handoffs are handoffs: marked, once each, the library's own marked as such, and not
     # among the tools called (what the evaluators count).
     store = ResultsStore(f"sqlite:///{desk.root / '.eval_home' / 'results.sqlite'}")
@@ -95,6 +108,27 @@ def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misse
     assert "replay miss" in stale.stdout.strip().splitlines()[-1]
     said = " ".join(stale.stderr.split())
     assert "messages[0].content (recorded 'You are the supervisor of a support desk." in said
+
+
+def test_an_expected_name_the_desk_does_not_offer_is_a_warning_of_the_run(desk):
+    """A route written as the agent's name (``transfer_to_billing``: the tool is
+    ``transfer_to_billing_agent``) can never be called: the run says so before it scores
+    it as missing, naming the case and the handoff meant, read from the graph."""
+    cases = desk.root / "evals" / "desk" / "cases.yaml"
+    written = yaml.safe_load(cases.read_text())
+    typo = Case("route-typo", "How much was the invoice for order A200?",
+                ["transfer_to_billing", "get_invoice"], ["$17.50"])  # fmt: skip
+    cases.write_text(yaml.safe_dump({"cases": [*written["cases"], typo.as_dict()]}))
+    done = desk.cli("run", "--suite", "desk", "--json", "typo.json")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0, said + done.stderr
+    assert ("warning: expected_tools names what is neither a tool nor a handoff the agent "
+            "offers, so no run can call it: 'transfer_to_billing' (case route-typo) (did you "
+            "mean 'transfer_to_billing_agent'?); it offers delivery_estimate, get_invoice, "
+            "issue_refund, refund_status, track_package, transfer_back_to_supervisor, "
+            "transfer_to_billing_agent, transfer_to_shipping_agent" in said), said  # fmt: skip
+    scores = {i["item_id"]: i["scores"]["correctness"] for i in desk.result("typo.json")["items"]}
+    assert scores["route-typo"] == 0.5
 
 
 def test_init_seeds_the_prompt_from_the_constant_named_after_it(desk):

@@ -99,13 +99,19 @@ def _approval(outputs: dict[str, dict], result: dict) -> None:
 
 def _swarm(outputs: dict[str, dict], result: dict) -> None:
     """The prebuilt handoff and Bob's own ``ask_alice`` (a tool returning
-    ``Command(goto="Alice", graph=Command.PARENT)``) are handoffs, not tools."""
+    ``Command(goto="Alice", graph=Command.PARENT)``) are handoffs, not tools; the cases are
+    written both ways, with and without the handoffs in ``expected_tools``."""
     calls = [(c["name"], c["kind"], c["agent"]) for c in outputs["pirate-sum"]["tool_calls"]]
     assert calls == [("transfer_to_bob", "handoff", "Alice"), ("ask_alice", "handoff", "Bob"),
                      ("add", "tool", "Alice")]  # fmt: skip
     assert outputs["pirate-sum"]["tools_called"] == ["add"]
     assert outputs["pirate-hello"]["answered_by"] == "Bob"
     assert outputs["sum-5-7"]["answered_by"] == "Alice"
+    # Written with its handoffs in expected_tools, a case is matched against the handoffs
+    # made (before: 0.33 and 0.0, "missing ['transfer_to_bob', 'ask_alice']").
+    assert outputs["handoff-sum"]["tools_called"] == ["add"]
+    scores = {i["item_id"]: i["scores"]["correctness"] for i in result["items"]}
+    assert scores["handoff-sum"] == scores["handoff-hello"] == 1.0
 
 
 def _parallel(outputs: dict[str, dict], result: dict) -> None:

@@ -76,6 +76,10 @@ class Able(Bare):
     async def reused(self, case, repeat, output) -> None:
         self.recorded.append((case, repeat))
 
+    @property
+    def offered_tools(self) -> frozenset[str]:
+        return frozenset({"get_invoice", "transfer_to_billing_agent"})
+
 
 def test_an_agent_offering_only_run_gets_the_defaults():
     bare = Bare()
@@ -83,6 +87,7 @@ def test_an_agent_offering_only_run_gets_the_defaults():
     assert agents.service_url(bare) is None
     asyncio.run(agents.close(bare))  # nothing to release: no error
     assert not isinstance(bare, agents.RecordsReused)
+    assert agents.offered_tools(bare) is None  # it cannot say: nothing is concluded
 
 
 def test_an_agent_offering_more_is_read_through_its_protocols():
@@ -91,6 +96,7 @@ def test_an_agent_offering_more_is_read_through_its_protocols():
     assert isinstance(able, agents.RecordsReused)
     assert agents.prompt_read(able) is False
     assert agents.service_url(able) == "http://agent.test/run"
+    assert agents.offered_tools(able) == {"get_invoice", "transfer_to_billing_agent"}
     asyncio.run(agents.close(able))
     assert able.closed
 
@@ -102,6 +108,7 @@ def offers(cls: type, protocol: type) -> bool:
 
 
 def test_the_adapters_declare_what_they_offer():
+    from eval_pipeline.agents.adapters.graph import GraphAgent
     from eval_pipeline.agents.adapters.http import HttpAgent
     from eval_pipeline.agents.context import ContextAgent
     from eval_pipeline.integrations.langfuse_tracing import TracedAgent
@@ -111,6 +118,8 @@ def test_the_adapters_declare_what_they_offer():
     assert offers(ContextAgent, agents.ReadsPrompt)
     assert not offers(ContextAgent, agents.CallsService)
     assert offers(TracedAgent, agents.RecordsReused)
+    assert offers(GraphAgent, agents.OffersTools) and offers(TracedAgent, agents.OffersTools)
+    assert not offers(HttpAgent, agents.OffersTools)
 
 
 def test_a_bad_setting_of_the_code_location_is_a_configuration_error(monkeypatch):

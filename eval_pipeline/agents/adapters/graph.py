@@ -29,6 +29,7 @@ Tokens are not read here: every model call is counted by llm/usage.py.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from pydantic import Field, field_validator
 from eval_pipeline.agents.adapters.checkpoints import fresh_checkpointer
 from eval_pipeline.agents.adapters.jsonable import jsonable
 from eval_pipeline.agents.adapters.kinds import AgentKind, Build, KindConfig, Loading, register
+from eval_pipeline.agents.adapters.offered_tools import offered_tools
 from eval_pipeline.agents.adapters.stepwise import (
     StepwiseConfig,
     StepwiseSpec,
@@ -111,6 +113,11 @@ class GraphAgent(ContextAgent):
         self.graph, self.options = graph, options
         self.shape = input_shape(graph)
         self.context = runtime_context(graph, options.context)
+
+    @functools.cached_property
+    def offered_tools(self) -> frozenset[str] | None:
+        """The tools and handoffs the graph offers its models (agents/adapters/offered_tools.py)."""
+        return offered_tools(self.graph)
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()

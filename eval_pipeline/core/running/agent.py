@@ -29,7 +29,7 @@ class AgentResult:
 class Agent(Protocol):
     """What every agent offers: ``run``. What some offer besides, each a protocol below,
     read through the functions beside them: ``ReadsPrompt``, ``CallsService``,
-    ``Closeable``, ``RecordsReused``."""
+    ``Closeable``, ``RecordsReused``, ``OffersTools``."""
 
     async def run(
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
@@ -72,6 +72,16 @@ class RecordsReused(Protocol):
     async def reused(self, case: GoldenCase, repeat: int, output: ItemOutput) -> None: ...
 
 
+@runtime_checkable
+class OffersTools(Protocol):
+    """An agent that can say, before it runs, which tools (handoffs included) its models
+    may call (a graph with ToolNodes: agents/adapters/offered_tools.py); None when it
+    cannot."""
+
+    @property
+    def offered_tools(self) -> frozenset[str] | None: ...
+
+
 def prompt_read(agent: object) -> bool:
     """Whether ``agent`` read the prompt under test; one that cannot say is taken at its
     word that it did."""
@@ -81,6 +91,12 @@ def prompt_read(agent: object) -> bool:
 def service_url(agent: object) -> str | None:
     """The URL of the service ``agent`` calls as the thing under test, if it is one."""
     return agent.service_url if isinstance(agent, CallsService) else None
+
+
+def offered_tools(agent: object) -> frozenset[str] | None:
+    """The tool and handoff names ``agent`` offers its models, or None when it cannot say
+    (a callable, a service, a graph calling its tools from its own nodes)."""
+    return agent.offered_tools if isinstance(agent, OffersTools) else None
 
 
 async def close(agent: object) -> None:

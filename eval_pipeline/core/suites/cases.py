@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.errors import ConfigurationError, did_you_mean
 from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.core.util.interrupts import PAUSED_FIELD, resume_problems
 
@@ -123,6 +123,34 @@ class FieldNeeds:
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             found.append((path, f"no evaluator of this suite reads it{hint}"))
         return found
+
+
+def unknown_expected_tools(
+    cases: Iterable[GoldenCase], offered: frozenset[str] | None, shown: int = 3
+) -> list[str]:
+    """One note for the names in the cases' ``expected_output.expected_tools`` that are
+    neither a tool nor a handoff the agent offers (``offered``, read from the agent before
+    it runs: agents/adapters/offered_tools.py), which no run can call: a misspelt name, or
+    the handoff written as the agent's name. Nothing when the agent cannot say (None)."""
+    if offered is None:
+        return []
+    where: dict[str, list[str]] = {}
+    for case in cases:
+        expected = case.expected_output if isinstance(case.expected_output, dict) else {}
+        names = expected.get("expected_tools")
+        for name in names if isinstance(names, list) else []:
+            if isinstance(name, str) and name not in offered:
+                where.setdefault(name, []).append(case.id)
+    if not where:
+        return []
+    parts = []
+    for name, ids in where.items():
+        more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+        parts.append(f"{name!r} (case {', '.join(ids[:shown])}{more})"
+                     f"{did_you_mean(name, offered)}")  # fmt: skip
+    return [f"expected_tools names what is neither a tool nor a handoff the agent offers, "
+            f"so no run can call it: {'; '.join(parts)}; it offers "
+            f"{', '.join(sorted(offered))}"]  # fmt: skip
 
 
 def _has(case: GoldenCase, path: str) -> bool:

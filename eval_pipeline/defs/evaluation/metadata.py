@@ -19,6 +19,7 @@ from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
 from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.evaluators.behavioural import calls_made, missing_calls
 
 MAX_TABLE_ROWS = 25
 
@@ -147,7 +148,8 @@ def summary_pictures(store: ResultsStore, result: EvalResult, suite: Suite) -> d
 
 
 def tools_metadata(store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase]) -> dict:
-    """Behavioural suites: the tools each case called next to the ones it expected."""
+    """Behavioural suites: the tools each case called (and the handoffs it made) next to
+    the ones it expected."""
     expected = {c.id: (c.expected_output or {}).get("expected_tools") for c in cases}
     if not any(v is not None for v in expected.values()):
         return {}
@@ -155,14 +157,13 @@ def tools_metadata(store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCa
     for output in store.read_outputs(run.run_id):
         if output.repeat != 0:
             continue
-        called = (output.output or {}).get("tools_called", [])
         wanted = expected.get(output.item_id) or []
         rows.append(
             {
                 "item": output.item_id,
                 "expected": ", ".join(wanted) or "–",
-                "called": ", ".join(called) or "–",
-                "missing": ", ".join(t for t in wanted if t not in called) or "–",
+                "called": ", ".join(calls_made(output.output)) or "–",
+                "missing": ", ".join(missing_calls(output.output, wanted)) or "–",
             }
         )
     rows.sort(key=lambda r: (r["missing"] == "–", r["item"]))  # misses first
