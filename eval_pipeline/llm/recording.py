@@ -13,7 +13,9 @@ How: vcrpy's stubs patch the transports of httpx, httpx2 (the OpenAI SDK's), aio
 tornado while a session is open, and hand each request to ``RecordingSession`` (vcrpy's
 cassette protocol); urllib3's ``urlopen`` (requests, botocore) is wrapped here (see
 ``skip_patchers``). The session matches a request by its method, path, query and JSON
-body with sorted keys, timestamps to the second masked (not the host: a recording made
+body with sorted keys, timestamps to the second masked, a model call's made-up ids and
+generated values (uuids, ULIDs, a project's own patterns) by their order of appearance
+(``compared``, core/running/ids.py) (not the host: a recording made
 against ``http://127.0.0.1:8080/v1`` answers the same request sent to
 ``https://api.openai.com/v1``), so a lookup is one hash however many requests are
 recorded, and concurrent items never wait on each other. During replay the process is
