@@ -635,7 +635,7 @@ def _window(recorded: str, body: str, around: int = 40) -> str:
         return f" (recorded {recorded!r}, now {body!r})"
     at = next((i for i, (a, b) in enumerate(zip(recorded, body, strict=False)) if a != b),
               min(len(recorded), len(body)))  # fmt: skip
-    start = max(0, at - around)
+    start = at - around if at > around * 3 // 2 else 0  # (no "…" for a few characters)
 
     def cut(text: str) -> str:
         part = text[start : at + around]
