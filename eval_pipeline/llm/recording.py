@@ -13,7 +13,9 @@ How: vcrpy's stubs patch the transports of httpx, httpx2 (the OpenAI SDK's), aio
 tornado while a session is open, and hand each request to ``RecordingSession`` (vcrpy's
 cassette protocol); urllib3's ``urlopen`` (requests, botocore) is wrapped here (see
 ``skip_patchers``). The session matches a request by its method, path, query and JSON
-body with sorted keys, timestamps to the second masked (not the host: a recording made
+body with sorted keys, timestamps to the second masked, a model call's made-up ids and
+generated values (uuids, ULIDs, a project's own patterns) by their order of appearance
+(``compared``, core/running/ids.py) (not the host: a recording made
 against ``http://127.0.0.1:8080/v1`` answers the same request sent to
 ``https://api.openai.com/v1``), so a lookup is one hash however many requests are
 recorded, and concurrent items never wait on each other. During replay the process is
@@ -44,7 +46,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -55,7 +56,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.agent import ItemProblem, current_item
-from eval_pipeline.core.running.ids import steady
+from eval_pipeline.core.running.ids import (
+    Generated,
+    Steadied,
+    mask_times,
+    steadied,
+    translate,
+    translation,
+)
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.util.redact import redact_url, scrub
@@ -69,8 +77,6 @@ MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages",
                 ":generateContent", ":streamGenerateContent", "/converse", "/api/chat",
                 "/api/generate")  # fmt: skip
 VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
-# An ISO-8601 date and time of day to the second (not a bare date: that can be content).
-TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
 
@@ -113,9 +119,8 @@ class Entry:
     item: str | None = None  # "case#repeat" of the item that made it (None: outside items)
     call: int = 0  # its order among that item's requests
 
-    @property
-    def key(self) -> str:
-        return request_key(self.method, self.url, self.request)
+    def key(self, generated: Generated | None = None) -> str:
+        return request_key(self.method, self.url, self.request, generated)
 
     @property
     def route(self) -> str:
@@ -128,33 +133,41 @@ class Entry:
         return json.dumps(fields, ensure_ascii=False) + "\n"
 
 
-def request_key(method: str, url: str, body: Any) -> str:
+def request_key(method: str, url: str, body: Any, generated: Generated | None = None) -> str:
     """What identifies a request: method, path, sorted query and the body as ``matched``
     sees it (JSON with sorted keys), a date with a time of day in it counting as any other
     (an agent that puts "now" into its prompt, as LangChain's react-agent template does,
     asks the same on every run). Not the host or the headers (keys and tokens live there);
     secrets in the URL and the body count as masked (core/util/redact.py: recordings keep them
-    masked, and still match)."""
+    masked, and still match). Derived from the request each time a file is read, never
+    stored: a recording made before a rule here changed is matched by the rule of today."""
     parts = urlsplit(redact_url(url))
     canonical = json.dumps([method.upper(), parts.path, sorted(parse_qsl(parts.query)),
-                            matched(scrub(body), parts.path)], sort_keys=True,
+                            matched(scrub(body), parts.path, generated)], sort_keys=True,
                            separators=(",", ":"), ensure_ascii=False)  # fmt: skip
-    return hashlib.sha256(TIMESTAMP.sub("<time>", canonical).encode()).hexdigest()
+    return hashlib.sha256(mask_times(canonical).encode()).hexdigest()
 
 
-def matched(body: Any, path: str) -> Any:
+def matched(body: Any, path: str, generated: Generated | None = None) -> Any:
+    """A request body as replay compares it (``compared``'s value)."""
+    return compared(body, path, generated).value
+
+
+def compared(body: Any, path: str, generated: Generated | None = None) -> Steadied:
     """A request body as replay compares it. In a model call (``MODEL_ROUTES``): the ids
-    the agent or a library made up (tool-call ids, message and run ids) made steady
-    (core/running/ids.py: the same id, the same placeholder, in order of first appearance),
-    and the tool definitions as a set (sorted), since a library may build them from a set
-    whose order changes with the hash seed (langgraph-supervisor's handoff tools). Anything
-    else that differs still misses; a request to any other API (a tool's) is compared as
-    it is."""
+    the agent or a library made up — tool-call ids, message and run ids, and the uuids,
+    ULIDs and ``generated`` patterns anywhere in its text — made steady
+    (core/running/ids.py: the same value, the same placeholder, in order of first
+    appearance), and the tool definitions as a set (sorted), since a library may build
+    them from a set whose order changes with the hash seed (langgraph-supervisor's handoff
+    tools). Anything else that differs still misses; a request to any other API (a
+    tool's) is compared as it is."""
     if not path.endswith(MODEL_ROUTES):
-        return body
-    found = steady(body)
-    if isinstance(found, dict) and isinstance(found.get("tools"), list):
-        found["tools"] = sorted(found["tools"], key=lambda t: json.dumps(t, sort_keys=True))
+        return Steadied(body)
+    found = steadied(body, generated)
+    if isinstance(found.value, dict) and isinstance(found.value.get("tools"), list):
+        found.value["tools"] = sorted(found.value["tools"],
+                                      key=lambda t: json.dumps(t, sort_keys=True))  # fmt: skip
     return found
 
 
@@ -181,9 +194,10 @@ def _header(belongs: Belongs, body: str, requests: int) -> str:
                                      "sha256": _digest(body)}}) + "\n"  # fmt: skip
 
 
-def load_entries(path: Path, belongs: Belongs | None = None,
-                 rerecord: str = RERECORD) -> dict[str, Entry]:  # fmt: skip
-    """The recorded requests of ``path`` by key (an absent file holds none). A file is
+def load_entries(path: Path, belongs: Belongs | None = None, rerecord: str = RERECORD,
+                 generated: Generated | None = None) -> dict[str, Entry]:  # fmt: skip
+    """The recorded requests of ``path`` by key (``request_key``, with ``generated``: the
+    project's own patterns of generated values; an absent file holds none). A file is
     refused (``RecordingsError``, naming it and the command that records it again) when
     it has no header line (recorded before recordings carried one, or cut short while
     recording), when it belongs to another suite or version than ``belongs``, or when its
@@ -230,7 +244,7 @@ def load_entries(path: Path, belongs: Belongs | None = None,
             raise RecordingsError(
                 f"{path}:{number}: not a recorded request ({type(exc).__name__}: {exc}); {rerecord}"
             ) from None
-        entries[entry.key] = entry
+        entries[entry.key(generated)] = entry
     return entries
 
 
@@ -260,12 +274,13 @@ class RecordingSession:
     skip_patchers = ("httplib", "requests", "urllib3", "boto3", "httplib2")
 
     def __init__(self, path: Path, mode: Mode, belongs: Belongs, *, ours: Iterable[str] = (),
-                 rerecord: str = RERECORD):  # fmt: skip
+                 rerecord: str = RERECORD, generated: Generated | None = None):  # fmt: skip
         self.path, self.mode, self.belongs = Path(path), mode, belongs
         self._path = str(self.path)  # (vcrpy names its patched classes after it)
         self.ours = {_host_port(h) for h in ours}
         self.rerecord = rerecord
-        self.entries: dict[str, Entry] = (load_entries(self.path, belongs, rerecord)
+        self.generated = generated or Generated()
+        self.entries: dict[str, Entry] = (load_entries(self.path, belongs, rerecord, generated)
                                           if mode == "replay" else {})  # fmt: skip
         self.lock = threading.Lock()
         self.calls: Counter[str] = Counter()  # requests per item, for their order
@@ -363,10 +378,10 @@ class RecordingSession:
 
     def play_response(self, request: Any) -> dict[str, Any]:
         body = _body(request.body)
-        entry = self.entries.get(request_key(request.method, request.uri, body))
+        entry = self.entries.get(request_key(request.method, request.uri, body, self.generated))
         if entry is not None:
             headers = {"content-type": [entry.content_type]} if entry.content_type else {}
-            return _response(entry.status, headers, _content(entry.response))
+            return _response(entry.status, headers, self.answer(entry, body))
         message = self.miss_message(request.method, request.uri, body)
         with self.lock:
             self.misses += 1
@@ -376,6 +391,18 @@ class RecordingSession:
         # x-should-retry tells the OpenAI SDK so too.
         headers = {"content-type": ["application/json"], "x-should-retry": ["false"]}
         return _response(404, headers, json.dumps(error).encode())
+
+    def answer(self, entry: Entry, body: Any) -> bytes:
+        """``entry``'s recorded answer to a request alike but for its draws, each uuid
+        (ULID, …) the recorded request held replaced by the one this request drew in its
+        place: a model that quotes a memory's name back (to update it) quotes the name this
+        run gave it, as it would have live."""
+        path = urlsplit(entry.url).path
+        values = translation(compared(entry.request, path, self.generated),
+                             compared(scrub(body), path, self.generated))  # fmt: skip
+        if not values or entry.response is None:
+            return _content(entry.response)
+        return translate(_content(entry.response).decode("utf-8"), values).encode("utf-8")
 
     def append(self, request: Any, response: dict[str, Any]) -> None:
         """A request sent in record mode, and its answer (ours never reach here)."""
@@ -396,7 +423,7 @@ class RecordingSession:
             self.calls[item or ""] += 1
             if item is not None and request.path.endswith(MODEL_ROUTES):
                 self.model_calls[item] += 1
-        key = request_key(request.method, request.uri, body)
+        key = request_key(request.method, request.uri, body, self.generated)
         entry = Entry(request.method.upper(), redact_url(request.uri), scrub(body),
                       int(response["status"]["code"]),
                       content_type, _steady(_body(response["body"].get("string")), key),
@@ -420,13 +447,15 @@ class RecordingSession:
         if not candidates:
             return (f"replay: no recorded answer for {route}: {where} holds no {method.upper()} "
                     f"{path}; {self.rerecord}")  # fmt: skip
-        closest = max(candidates, key=lambda e: (_likeness(e.request, body),
-                                                 _query(e.url) == query))  # fmt: skip
+        now = matched(body, path, self.generated)
+        closest = max(candidates, key=lambda e: (
+            _likeness(matched(e.request, path, self.generated), now),
+            _query(e.url) == query))  # fmt: skip
         if _query(closest.url) != query:
             differs = (f"the query (recorded {urlsplit(closest.url).query!r}, now "
                        f"{urlsplit(url).query!r})")  # fmt: skip
         else:
-            differs = first_difference(matched(closest.request, path), matched(body, path))
+            differs = first_difference(matched(closest.request, path, self.generated), now)
         return (f"replay: no recorded answer for {route} in {where}; the closest recorded "
                 f"request differs at {differs}. {_what_changed(differs)} since recording: "
                 f"{self.rerecord}")  # fmt: skip
@@ -452,7 +481,7 @@ def _query(url: str) -> list[tuple[str, str]]:
 
 def _file_order(entry: Entry) -> tuple:
     """Item by item, each in the order of its requests; requests outside items last."""
-    return (entry.item is None, entry.item or "", entry.call, entry.key)
+    return (entry.item is None, entry.item or "", entry.call, entry.line())
 
 
 def _item_label(case_id: str, repeat: int) -> str:
@@ -592,7 +621,29 @@ def first_difference(recorded: Any, body: Any, path: str = "") -> str:
             if a != b:
                 return first_difference(a, b, f"{path}[{i}]")
         return f"{path or 'the request'} (recorded {len(recorded)} entries, now {len(body)})"
-    return f"{path.lstrip('.') or 'the request'} (recorded {_short(recorded)}, now {_short(body)})"
+    where = path.lstrip(".") or "the request"
+    if isinstance(recorded, str) and isinstance(body, str):
+        return where + _window(recorded, body)
+    return f"{where} (recorded {_short(recorded)}, now {_short(body)})"
+
+
+def _window(recorded: str, body: str, around: int = 40) -> str:
+    """Two texts where they part: both whole when short, else ``around`` characters either
+    side of the first character that differs, with its offset (a long system prompt that
+    differs on its last line shows that line, not its first 80 characters)."""
+    if max(len(recorded), len(body)) <= 2 * around:
+        return f" (recorded {recorded!r}, now {body!r})"
+    at = next((i for i, (a, b) in enumerate(zip(recorded, body, strict=False)) if a != b),
+              min(len(recorded), len(body)))  # fmt: skip
+    start = at - around if at > around * 3 // 2 else 0  # (no "…" for a few characters)
+
+    def cut(text: str) -> str:
+        part = text[start : at + around]
+        return (("…" if start else "") + repr(part)
+                + ("…" if at + around < len(text) else ""))  # fmt: skip
+
+    return (f", from character {at} of {len(recorded)} recorded, {len(body)} now "
+            f"(recorded {cut(recorded)}, now {cut(body)})")  # fmt: skip
 
 
 def _short(value: Any, limit: int = 80) -> str:

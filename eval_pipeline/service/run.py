@@ -46,6 +46,7 @@ from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running import process
 from eval_pipeline.core.running.agent import Agent, offered_tools, service_url
+from eval_pipeline.core.running.ids import Generated
 from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
@@ -112,10 +113,11 @@ class RecordingPlan:
     belongs: Belongs  # the suite and prompt version it records
     ours: tuple[str, ...]  # host:port of our own traffic (Langfuse, an HTTP agent)
     rerecord: str  # the command that records them again
+    generated: Generated  # the project's own generated values (``replay:``)
 
     def session(self) -> RecordingSession:
         return RecordingSession(self.path, self.mode, self.belongs, ours=self.ours,
-                                rerecord=self.rerecord)  # fmt: skip
+                                rerecord=self.rerecord, generated=self.generated)  # fmt: skip
 
 
 @dataclass
@@ -211,9 +213,11 @@ def _prepare(env: Environment, request: RunRequest,
             raise ConfigurationError(f"--replay: no recordings at {recordings}; record them "
                                      f"with `{command}`")  # fmt: skip
         rerecord = f"re-record with `{command}`"
+        generated = Generated(tuple(env.project.config.replay.generated_patterns))
         if mode == "replay":  # a file that is not this run's is refused before anything runs
-            entries = load_entries(recordings, belongs, rerecord)
-        recording = RecordingPlan(recordings, mode, belongs, services.own_hosts(), rerecord)
+            entries = load_entries(recordings, belongs, rerecord, generated)
+        recording = RecordingPlan(recordings, mode, belongs, services.own_hosts(), rerecord,
+                                  generated)  # fmt: skip
     llm = _model_settings(env.llm, mode, recordings, entries).for_run(prompt, options.timeout_s)
     if cases is None and mode != "replay":
         require_model(llm, model_source(prompt))

@@ -107,7 +107,11 @@ def test_a_supervisor_desk_replays_across_hash_seeds_and_a_stale_recording_misse
     assert stale.returncode == 2, stale.stdout + stale.stderr
     assert "replay miss" in stale.stdout.strip().splitlines()[-1]
     said = " ".join(stale.stderr.split())
-    assert "messages[0].content (recorded 'You are the supervisor of a support desk." in said
+    parted = ("messages[0].content, from character 42 of 179 recorded, 73 now (recorded 'You "
+              "are the supervisor of a support desk. Hand billing")  # fmt: skip
+    assert parted in said  # (where the prompts part)
+    assert "now 'You are the supervisor of a support desk. Answer every question yourself.')" \
+        in said  # fmt: skip
 
 
 def test_an_expected_name_the_desk_does_not_offer_is_a_warning_of_the_run(desk):

@@ -78,6 +78,14 @@ def test_field_errors_name_the_suite_field_and_value(tmp_path, run_in, suite, ex
         ("suites:\n  weather:\n    agent: not an import path\n    dataset: evals/weather\n"
          "    evaluators: [correctness]\n", "'not an import path' is not an import path"),
         ("suites: [unclosed\n", "malformed YAML"),
+        ("replay:\n  generated_patterns: ['ord-[0-9']\n" + "suites:\n"
+         + GOOD_SUITE.format(agent="x.y:z"), "project: field 'replay.generated_patterns.0': "
+         "Value error, 'ord-[0-9': not a regular expression: unterminated character set"),
+        ("replay:\n  generated_patterns: ['ord-\\d{10}', 'x*']\n" + "suites:\n"
+         + GOOD_SUITE.format(agent="x.y:z"), "field 'replay.generated_patterns.1': Value error, "
+         "'x*': it matches the empty text"),
+        ("replay:\n  generated_pattern: ['x']\n" + "suites:\n" + GOOD_SUITE.format(agent="x.y:z"),
+         "field 'replay.generated_pattern': unknown field; did you mean 'generated_patterns'?"),
     ],
 )  # fmt: skip
 def test_project_level_errors(tmp_path, run_in, body, expected):

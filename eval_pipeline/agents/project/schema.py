@@ -15,6 +15,8 @@ suites:
       - correctness
       - trajectory_match: {mode: unordered, tool_args_match_mode: subset}
     thresholds: evals/support/thresholds.yaml   # or inline; default <dataset>/thresholds.yaml
+replay:                            # optional (docs/record-replay.md)
+  generated_patterns: ['ord-[0-9a-f]{10}']   # your own generated values, beside uuids
 ```
 """
 
@@ -28,6 +30,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from eval_pipeline.agents.targets import ImportPath, check_import_path
 from eval_pipeline.core.options import DEFAULTS
 from eval_pipeline.core.prompts.labels import LABEL, LABEL_RULE
+from eval_pipeline.core.running.ids import pattern_problem
 
 MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # a Dagster partition key
@@ -43,6 +46,15 @@ def _label(label: str) -> str:
 
 Label = Annotated[str, AfterValidator(_label)]
 
+
+def _pattern(pattern: str) -> str:
+    if problem := pattern_problem(pattern):
+        raise ValueError(f"{pattern!r}: {problem}")
+    return pattern
+
+
+GeneratedPattern = Annotated[str, AfterValidator(_pattern)]
+
 # An evaluator entry: "name", "package.module:function", or {"name": {param: value}}.
 EvaluatorEntry = str | dict[str, dict[str, Any] | None]
 
@@ -54,6 +66,16 @@ class CustomerConfig(BaseModel):
 
     model: str | None = None  # default: the run's model (offline without an endpoint)
     sees: list[str] = Field(default_factory=list)  # state fields shown to the customer
+
+
+class ReplayConfig(BaseModel):
+    """``replay:``: how ``--replay`` matches requests (docs/record-replay.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Regular expressions for values your agent draws afresh on every run (beside the
+    # uuids and ULIDs every replay recognises): compared by order of appearance.
+    generated_patterns: list[GeneratedPattern] = Field(default_factory=list)
 
 
 class SuiteConfig(BaseModel):
@@ -91,6 +113,7 @@ class ProjectConfig(BaseModel):
     prompts: str = "prompts"
     plugins: list[str] = []
     suites: dict[str, SuiteConfig] = Field(min_length=1)
+    replay: ReplayConfig = Field(default_factory=ReplayConfig)
 
     @field_validator("plugins")
     @classmethod
