@@ -39,7 +39,7 @@ from eval_pipeline_tests.helpers import ROOT
 from eval_pipeline_tests.integration.test_results_store import run_record
 from eval_pipeline_tests.pg import fresh_database
 
-HEAD = "0002"
+HEAD = "0003"
 SUMMARY = Summary(n_cases=1, n_items=1, repeats=1, n_errors=0, metrics={"oc": 0.5})
 
 
