@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from eval_pipeline.core.errors import ConfigurationError, did_you_mean
-from eval_pipeline.core.evaluation.plan import RunPlan
+from eval_pipeline.core.evaluation.plan import RunPlan, prompt_key
 from eval_pipeline.core.running.runner import (
     RunnerConfig,
 )
@@ -89,10 +89,9 @@ def baseline_for(
         return Chosen(pinned, f"pinned as {suite.name}'s {label} baseline: {pin.line()}",
                       pin=pin)  # fmt: skip
     if suite.prompt_name is None or labels is None:
-        if run is None:
-            return NoBaseline(f"{suite.name} has no prompt: a run's baseline is the previous "
-                              "complete full-tier run of its own version", "")  # fmt: skip
-        version = run.prompt_version
+        if run is None and suite.prompt_name is not None:
+            return NoBaseline("no prompt registry to read the label from", "")
+        version = run.prompt_version if run is not None else prompt_key(None)  # (v0)
     else:
         carried = labels.label_versions([label])
         number = carried.get(suite.prompt_name, {}).get(label)
