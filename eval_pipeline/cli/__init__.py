@@ -1,7 +1,7 @@
 """`eval-pipeline`: the command line. One module per command group (the run command, the
-bisection, the demo, the doctor, init, prompts, datasets, judge, suites, instance), each
-imported only when its command is named; errors become messages and exit codes in one
-place (cli/group.py); exit codes are core/errors.py's ``ExitCode``."""
+bisection, the demo, the doctor, init, prompts, datasets, judge, suites, instance, runs,
+baseline), each imported only when its command is named; errors become messages and exit
+codes in one place (cli/group.py); exit codes are core/errors.py's ``ExitCode``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ COMMANDS = {
     "judge": "eval_pipeline.cli.judge:judge",
     "suites": "eval_pipeline.cli.project:suites",
     "verdicts": "eval_pipeline.cli.verdicts:verdicts",
+    "runs": "eval_pipeline.cli.runs:runs",
+    "baseline": "eval_pipeline.cli.baseline:baseline",
     "comment": "eval_pipeline.cli.comment:comment",
     "instance": "eval_pipeline.cli.project:instance",
 }

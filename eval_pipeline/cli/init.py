@@ -28,6 +28,7 @@ from eval_pipeline.agents.project.schema import SUITE_NAME
 from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
 from eval_pipeline.cli.report import console
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.suites.placeholders import EXAMPLES
 from eval_pipeline.core.util import safe_yaml
 
 HEADER = """\
@@ -52,19 +53,20 @@ SUITE_ENTRY = """\
 
 CASES = """\
 # Golden cases of the {name} suite: replace these three with real requests your agent gets
-# (ten or more), each with what a right answer does. Case format: eval-pipeline's docs/cases.md.
-- id: {name}-example-01
-  input: {{message: "A request that needs one of your tools"}}
+# (ten or more), each with what a right answer does. A run on these three is never the
+# suite's baseline. Case format: eval-pipeline's docs/cases.md.
+- id: {name}-{ids[0]}
+  input: {{message: "{messages[0]}"}}
   expected_output:
     expected_tools: []        # the tools it must call, e.g. {tool_hint}
     expected_fields: []       # words the answer must contain, e.g. [price]
   metadata: {{category: example, difficulty: easy, tier: smoke}}
-- id: {name}-example-02
-  input: {{message: "Another request, phrased the way your users phrase it"}}
+- id: {name}-{ids[1]}
+  input: {{message: "{messages[1]}"}}
   expected_output: {{expected_tools: [], expected_fields: []}}
   metadata: {{category: example, difficulty: medium, tier: smoke}}
-- id: {name}-example-03
-  input: {{message: "Hello!"}}
+- id: {name}-{ids[2]}
+  input: {{message: "{messages[2]}"}}
   expected_output: {{expected_tools: [], expected_fields: []}}
   metadata:
     category: chit_chat
@@ -137,7 +139,9 @@ def scaffold_suite(
         raise ScaffoldError("--prompt-from names the text of a prompt: give --prompt NAME too")
     note = _seed_prompt(project, prompt, agent, name, prompt_from) if prompt else ""
     folder.mkdir(parents=True, exist_ok=True)
-    cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target)), encoding="utf-8")
+    ids, messages = zip(*EXAMPLES, strict=True)
+    cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target), ids=ids,
+                                  messages=messages), encoding="utf-8")  # fmt: skip
     margin = _margin_note()
     thresholds.write_text(THRESHOLDS.format(name=name, **margin), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")

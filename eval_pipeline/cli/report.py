@@ -56,7 +56,7 @@ def print_result(console: Console, result: EvalResult, *, verbose: bool = False)
 def verdict_line(result: EvalResult) -> str:
     """The last line of a run: PASS, FAIL with the failing checks, or ERROR with why."""
     code, verdict = result.exit_code, result.verdict
-    note = f"; note: {result.hint}" if result.hint else ""
+    note = "".join(f"; note: {n}" for n in (result.hint, result.run.not_baseline) if n)
     if verdict is Verdict.ERROR:
         return error_line(result.reason, code) + note
     if verdict is Verdict.UNDECIDED:

@@ -188,8 +188,11 @@ def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
     langfuse_project,
 ):
     """End to end: the CLI runs drive_thru on the Langfuse items; once a curator archives
-    an item, the dataset version differs, and the gate refuses to compare: "not comparable",
-    an ERROR as the gate's rules say (docs/gate.md), never a pass."""
+    an item, the dataset version differs, and the gate refuses to compare the runs: a run
+    gated against the old one is "not comparable", an ERROR as the gate's rules say
+    (docs/gate.md), never a pass; the same version's next run is not compared with its
+    predecessor on the old items (it was: ERROR, so it could never become the baseline on
+    the new ones) and becomes the baseline, saying so."""
     from click.testing import CliRunner
 
     from eval_pipeline.cli import main
@@ -204,11 +207,17 @@ def test_cli_runs_a_suite_on_a_langfuse_dataset_and_gates_only_the_same_version(
     assert run.dataset_version == dataset_version(mine) and run.status == "complete"
     assert f"cases from the Langfuse dataset langfuse:{NAME}" in run.notes
     sync_dataset(server.client(), "drive_thru", mine[1:])  # archived in Langfuse
+    against = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full",
+                                        "--baseline-run", run.run_id])  # fmt: skip
+    assert against.exit_code == 2, against.output  # not comparable: ERROR, never a verdict
+    assert "not comparable" in against.output and "dataset changed" in against.output
     second = CliRunner().invoke(main, ["run", "--suite", "drive_thru", "--tier", "full"])
-    assert second.exit_code == 2, second.output  # not comparable: ERROR, never a verdict
-    assert "not comparable" in second.output and "dataset changed" in second.output
+    assert "not comparable" not in second.output, second.output
+    assert f"no baseline on these cases yet: the previous run of v1, {run.run_id}, ran " \
+           "other cases" in " ".join(second.output.split())  # fmt: skip
     newest = max(store.list_runs(suite="drive_thru"), key=lambda r: r.started_at)
     assert newest.dataset_version == dataset_version(mine[1:])
+    assert newest.status == "complete" and newest.baseline_run_id is None
 
 
 def test_cli_run_of_an_unknown_langfuse_dataset_is_exit_2_naming_it(langfuse_project):

@@ -39,7 +39,7 @@ from eval_pipeline_tests.helpers import ROOT
 from eval_pipeline_tests.integration.test_results_store import run_record
 from eval_pipeline_tests.pg import fresh_database
 
-HEAD = "0002"
+HEAD = "0003"
 SUMMARY = Summary(n_cases=1, n_items=1, repeats=1, n_errors=0, metrics={"oc": 0.5})
 
 
@@ -177,6 +177,32 @@ def test_a_first_release_store_gains_the_tables_and_columns_added_since(url):
         assert_at_head(store)
         assert_old_rows_kept(store)
         use_every_piece(store)
+
+
+def test_a_store_of_the_release_before_baseline_changes_gains_them(url):
+    """A store at 0002 (the release before runs could be retired or pinned): its runs are
+    kept, read with ``not_baseline`` empty, and it takes the team's baseline decisions."""
+    from alembic import command
+
+    from eval_pipeline.core.store.migrate import _config
+    from eval_pipeline.core.store.stored_changes import BaselineChange
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        config = _config()
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+    at_0002 = MetaData()
+    at_0002.reflect(engine, only=["runs", "item_outputs", "item_scores", "summaries"])
+    engine.dispose()
+    write_old_store(url, at_0002)  # (its tables are there: the run and its rows are added)
+    with ResultsStore(url) as store:
+        assert_at_head(store)
+        assert_old_rows_kept(store)
+        assert store.get_run("old").not_baseline is None
+        store.record_change(BaselineChange("drive_thru", "old", "retire", "ann", "bad",
+                                           datetime(2026, 1, 3, tzinfo=UTC)))  # fmt: skip
+        assert store.retired("drive_thru")["old"].why == "bad"
 
 
 def test_a_store_a_newer_release_migrated_is_opened_as_it_is(url):

@@ -244,11 +244,11 @@ class EvalResult:
     @property
     def notes(self) -> list[str]:
         """What the reader should know that does not change the verdict: a model that
-        never called the tools it was offered, scores of other metrics that could not be
-        given."""
+        never called the tools it was offered, why the run may never be a baseline (once
+        it settled), scores of other metrics that could not be given."""
         deciding = self.thresholds.deciding_metrics
-        hint = [self.hint] if self.hint else []
-        return [*hint, *unscored([s for s in self.scores if s.evaluator not in deciding])]
+        said = [n for n in (self.hint, self.run.not_baseline) if n]
+        return [*said, *unscored([s for s in self.scores if s.evaluator not in deciding])]
 
     @property
     def hint(self) -> str | None:

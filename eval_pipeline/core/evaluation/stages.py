@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 
-from eval_pipeline.core.evaluation.baseline import baseline_data, decided_baseline
+from eval_pipeline.core.evaluation.baseline import baseline_data, decided_baseline, unfit
 from eval_pipeline.core.evaluation.plan import RunPlan, drawn_prefix
 from eval_pipeline.core.evaluation.result import EvalResult
 from eval_pipeline.core.options import RunOptions
@@ -260,14 +260,17 @@ def verdict(
 def settle(store: ResultsStore, result: EvalResult) -> RunStatus:
     """The run's status once its verdict is known (``RunStatus``): only a run that measured
     the agent on every case it set out to is ``complete``, and so a baseline. An ERROR run
-    (an outage, a replay that missed) or one a budget stopped never is."""
+    (an outage, a replay that missed) or one a budget stopped never is; nor a run on init's
+    placeholder cases or whose every item failed in the agent (``unfit``: kept with the run
+    as ``not_baseline``, which its notes and its verdict line say)."""
     if result.errors:
         status = RunStatus.ERROR
     elif result.run.stopped:
         status = RunStatus.STOPPED
     else:
         status = RunStatus.COMPLETE
-    store.settle_run(result.run.run_id, status, result.verdict_record())
+    store.settle_run(result.run.run_id, status, result.verdict_record(),
+                     not_baseline=unfit(result.cases, result.outputs))  # fmt: skip
     result.run = store.get_run(result.run.run_id) or result.run
     return status
 

@@ -88,6 +88,9 @@ class RunRecord:
     code_commit: str | None = None  # of the agent's repository (core/running/commit.py)
     stopped: str | None = None  # why items were left unstarted (a budget reached), or None
     owner: str | None = None  # host:pid:start of the process driving it (in-process runs)
+    # why it may never be a baseline (init's placeholder cases, every item failed in the
+    # agent), decided when it settled (core/evaluation/baseline.py ``unfit``), or None
+    not_baseline: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (the options as their fields)."""

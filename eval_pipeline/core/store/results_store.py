@@ -1,11 +1,11 @@
-"""The results store: runs, item outputs, item scores, summaries and verdicts, the memo and
-the Langfuse outbox, in one database (SQLAlchemy Core).
+"""The results store: runs, item outputs, item scores, summaries and verdicts, the memo,
+the Langfuse outbox and the team's baseline decisions, in one database (SQLAlchemy Core).
 
 SQLite file by default, Postgres by URL. Every write method is one transaction, so a
 crash leaves either the previous state or the new one, never half of it. Each piece is a
 module of its own over the store's one engine (stored_runs, stored_outputs, stored_scores,
-stored_verdicts, stored_memo, outbox); ``ResultsStore`` is them all, the one object
-callers hold. The schema is tables.py, brought up to date on open by migrate.py.
+stored_verdicts, stored_memo, outbox, stored_changes); ``ResultsStore`` is them all, the
+one object callers hold. The schema is tables.py, brought up to date on open by migrate.py.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from eval_pipeline.core.store.database import (
 )
 from eval_pipeline.core.store.outbox import Outbox
 from eval_pipeline.core.store.records import RunRecord
+from eval_pipeline.core.store.stored_changes import StoredChanges
 from eval_pipeline.core.store.stored_memo import StoredMemo
 from eval_pipeline.core.store.stored_outputs import StoredOutputs
 from eval_pipeline.core.store.stored_runs import StoredRuns
@@ -31,7 +32,8 @@ from eval_pipeline.core.store.stored_verdicts import StoredVerdicts
 __all__ = ["ResultsStore", "ResultsStoreError"]
 
 
-class ResultsStore(StoredRuns, StoredOutputs, StoredScores, StoredVerdicts, StoredMemo, Outbox):
+class ResultsStore(StoredRuns, StoredOutputs, StoredScores, StoredVerdicts, StoredMemo, Outbox,
+                   StoredChanges):  # fmt: skip
     def __init__(self, url: str):
         self.url = normalise_url(url)
         check_backend(self.url)

@@ -33,15 +33,14 @@ class StoredVerdicts(OnEngine):
             ).first()
         return Summary.from_dict(row[0]) if row else None
 
-    def settle_run(self, run_id: str, status: RunStatus,
-                   verdict: VerdictRecord | None = None) -> None:  # fmt: skip
-        """The run has ended with its verdict known: complete, error or stopped."""
+    def settle_run(self, run_id: str, status: RunStatus, verdict: VerdictRecord | None = None,
+                   *, not_baseline: str | None = None) -> None:  # fmt: skip
+        """The run has ended with its verdict known: complete, error or stopped (and, with
+        ``not_baseline``, why it may never be a baseline)."""
         with self.engine.begin() as conn:
-            conn.execute(
-                update(runs)
-                .where(runs.c.run_id == run_id)
-                .values(status=status.value, finished_at=utcnow(), error=None)
-            )
+            conn.execute(update(runs).where(runs.c.run_id == run_id).values(
+                status=status.value, finished_at=utcnow(), error=None,
+                not_baseline=not_baseline))  # fmt: skip
             if verdict is not None:
                 conn.execute(delete(verdicts).where(verdicts.c.run_id == run_id))
                 conn.execute(insert(verdicts).values(**asdict(verdict)))

@@ -53,6 +53,7 @@ runs = Table(
     Column("code_commit", String(80)),  # NULL in stores written before it
     Column("stopped", Text),  # why the run stopped before its items ran out (a budget)
     Column("owner", String(300)),  # the process driving an in-process run (abandoned runs)
+    Column("not_baseline", Text),  # why it may never be a baseline, decided when it settled
     Index("ix_runs_suite_version_status", "suite", "prompt_version", "status"),
 )  # fmt: skip
 item_outputs = Table(
@@ -105,6 +106,23 @@ verdicts = Table(
     Column("ci_high", Float),
     Column("baseline_run_id", String(200)),
     Column("decided_after", Text),
+)  # fmt: skip
+
+# What a team decided about its suites' baselines, kept as history (nothing is deleted):
+# a run retired (never a baseline) or restored, a suite's baseline pinned to a run or
+# unpinned; the latest change of a run (retire/restore) or of a suite and label
+# (pin/unpin) is what holds (stored_changes.py).
+baseline_changes = Table(
+    "baseline_changes", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("suite", String(100), nullable=False),
+    Column("run_id", String(200), nullable=False),
+    Column("action", String(20), nullable=False),  # retire, restore, pin, unpin
+    Column("label", String(100)),  # a pin's baseline label
+    Column("by", String(200), nullable=False),
+    Column("why", Text, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Index("ix_baseline_changes_suite", "suite"),
 )  # fmt: skip
 
 # Deliveries to external systems (e.g. scores to Langfuse) that failed and wait for the next
