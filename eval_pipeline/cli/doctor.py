@@ -419,7 +419,8 @@ CHECKS: tuple[Check, ...] = (
 
 # A check that means nothing when another failed: probing a server that cannot be reached
 # would only repeat the endpoint's failure as a second problem.
-REQUIRES: dict[Check, str] = {check_model_probe: "model endpoint"}
+REQUIRES: dict[Check, str] = {check_model_probe: "model endpoint",
+                              check_agent_endpoint: "model endpoint"}  # fmt: skip
 
 
 def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
