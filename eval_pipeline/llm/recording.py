@@ -58,6 +58,7 @@ from eval_pipeline.core.running.ids import steady
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.util.redact import redact_url, scrub
+from eval_pipeline.llm.agent_endpoint import agent_environment
 from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
@@ -78,8 +79,6 @@ def keys_for_replay(replay: bool = True) -> Iterator[list[str]]:
     """While a replay runs: each unset SDK key variable set to a placeholder (a replay
     sends nothing: CI replays with no key at all), unset again after
     (llm/agent_endpoint.py ``agent_environment``, the one place that decides)."""
-    from eval_pipeline.llm.agent_endpoint import agent_environment
-
     with agent_environment(LLMSettings(), replay=replay) as lent:
         yield list(lent)
 
