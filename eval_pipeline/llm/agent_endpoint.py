@@ -39,8 +39,10 @@ def agent_variables(llm: LLMSettings, declared: Mapping[str, str], *, replay: bo
     """The variables a run sets for the agent (see the module's docstring), each one the
     environment ``environ`` does not set."""
     found: dict[str, str] = {}
-    if not replay and llm.base_url and not any(environ.get(n) for n in OPENAI_VARIABLES):
-        found["OPENAI_BASE_URL"] = llm.base_url
+    configured = llm.base_url or llm.api_key
+    if not replay and configured and not any(environ.get(n) for n in OPENAI_VARIABLES):
+        if llm.base_url:  # (none: OpenAI's own, with EVAL_LLM_API_KEY)
+            found["OPENAI_BASE_URL"] = llm.base_url
         found["OPENAI_API_KEY"] = llm.api_key.get_secret_value() if llm.api_key else NO_KEY
     for name, value in declared.items():
         if not environ.get(name) and name not in found:

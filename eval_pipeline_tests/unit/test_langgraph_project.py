@@ -157,6 +157,8 @@ def _zoo_context(monkeypatch, tmp_path):
     # one export of EVAL_LLM_* reaches the agent's own OpenAI clients
     ({}, {}, False, {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
                      "OPENAI_API_KEY": "sk-eval-endpoint"}),
+    # OpenAI's own API with EVAL_LLM_API_KEY: the key alone
+    ({}, {}, "key only", {"OPENAI_API_KEY": "sk-eval-endpoint"}),
     # the team's own OPENAI_* win (both are theirs: no half of each)
     ({"OPENAI_API_KEY": "sk-theirs"}, {}, False, {}),
     ({"OPENAI_BASE_URL": "http://gw/v1"}, {}, False, {}),
@@ -169,8 +171,10 @@ def _zoo_context(monkeypatch, tmp_path):
     ({}, {}, True, {"OPENAI_API_KEY": REPLAY_KEY, "ANTHROPIC_API_KEY": REPLAY_KEY}),
 ])  # fmt: skip
 def test_where_the_agents_own_clients_are_pointed(environ, declared, replay, expected):
-    settings = LLMSettings() if replay else ENDPOINT
-    assert agent_variables(settings, declared, replay=replay, environ=environ) == expected
+    settings = {True: LLMSettings(), False: ENDPOINT,
+                "key only": LLMSettings.create(api_key="sk-eval-endpoint")}[replay]
+    assert agent_variables(settings, declared, replay=replay is True,
+                           environ=environ) == expected  # fmt: skip
 
 
 def test_the_agents_environment_is_set_while_it_runs_and_said_without_its_key(monkeypatch):
