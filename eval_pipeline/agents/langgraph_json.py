@@ -35,6 +35,7 @@ from typing import Any
 from eval_pipeline.agents.project_errors import ProjectError
 
 FILE = "langgraph.json"
+JS = {".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"}  # langgraph_cli's node graphs: not ours
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)\s*=\s*(.*?)\s*$")
 
 
@@ -133,6 +134,8 @@ def _graph(path: Path, name: str, spec: Any,
                         "or package.module:attribute")  # fmt: skip
         return None
     location, _, attribute = spec.rpartition(":")
+    if Path(location).suffix in JS:  # a JavaScript graph of the same deployment
+        return None
     if not location.endswith(".py") and "/" not in location:
         return spec, None  # package.module:attribute
     file = (path.parent / location).resolve()

@@ -44,6 +44,10 @@ def test_memory_agents_langgraph_json_reads_as_the_server_reads_it(tmp_path):
     assert found.env == {"OPENAI_API_KEY": "sk-from-dotenv", "MODEL": "openai/x"}
     assert found.graph_id("memory_agent.graph:graph") == "agent"
     assert langgraph_json.find(tmp_path) is None
+    mixed = json.loads((root / "langgraph.json").read_text())
+    mixed["graphs"]["web"] = "./src/web/graph.ts:graph"  # a JavaScript graph: not ours to run
+    (root / "langgraph.json").write_text(json.dumps(mixed))
+    assert langgraph_json.find(root).graphs == {"agent": "memory_agent.graph:graph"}
 
 
 @pytest.mark.parametrize(("declared", "expected"), [
