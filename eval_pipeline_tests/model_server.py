@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible server: the offline model behind ``POST /v1/chat/completions``.
+"""A local OpenAI-compatible server: the offline model behind ``POST /v1/chat/completions``,
+and ``POST /v1/embeddings`` (a word-hashing embedding: texts that share words are near).
 
 Used by tests (the ChatOpenAI path over real HTTP) and by benchmarks (fixed latency).
 Binds to 127.0.0.1 only.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import socket
 import sys
 import threading
@@ -287,6 +289,18 @@ def create_app(
             return answer
         return await answer_at(due, answer)
 
+    async def embeddings(request: Request) -> JSONResponse:
+        body = await request.json()
+        stats["embeddings"] = stats.get("embeddings", 0) + 1
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        dims = int(body.get("dimensions") or 1536)
+        data = [{"object": "embedding", "index": i, "embedding": word_vector(str(t), dims)}
+                for i, t in enumerate(texts)]  # fmt: skip
+        used = sum(len(str(t).split()) for t in texts)
+        return JSONResponse({"object": "list", "data": data, "model": body.get("model"),
+                             "usage": {"prompt_tokens": used, "total_tokens": used}})  # fmt: skip
+
     async def stats_view(request: Request) -> JSONResponse:
         return JSONResponse(stats)
 
@@ -303,11 +317,23 @@ def create_app(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", list_models),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/stats", stats_view),
         ]
     )
     app.state.stats = stats
     return app
+
+
+def word_vector(text: str, dims: int) -> list[float]:
+    """A unit vector with a weight in one dimension per word (by a stable hash)."""
+    import hashlib
+
+    vector = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [round(v / norm, 6) for v in vector]
 
 
 class BackgroundServer:

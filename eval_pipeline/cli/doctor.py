@@ -7,10 +7,12 @@ written anywhere, and every message passes through the secret redactor.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from sqlalchemy.engine import make_url
@@ -230,6 +232,83 @@ def check_model_probe() -> Finding:
     return Finding("model probe", True, served + "; ".join(report.facts))
 
 
+def check_agent_endpoint() -> Finding:
+    """Where the agents' own model clients will send their requests in a live or recorded
+    run (llm/agent_endpoint.py: OPENAI_* as set, else from EVAL_LLM_*, else langgraph.json's
+    env), probed; and, for each graph whose context names its model, that this endpoint
+    serves it."""
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.llm.model_settings import LLMSettings
+
+    project = load_project()
+    declared = project.langgraph.env if project.langgraph else {}
+    models = {}
+    for name in project.suite_names:
+        if (model := suite_context_model(project, name)) is not None:
+            models[name] = model
+    return agent_endpoint_finding(LLMSettings.from_env(), declared, models)
+
+
+def suite_context_model(project: Any, name: str) -> str | None:
+    """The model a graph suite's context names for the graph's own client, if any."""
+    from eval_pipeline.agents.adapters.graph import context_model
+    from eval_pipeline.agents.targets import import_target
+
+    agent = project.config.suites[name].agent
+    path = agent if isinstance(agent, str) else agent.get("graph")
+    values = agent.get("context") if isinstance(agent, dict) else None
+    try:
+        return context_model(import_target(path), values) if isinstance(path, str) else None
+    except ImportError:  # (the suites check names it)
+        return None
+
+
+def agent_endpoint_finding(llm: Any, declared: Mapping[str, str],
+                           models: Mapping[str, str]) -> Finding:  # fmt: skip
+    """The agent's endpoint, said and probed (doctor, init): a configured one must answer
+    and list the models the suites' contexts name; a provider other than OpenAI's needs
+    its own key."""
+    from eval_pipeline.llm.agent_endpoint import agent_endpoint, endpoint_settings
+    from eval_pipeline.llm.endpoint import available_models, busy
+
+    endpoint = agent_endpoint(llm, declared)
+    detail = f"the agent's own OpenAI clients call {endpoint.describe()}"
+    problems, fixes = [], []
+    openai_models = {}
+    for suite, model in models.items():
+        provider, name = re.split(r"[/:]", model, maxsplit=1)
+        if provider == "openai":
+            openai_models[suite] = name
+            continue
+        key = f"{provider.upper()}_API_KEY"
+        if not os.environ.get(key):
+            problems.append(f"suite {suite}: its context's model {model} calls {provider}'s "
+                            f"API, and {key} is not set")  # fmt: skip
+            fixes.append(f"set agent.context: {{model: openai/MODEL}} in the project file to "
+                         f"call the endpoint above, or set {key}")  # fmt: skip
+    if openai_models:
+        detail += "; models from agent.context: " + ", ".join(
+            f"{s} {m}" for s, m in openai_models.items())  # fmt: skip
+    configured = not endpoint.source.startswith("OpenAI's default")
+    if configured:
+        try:
+            listed = available_models(endpoint_settings(endpoint, llm.model))
+        except Exception as exc:
+            problems.append(busy(exc) or redact(f"{type(exc).__name__}: {exc}")[:300])
+            fixes.append(f"check that {endpoint.base_url} is reachable and its key valid")
+            listed = None
+        else:
+            detail += ": reachable" + (f", {len(listed)} model(s)" if listed is not None else "")
+        for suite, name in openai_models.items():
+            if listed is not None and name not in listed:
+                problems.append(f"suite {suite}: {name} is not among its models")
+                fixes.append("set agent.context.model to openai/ and one of its models")
+    if problems:
+        return Finding("agent endpoint", False, redact(f"{detail}; " + "; ".join(problems)),
+                       "; ".join(dict.fromkeys(fixes)))  # fmt: skip
+    return Finding("agent endpoint", True, redact(detail))
+
+
 def check_langfuse() -> Finding:
     """Keys accepted, the server's version (is it one we support?), and scores that wait in
     the outbox or were set aside as undeliverable."""
@@ -333,14 +412,15 @@ def check_dagster_instance() -> Finding:
 
 CHECKS: tuple[Check, ...] = (
     check_configuration, check_suites, check_agents, check_prompts, check_model_endpoint,
-    check_model_probe,
+    check_model_probe, check_agent_endpoint,
     check_langfuse, check_results_store, check_dagster_instance,
 )  # fmt: skip
 
 
 # A check that means nothing when another failed: probing a server that cannot be reached
 # would only repeat the endpoint's failure as a second problem.
-REQUIRES: dict[Check, str] = {check_model_probe: "model endpoint"}
+REQUIRES: dict[Check, str] = {check_model_probe: "model endpoint",
+                              check_agent_endpoint: "model endpoint"}  # fmt: skip
 
 
 def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[Finding]:

@@ -15,6 +15,7 @@ it is.
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ import click
 import yaml
 
 from eval_pipeline import settings
+from eval_pipeline.agents import langgraph_json
+from eval_pipeline.agents.langgraph_json import LangGraphJson
 from eval_pipeline.agents.project.schema import SUITE_NAME
 from eval_pipeline.agents.targets import IMPORT_PATH, import_target, importable, kind_of
 from eval_pipeline.cli.report import console
@@ -105,6 +108,7 @@ class Scaffolded:
     written: list[Path] = field(default_factory=list)
     prompt_note: str = ""  # what init did about --prompt
     margin_note: str = ""  # what the margin it wrote needs
+    notes: list[str] = field(default_factory=list)  # langgraph.json, the agent's endpoint
 
 
 def scaffold_suite(
@@ -114,6 +118,9 @@ def scaffold_suite(
     if not SUITE_NAME.match(name):
         raise ScaffoldError(f"--name {name!r}: use letters, digits, '_' and '-' (at most 64)")
     project = settings.project_file() or Path.cwd() / settings.PROJECT_FILE
+    graphs = _langgraph(project)
+    if graphs is not None and agent in graphs.graphs:  # a graph's id in langgraph.json
+        agent = graphs.graphs[agent]
     kind, target, declared = _agent(agent, project)
     existing = _suites(project)
     if name in existing:
@@ -128,6 +135,7 @@ def scaffold_suite(
         name=name, agent=declared, dataset=dataset,
         prompt=f"\n    prompt: {prompt}" if prompt else "",
     )  # fmt: skip
+    entry = entry.replace("agent: \n", "agent:\n")  # (the mapping form: no trailing space)
     text = (project.read_text(encoding="utf-8") if project.exists() else HEADER).rstrip("\n")
     updated = text + "\n" + entry
     if name not in _suites_of(updated, project):
@@ -145,7 +153,40 @@ def scaffold_suite(
     margin = _margin_note()
     thresholds.write_text(THRESHOLDS.format(name=name, **margin), encoding="utf-8")
     project.write_text(updated, encoding="utf-8")
-    return Scaffolded(kind, cases, [project, cases, thresholds], note, margin["advice"])
+    notes = [_langgraph_note(graphs, agent)] if graphs is not None else []
+    if kind != "http":
+        notes.append(_endpoint_note(project, name, target))
+    return Scaffolded(kind, cases, [project, cases, thresholds], note, margin["advice"], notes)
+
+
+def _langgraph_note(graphs: LangGraphJson, agent: str) -> str:
+    """What init took from langgraph.json, and what each item will get from it."""
+    graph = graphs.graph_id(agent)
+    store = "a fresh in-memory store" + (
+        f" (index {graphs.index.embed}, {graphs.index.dims} dims)" if graphs.index else "")
+    saver = " and checkpointer" if graphs.checkpointer else ""
+    env = f"; its env ({len(graphs.env)} variable(s)) is set for the agent" if graphs.env else ""
+    said = f"graph {graph!r} is {agent}; " if graph else ""
+    return f"{graphs.path}: {said}each item gets {store}{saver}{env}"
+
+
+def _endpoint_note(project: Path, suite: str, target: object) -> str:
+    """Where the agent's own model clients will send their requests, probed (doctor's
+    ``agent endpoint`` check, for the suite just written)."""
+    from eval_pipeline.agents.project import load_project
+    from eval_pipeline.agents.project_errors import ProjectError
+    from eval_pipeline.cli.doctor import agent_endpoint_finding, suite_context_model
+    from eval_pipeline.llm.model_settings import LLMSettings
+
+    try:
+        loaded = load_project(project)
+    except ProjectError as exc:  # (another suite's problem: run and doctor will say it)
+        return f"the agent's endpoint: not told, the project does not load: {exc.problems[0]}"
+    declared = loaded.langgraph.env if loaded.langgraph else {}
+    model = suite_context_model(loaded, suite)
+    found = agent_endpoint_finding(LLMSettings.from_env(), declared,
+                                   {suite: model} if model else {})  # fmt: skip
+    return found.detail if found.ok else f"{found.detail} (to fix: {found.fix})"
 
 
 def _margin_note() -> dict[str, str]:
@@ -255,9 +296,13 @@ def _agent(agent: str, project: Path) -> tuple[str, object, str]:
             None,
             f"{{http: {agent}}}\n    # version: 1.0.0   # set it, and unchanged items are reused",
         )
-    if not IMPORT_PATH.match(agent):
-        raise ScaffoldError(f"--agent {agent!r}: write package.module:attribute or an http URL")
     importable(project.parent)
+    declared = _langgraph(project)
+    if not IMPORT_PATH.match(agent):
+        ids = f", or one of langgraph.json's graphs ({', '.join(declared.graphs)})" if (
+            declared) else ""  # fmt: skip
+        raise ScaffoldError(f"--agent {agent!r}: write package.module:attribute or an http "
+                            f"URL{ids}")  # fmt: skip
     try:
         target = import_target(agent)
     except ImportError as exc:
@@ -268,7 +313,41 @@ def _agent(agent: str, project: Path) -> tuple[str, object, str]:
             f"--agent {agent} is a {type(target).__name__}: expected a compiled LangGraph "
             "graph, a factory(ctx) returning one, or fn(input, ctx) -> dict"
         )
+    if (model := _context_model(target)) is not None:
+        return kind, target, (f"\n      graph: {agent}\n      context: {{model: {model}}}   "
+                              f"# {CONTEXT_MODEL_NOTE}")  # fmt: skip
     return kind, target, agent
+
+
+CONTEXT_MODEL_NOTE = ("the graph's own model (its Context.model): its client calls "
+                      "OPENAI_BASE_URL (docs/own-agent.md#the-agents-own-model-endpoint)")
+
+
+def _langgraph(project: Path) -> LangGraphJson | None:
+    """The langgraph.json beside the project file, its graphs' code made importable."""
+    from eval_pipeline.agents.project_errors import ProjectError
+
+    try:
+        declared = langgraph_json.find(project.parent)
+    except ProjectError as exc:
+        raise ScaffoldError("; ".join(exc.problems)) from exc
+    for root in declared.roots if declared else ():
+        importable(root)
+    return declared
+
+
+def _context_model(target: object) -> str | None:
+    """For a graph whose context names its model (LangChain's templates' ``Context.model``,
+    built with ``init_chat_model``): the model to write into ``agent.context``, EVAL_LLM_MODEL's
+    on the OpenAI-compatible endpoint (the template's default often names another
+    provider)."""
+    from eval_pipeline.agents.adapters.graph import context_model
+
+    default = context_model(target)
+    if default is None:
+        return None
+    separator = "/" if "/" in default.split(":")[0] else ":"
+    return f"openai{separator}{os.environ.get('EVAL_LLM_MODEL') or 'gpt-4o-mini'}"
 
 
 def _suites(project: Path) -> dict:
@@ -320,5 +399,7 @@ def init(agent_path: str, name: str, dataset_dir: str | None, prompt_name: str |
     if made.prompt_note:
         console.print(made.prompt_note)
     console.print(f"margin {MARGIN} in {made.written[-1].name}: {made.margin_note}")
+    for note in made.notes:
+        console.print(note)
     console.print(f"Suite {name!r}: {made.agent_kind} {agent_path}. Next: put real cases in "
                   f"{made.cases_file}, then\n  eval-pipeline run --suite {name}")  # fmt: skip

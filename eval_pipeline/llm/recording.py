@@ -45,7 +45,6 @@ import difflib
 import hashlib
 import io
 import json
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -67,7 +66,8 @@ from eval_pipeline.core.running.ids import (
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.util.redact import redact_url, scrub
-from eval_pipeline.llm.model_settings import REPLAY_KEY
+from eval_pipeline.llm.agent_endpoint import agent_environment
+from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
 Mode = Literal["record", "replay"]
@@ -80,26 +80,13 @@ VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
 
-# Variables an SDK reads its key from when a client is built: ``ChatOpenAI()`` at a
-# module's top raises without one, before anything is sent. A replay sends nothing (the
-# recordings answer, the seal refuses the rest), so when one is unset a placeholder stands
-# in for it: CI replays with no key at all.
-SDK_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 @contextlib.contextmanager
 def keys_for_replay(replay: bool = True) -> Iterator[list[str]]:
-    """While a replay runs: each unset SDK key variable set to a placeholder (unset again
-    after, so a later run in the same process is not taken for one with a key)."""
-    unset = [name for name in SDK_KEY_VARIABLES if replay and not os.environ.get(name)]
-    for name in unset:
-        os.environ[name] = REPLAY_KEY
-    try:
-        yield unset
-    finally:
-        for name in unset:
-            if os.environ.get(name) == REPLAY_KEY:
-                del os.environ[name]
+    """While a replay runs: each unset SDK key variable set to a placeholder (a replay
+    sends nothing: CI replays with no key at all), unset again after
+    (llm/agent_endpoint.py ``agent_environment``, the one place that decides)."""
+    with agent_environment(LLMSettings(), replay=replay) as lent:
+        yield list(lent)
 
 
 class RecordingsError(ConfigurationError):

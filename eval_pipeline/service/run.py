@@ -56,13 +56,13 @@ from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.core.traces import rerun
 from eval_pipeline.integrations import langfuse_scores
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
+from eval_pipeline.llm.agent_endpoint import agent_environment
 from eval_pipeline.llm.endpoint import model_source, require_model
 from eval_pipeline.llm.model_settings import LLMSettings, replaying
 from eval_pipeline.llm.recording import (
     Belongs,
     Entry,
     RecordingSession,
-    keys_for_replay,
     load_entries,
     recorded_model,
 )
@@ -182,10 +182,18 @@ def prepare(env: Environment, request: RunRequest,
     """Everything up to the first model call; any problem raises an ``EvalError`` and
     nothing is written. ``cases``: the suite's cases as an earlier ``prepare`` of this run
     loaded them (``replan``); then the request must be pinned, and the model endpoint was
-    checked already. A replay builds its agent with placeholder SDK keys
-    (``keys_for_replay``: a module-level client needs one), as it runs."""
-    with keys_for_replay(request.recording == "replay"):
+    checked already. The agent is built with its own clients' settings
+    (``agent_settings``), as it runs."""
+    with agent_settings(env, request.recording):
         return _prepare(env, request, cases)
+
+
+def agent_settings(env: Environment, recording: Recording) -> AbstractContextManager[Any]:
+    """While the agent is built and runs: its own model clients' settings
+    (llm/agent_endpoint.py: OPENAI_* from EVAL_LLM_*, langgraph.json's env, a replay's
+    placeholder keys), each where the environment sets none."""
+    declared = env.project.langgraph.env if env.project.langgraph else {}
+    return agent_environment(env.llm, declared, replay=recording == "replay")
 
 
 def _prepare(env: Environment, request: RunRequest,
@@ -324,8 +332,10 @@ def produce(prepared: Prepared, *, shard: Shard | None = None,
             progress: Progress | None = None) -> list[ItemOutput]:  # fmt: skip
     """The agent on the plan's items (or one ``shard``'s); a run that records or replays
     does it inside its recording session (``Prepared.session``), opened by the driver."""
-    outputs = evaluation.produce(prepared.store, prepared.plan, prepared.agent(), shard=shard,
-                                 prices=prepared.env.prices, progress=progress)  # fmt: skip
+    with agent_settings(prepared.env, prepared.request.recording):
+        outputs = evaluation.produce(prepared.store, prepared.plan, prepared.agent(),
+                                     shard=shard, prices=prepared.env.prices,
+                                     progress=progress)  # fmt: skip
     prepared.env.services.flush()
     return outputs
 
@@ -368,9 +378,10 @@ def conclude(prepared: Prepared, *, progress: Progress | None = None) -> EvalRes
     the summary, and no verdict (core/traces/rerun.py ``conclude_failures``)."""
     if prepared.on_failures:
         return rerun.conclude_failures(prepared.store, prepared.plan, scored_cases(prepared))
-    return evaluation.conclude(prepared.store, prepared.plan, scored_cases(prepared),
-                               prepared.agent, prices=prepared.env.prices,
-                               progress=progress)  # fmt: skip
+    with agent_settings(prepared.env, prepared.request.recording):  # (more cases may run)
+        return evaluation.conclude(prepared.store, prepared.plan, scored_cases(prepared),
+                                   prepared.agent, prices=prepared.env.prices,
+                                   progress=progress)  # fmt: skip
 
 
 def write_back(prepared: Prepared, result: EvalResult) -> Finished:
@@ -419,7 +430,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> F
     abandoned = abandon_ended(prepared.store)
     prepared.plan.run.owner = process.this_process()  # (a later start can tell it ended)
     session = prepared.session()
-    with keys_for_replay(prepared.request.recording == "replay"):  # (as prepare built it)
+    with agent_settings(prepared.env, prepared.request.recording):  # (as prepare built it)
         choose_baseline(prepared)
         with session:
             start(prepared)

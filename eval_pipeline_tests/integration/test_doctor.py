@@ -260,3 +260,67 @@ def test_a_busy_single_slot_server_is_reported_busy_not_misconfigured(home, monk
     text = " ".join(out.split())
     assert code == 1 and "is busy" in text and "EVAL_LLM_CHECK_TIMEOUT_S" in text
     assert "EVAL_LLM_API_KEY is valid" not in text
+
+
+def folded_row(output: str, check: str) -> str:
+    """A row's status, found and fix cells, each with its folded lines joined."""
+    lines = output.splitlines()
+    start = lines.index(row(output, check))
+    rows = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("│") or line.split("│")[1].strip():
+            break
+        rows.append(line)
+    cells = [" ".join(" ".join(r.split("│")[k] for r in rows).split()) for k in (2, 3, 4)]
+    return " | ".join(cells)
+
+
+def test_doctor_says_and_probes_the_endpoint_the_agents_own_client_calls(tmp_path, monkeypatch):
+    """memory-agent's graph builds its own model from ``Context.model`` with
+    ``init_chat_model``: doctor says where that client goes (OPENAI_* from the exported
+    EVAL_LLM_*), probes it, and names a context model that endpoint cannot serve (the
+    template's Anthropic default, a model it does not list), never showing the key."""
+    import shutil
+
+    import yaml
+
+    from eval_pipeline_tests.helpers import in_team_project
+    from eval_pipeline_tests.teams import ZOO
+
+    root = tmp_path / "memory-agent"
+    shutil.copytree(ZOO / "memory_agent", root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "evals").mkdir()
+    (root / "evals" / "cases.yaml").write_text(yaml.safe_dump([{
+        "id": "tell", "input": {"message": "I love hiking."},
+        "expected_output": {"expected_tools": ["upsert_memory"]},
+        "metadata": {"category": "tell", "difficulty": "easy", "tier": "smoke"}}]))  # fmt: skip
+
+    def declare(context: dict | None) -> None:
+        agent = {"graph": "memory_agent.graph:graph"} | ({"context": context} if context else {})
+        suite = {"agent": agent, "dataset": "evals", "evaluators": ["correctness"]}
+        (root / "eval-pipeline.yaml").write_text(yaml.safe_dump({"suites": {"memory": suite}}))
+
+    declare(None)
+    with in_team_project(tmp_path, monkeypatch, root / "eval-pipeline.yaml", "memory_agent"), \
+            LocalOpenAIServer(models=["stub-1"]) as server:  # fmt: skip
+        monkeypatch.setenv("COLUMNS", "250")
+        for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MODEL"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("EVAL_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVAL_LLM_API_KEY", PLANTED)
+        monkeypatch.setenv("EVAL_LLM_MODEL", "stub-1")
+        said = {}
+        for context in (None, {"model": "openai/gpt-9"}, {"model": "openai/stub-1"}):
+            declare(context)
+            _, out = doctor()
+            assert PLANTED not in out
+            said[str(context)] = folded_row(out, "agent endpoint")
+    endpoint = (f"the agent's own OpenAI clients call {server.base_url} (EVAL_LLM_BASE_URL, "
+                "as OPENAI_BASE_URL; key from EVAL_LLM_API_KEY, as OPENAI_API_KEY)")  # fmt: skip
+    default, unlisted, served = said.values()
+    assert "FAIL" in default and endpoint in default, default
+    assert ("suite memory: its context's model anthropic/claude-sonnet-4-5-20250929 calls "
+            "anthropic's API, and ANTHROPIC_API_KEY is not set") in default
+    assert "set agent.context: {model: openai/MODEL}" in default
+    assert "FAIL" in unlisted and "suite memory: gpt-9 is not among its models" in unlisted
+    assert "ok" in served and "memory stub-1: reachable, 1 model(s)" in served, served

@@ -1,7 +1,11 @@
 """A LangGraph graph as the agent under test, with a generic output contract.
 
-Each item runs on a thread of its own (and a fresh in-memory checkpointer when the graph
-was compiled with one, so items never share state). The case input becomes the graph's
+Each item runs on a thread of its own, with a fresh in-memory store (adapters/stores.py)
+and a fresh in-memory checkpointer when the graph was compiled with one or its
+``langgraph.json`` declares one, so items never share state; what else the factory built
+is the run's. A graph with a ``context_schema`` gets ``agent.context`` there, and the
+prompt under test as its ``system_prompt`` field when it has one and the suite declares a
+prompt (LangChain's templates read their prompt there). The case input becomes the graph's
 input state; the output contract is read from the run:
 
 - ``messages``: the final state's messages in OpenAI format;
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +58,7 @@ from eval_pipeline.agents.adapters.stepwise import (
     stepwise,
     stepwise_spec,
 )
+from eval_pipeline.agents.adapters.stores import StoreSpec
 from eval_pipeline.agents.context import AgentContext, ContextAgent
 from eval_pipeline.agents.langfuse_prompt import serving
 from eval_pipeline.agents.project_errors import AgentBuildError
@@ -102,6 +108,8 @@ class GraphOptions:
     customer: Customer | None = None  # plays conversation cases after their scripted turns
     context: Mapping[str, Any] | None = None  # the graph's runtime context (context_schema)
     configurable: Mapping[str, Any] | None = None  # more of the run's config["configurable"]
+    store: StoreSpec = field(default_factory=StoreSpec)  # each item's store (its index)
+    checkpointer: bool = False  # declared in langgraph.json: each item gets a fresh one
 
 
 InputShape = Literal["state", "messages", "text"]
@@ -112,7 +120,7 @@ class GraphAgent(ContextAgent):
         super().__init__(ctx)
         self.graph, self.options = graph, options
         self.shape = input_shape(graph)
-        self.context = runtime_context(graph, options.context)
+        self.context = runtime_context(graph, options.context, ctx)
 
     @functools.cached_property
     def offered_tools(self) -> frozenset[str] | None:
@@ -129,8 +137,11 @@ class GraphAgent(ContextAgent):
         graph = self.graph
         spec = conversation_spec(case)
         script = ResumeScript.of(case.input)
-        if graph.checkpointer not in (None, False) or spec is not None or script:
-            graph = graph.copy({"checkpointer": fresh_checkpointer(graph)})
+        fresh: dict[str, Any] = {"store": self.options.store.fresh(graph)}
+        if (graph.checkpointer not in (None, False) or self.options.checkpointer
+                or spec is not None or script):  # fmt: skip
+            fresh["checkpointer"] = fresh_checkpointer(graph)
+        graph = graph.copy(fresh)
         config: RunnableConfig = {
             "configurable": {
                 **(self.options.configurable or {}),
@@ -149,7 +160,8 @@ class GraphAgent(ContextAgent):
             self.options.stepwise and isinstance(case.expected_output, dict)
         ) else None  # fmt: skip
         if reference and self.options.stepwise and not run.paused:
-            output |= await stepwise(self.graph, self.options.stepwise, reference, callbacks,
+            forced = self.graph.copy({"store": self.options.store.fresh(self.graph)})
+            output |= await stepwise(forced, self.options.stepwise, reference, callbacks,
                                      self.context)  # fmt: skip
         return AgentResult(output)
 
@@ -207,23 +219,57 @@ def input_shape(graph: Pregel) -> InputShape:
     return shapes.get(kind, "messages")
 
 
-def runtime_context(graph: Pregel, values: Mapping[str, Any] | None) -> Any:
+def runtime_context(graph: Pregel, values: Mapping[str, Any] | None,
+                    ctx: AgentContext | None = None) -> Any:  # fmt: skip
     """The runtime context a graph with a ``context_schema`` is invoked with (LangGraph's
-    ``context=``; the react-agent template reads its prompt and model there): the schema
-    built from ``agent.context`` in the project file, its defaults for the rest."""
+    ``context=``; the react-agent and memory-agent templates read their prompt and model
+    there): the schema built from ``agent.context`` in the project file, the prompt under
+    test as its ``system_prompt`` field (when it has one, the suite declares a prompt and
+    ``agent.context`` does not set it), its defaults for the rest."""
     schema = getattr(graph, "context_schema", None)
     if schema is None:
         if values:
             raise GraphInputError("agent.context is set, but the graph has no context_schema")
         return None
+    values = dict(values or {})
+    if (ctx is not None and ctx.prompt_version is not None and "system_prompt" not in values
+            and "system_prompt" in context_fields(schema)):  # fmt: skip
+        values["system_prompt"] = ctx.system_prompt()
     try:
-        return schema(**dict(values or {}))
+        return schema(**values)
     except Exception as exc:
         raise GraphInputError(
             f"the graph's context_schema {getattr(schema, '__name__', schema)} cannot be built "
             f"from agent.context {dict(values or {})}: {type(exc).__name__}: {exc}; give its "
             "required fields in agent.context"
         ) from exc
+
+
+def context_fields(schema: Any) -> tuple[str, ...]:
+    """The field names of a context schema: a dataclass, a pydantic model or a TypedDict."""
+    if dataclasses.is_dataclass(schema):
+        return tuple(f.name for f in dataclasses.fields(schema) if f.init)
+    fields = getattr(schema, "model_fields", None) or getattr(schema, "__annotations__", {})
+    return tuple(fields)
+
+
+def context_model(graph: Any, values: Mapping[str, Any] | None = None) -> str | None:
+    """The model a graph's context names for the graph's own client, as LangChain's
+    templates write it (``Context.model``: "provider/model" or "provider:model", built with
+    ``init_chat_model``): ``agent.context``'s, else the schema's default; None for a graph
+    without one."""
+    schema = getattr(graph, "context_schema", None)
+    if schema is None or "model" not in context_fields(schema):
+        return None
+    value = (values or {}).get("model")
+    if value is None and dataclasses.is_dataclass(schema):
+        value = next((f.default for f in dataclasses.fields(schema) if f.name == "model"), None)
+    elif value is None and (found := (getattr(schema, "model_fields", None) or {}).get("model")):
+        value = found.default
+    return value if isinstance(value, str) and MODEL_NAME.match(value) else None
+
+
+MODEL_NAME = re.compile(r"^[\w.-]+[/:]\S+$")  # provider/model or provider:model
 
 
 def graph_input(
@@ -476,7 +522,7 @@ class GraphKind(AgentKind):
         return f"graph {config.graph}", source_of(config.graph) if target is not None else ()
 
     def build(self, config: GraphConfig, build: Build) -> Agent:
-        target, ctx = import_target(config.graph), build.ctx
+        target, ctx, declared = import_target(config.graph), build.ctx, build.langgraph
         with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
             graph = target if is_graph(target) else call_factory(target, ctx, config.graph)
         if not is_graph(graph):
@@ -491,5 +537,7 @@ class GraphKind(AgentKind):
             stepwise=stepwise_spec(config.stepwise, build.llm) if config.stepwise else None,
             done_field=config.done_field, customer=build.customer, context=config.context,
             configurable=config.configurable,
+            store=StoreSpec(declared.index, declared.path.parent) if declared else StoreSpec(),
+            checkpointer=bool(declared and declared.checkpointer),
         )  # fmt: skip
         return GraphAgent(graph, options, ctx)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from eval_pipeline.agents.context import AgentContext
+from eval_pipeline.agents.langgraph_json import LangGraphJson
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.suites.conversation import Customer
 from eval_pipeline.llm.model_settings import LLMSettings
@@ -50,6 +51,7 @@ class Build:
     ctx: AgentContext  # the prompt version under test, the model settings, the dataset
     customer: Customer | None  # the simulated customer of conversation cases
     llm: LLMSettings
+    langgraph: LangGraphJson | None = None  # the project's langgraph.json, when it has one
 
 
 class AgentKind:

@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from eval_pipeline import settings
+from eval_pipeline.agents import langgraph_json
 from eval_pipeline.agents.adapters.kinds import (
     KINDS,
     AgentKind,
@@ -33,6 +34,7 @@ from eval_pipeline.agents.adapters.kinds import (
 )
 from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.customer import LLMCustomer, customer_version
+from eval_pipeline.agents.langgraph_json import LangGraphJson
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
 from eval_pipeline.agents.project_errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
@@ -79,9 +81,12 @@ def load_project(path: Path | str | None = None) -> Project:
     except ValidationError as exc:
         problems = _schema_problems(file, exc.errors())
         raise ProjectError(problems + _agent_problems(file, raw)) from None
+    declared = langgraph_json.find(file.parent)  # (its graphs' code importable first)
+    for root in declared.roots if declared else ():
+        importable(root)
     if problems := _import_plugins(file, config.plugins) or _agent_problems(file, raw):
         raise ProjectError(problems)
-    return Project(file, config)
+    return Project(file, config, declared)
 
 
 def _import_plugins(file: Path, modules: list[str]) -> list[str]:
@@ -200,6 +205,7 @@ def _short(value: Any, limit: int = 60) -> str:
 class Project:
     path: Path
     config: ProjectConfig
+    langgraph: LangGraphJson | None = None  # langgraph.json beside the project file
     _suites: dict[str, Suite] = field(default_factory=dict, repr=False)
 
     @property
@@ -493,7 +499,8 @@ def build_agent(
     """The agent for one run of ``suite`` with ``prompt`` on ``llm`` (factories run here)."""
     ctx = AgentContext(suite=suite, dataset_dir=dataset_dir, settings=llm, prompt_version=prompt)
     simulated = simulated_customer(customer, llm) if customer else None
-    return kind.build(config, Build(project.path, suite, ctx, simulated, llm))
+    return kind.build(config, Build(project.path, suite, ctx, simulated, llm,
+                                    project.langgraph))
 
 
 def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
