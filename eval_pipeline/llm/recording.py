@@ -76,6 +76,10 @@ Mode = Literal["record", "replay"]
 MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages",
                 ":generateContent", ":streamGenerateContent", "/converse", "/api/chat",
                 "/api/generate")  # fmt: skip
+# Routes whose bodies carry the agent's own text, so generated values made steady: the
+# model calls, and embeddings (a store's search embeds a query that may quote a memory's
+# uuid, as langchain-ai/memory-agent's does).
+STEADIED_ROUTES = (*MODEL_ROUTES, "/embeddings")
 VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
 
@@ -141,7 +145,8 @@ def matched(body: Any, path: str, generated: Generated | None = None) -> Any:
 
 
 def compared(body: Any, path: str, generated: Generated | None = None) -> Steadied:
-    """A request body as replay compares it. In a model call (``MODEL_ROUTES``): the ids
+    """A request body as replay compares it. In a model call or an embedding
+    (``STEADIED_ROUTES``): the ids
     the agent or a library made up — tool-call ids, message and run ids, and the uuids,
     ULIDs and ``generated`` patterns anywhere in its text — made steady
     (core/running/ids.py: the same value, the same placeholder, in order of first
@@ -149,7 +154,7 @@ def compared(body: Any, path: str, generated: Generated | None = None) -> Steadi
     them from a set whose order changes with the hash seed (langgraph-supervisor's handoff
     tools). Anything else that differs still misses; a request to any other API (a
     tool's) is compared as it is."""
-    if not path.endswith(MODEL_ROUTES):
+    if not path.endswith(STEADIED_ROUTES):
         return Steadied(body)
     found = steadied(body, generated)
     if isinstance(found.value, dict) and isinstance(found.value.get("tools"), list):

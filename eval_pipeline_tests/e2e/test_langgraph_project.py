@@ -202,9 +202,6 @@ def test_each_item_has_a_store_of_its_own(followed):
     assert items["tell-hobby"]["scores"]["correctness"] == 1.0
 
 
-@pytest.mark.xfail(strict=False, reason="issue 46 item 2 (another change): the memories' "
-                   "uuid4() ids reach the tool results, the next system prompt and the "
-                   "store's search query, and replay normalises ids only under id keys")
 def test_ci_replays_the_gate_with_no_endpoint_and_no_key(followed, tmp_path):
     root, env, _, _, ci = followed
     ci_env = {k: v for k, v in env.items() if not k.startswith(("EVAL_LLM_", "OPENAI_"))}
