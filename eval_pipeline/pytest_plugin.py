@@ -15,16 +15,25 @@ it as tests (docs/running.md, "From pytest").
   ``--eval-recording`` says otherwise.
 - The run options are the CLI's flags with ``--eval-`` for ``--`` (cli/run_flags.py).
 
-Not under pytest-xdist (``-n``): a run is one process's (its own ``--eval-workers``
-shares the items over processes), so ``-n`` with ``--eval-suite`` is refused.
+A marked test function (``@pytest.mark.eval_suite(NAME, **evaluate()'s options)``) is
+the same: its suite's tests in its place, the function run in the verdict test with the
+result, for the team's own assertions.
 
-Everything heavy is imported only when a suite is asked for: the plugin is loaded by every
-pytest session of an environment that has the package.
+Not under pytest-xdist (``-n``): a run is one process's (its own ``--eval-workers``
+shares the items over processes), and each worker would run it again, so ``-n`` is
+refused (``--eval-suite``: a usage error; a marked function: its module's collection
+error in each worker).
+
+The plugin is loaded by every pytest session of an environment that has the package: it
+imports only what its options are declared from (cli/run_flags.py: click and pydantic,
+~0.2 s) until a suite is asked for.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,30 +80,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "eval_pipeline: a case or the verdict of a suite "
-                                       "run by --eval-suite")  # fmt: skip
-    suites = config.getoption("eval_suite")
-    if not suites:
-        return
+                                       "the plugin runs")  # fmt: skip
+    config.addinivalue_line("markers", "eval_suite(name, **options): run this suite as "
+                                       "tests, with evaluate()'s options")  # fmt: skip
+    if config.getoption("eval_suite"):  # (the controller collects nothing: refused here)
+        refuse_xdist(config, "--eval-suite")
+    config.pluginmanager.register(Suites(config), "eval_pipeline_suites")
+
+
+def refuse_xdist(config: pytest.Config, said: str) -> None:
+    """A suite's run is one process's: under pytest-xdist each worker would run it again."""
     if getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
         raise pytest.UsageError(
-            "--eval-suite runs each suite once, in one process, and cannot be shared over "
+            f"{said}: a suite runs once, in one process, and cannot be shared over "
             "pytest-xdist workers: run it without -n (--eval-workers N splits the run's "
             "items over N processes)"
         )
-    config.pluginmanager.register(Suites(config, suites), "eval_pipeline_suites")
 
 
 def recording_of(config: pytest.Config) -> Recording:
     """--eval-recording, else replay under CI=true, else off."""
-    chosen = config.getoption("eval_recording")
+    chosen: Recording | None = config.getoption("eval_recording")
     if chosen is not None:
         return chosen
     return "replay" if os.environ.get("CI") == "true" else "off"
 
 
-def run_options_of(config: pytest.Config) -> RunOptions:
+def run_options_of(config: pytest.Config, marked: dict[str, Any], said: str) -> RunOptions:
     """The run options the --eval-* flags give, converted and bounded as the CLI's flags
-    are; a bad value is a usage error naming the flag and the value."""
+    are, then those a marker names; a bad value is a usage error naming the flag (or the
+    marker's option) and the value."""
     import click
 
     from eval_pipeline.cli.run_flags import FLAGS, click_type
@@ -111,9 +126,9 @@ def run_options_of(config: pytest.Config) -> RunOptions:
         except click.BadParameter as exc:
             raise pytest.UsageError(f"--eval-{flag[2:]} {value}: {exc.message}") from None
     try:
-        return run_options(**given)
+        return run_options(**(given | marked))
     except ConfigurationError as exc:
-        raise pytest.UsageError(f"--eval-* options: {exc}") from None
+        raise pytest.UsageError(f"{said}: {exc}") from None
 
 
 @dataclass
@@ -136,22 +151,21 @@ class Outcome:
 
 
 class Suites:
-    """The suites this session runs: prepared when collecting, each run once."""
+    """The suites this session runs (--eval-suite, @pytest.mark.eval_suite): prepared
+    when collected, each run once."""
 
-    def __init__(self, config: pytest.Config, names: list[str]):
-        self.names = list(dict.fromkeys(names))
-        self.recording = recording_of(config)
-        self.options = run_options_of(config)
-        self.project = config.getoption("eval_project")
-        self.label: str = config.getoption("eval_label")
-        self.prompt_version: int | None = config.getoption("eval_prompt_version")
+    def __init__(self, config: pytest.Config):
+        self.config = config
         self.collected: list[SuiteNode] = []
 
     @pytest.hookimpl(tryfirst=True)  # before -k and -m deselect
     def pytest_collection_modifyitems(self, session: pytest.Session,
                                       items: list[pytest.Item]) -> None:  # fmt: skip
-        for name in self.names:
-            node = SuiteNode.from_parent(session, name=name, prepared=self.prepare(name))
+        for name in dict.fromkeys(self.config.getoption("eval_suite")):
+            project = self.prepare(name, {}, f"--eval-suite {name}")
+            node = SuiteNode.from_parent(session, name=name, prepared=project,
+                                         nodeid=f"{project.env.project.path.name}::{name}",
+                                         path=project.env.project.path)  # fmt: skip
             self.collected.append(node)
             found: list[pytest.Item | pytest.Collector] = list(node.collect())
             for item in found:
@@ -160,19 +174,49 @@ class Suites:
             session.ihook.pytest_collectreport(report=report)  # (counted, as pytest's own)
             items.extend(i for i in found if isinstance(i, pytest.Item))
 
-    def prepare(self, name: str) -> Prepared:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str,
+                                  obj: object) -> SuiteNode | None:  # fmt: skip
+        """A test function marked ``@pytest.mark.eval_suite(NAME, **options)`` becomes the
+        suite's tests; the function itself runs in its verdict test, given the result."""
+        marker = next((m for m in getattr(obj, "pytestmark", []) if m.name == "eval_suite"),
+                      None)  # fmt: skip
+        if marker is None or not callable(obj):
+            return None
+        if len(marker.args) != 1 or not isinstance(marker.args[0], str):
+            raise collector.CollectError(f"{name}: @pytest.mark.eval_suite takes the suite's "
+                                         "name, then evaluate()'s options by keyword")  # fmt: skip
+        try:
+            said = f"{name}: @pytest.mark.eval_suite({marker.args[0]!r})"
+            prepared = self.prepare(marker.args[0], dict(marker.kwargs), said)
+        except pytest.UsageError as exc:
+            raise collector.CollectError(str(exc)) from None
+        node = SuiteNode.from_parent(collector, name=name, prepared=prepared, check=obj)
+        self.collected.append(node)
+        return node
+
+    def prepare(self, name: str, marked: dict[str, Any], said: str) -> Prepared:
+        """``name`` prepared as ``eval-pipeline run`` prepares it (``api.prepare``), from the
+        --eval-* options and a marker's (``evaluate()``'s keywords); a problem is a usage
+        error saying where the suite was named (``said``)."""
         from eval_pipeline import api
         from eval_pipeline.core.errors import EvalError
 
+        config = self.config
+        refuse_xdist(config, said)
+        where = {"project": config.getoption("eval_project"),
+                 "prompt_version": config.getoption("eval_prompt_version"),
+                 "label": config.getoption("eval_label"),
+                 "recording": recording_of(config)}  # fmt: skip
+        where |= {k: marked.pop(k) for k in list(marked) if k in where}
         try:
-            return api.prepare(name, project=self.project, prompt_version=self.prompt_version,
-                               label=self.label, request=self.options,
-                               recording=self.recording)  # fmt: skip
+            request = run_options_of(config, marked, said)
+            return api.prepare(name, request=request, **where)
         except EvalError as exc:
             ci = ""
-            if self.recording == "replay" and os.environ.get("CI") == "true":
+            if where["recording"] == "replay" and os.environ.get("CI") == "true":
                 ci = " (under CI=true it replays: --eval-recording off runs live)"
-            raise pytest.UsageError(f"--eval-suite {name}: {exc}{ci}") from None
+            raise pytest.UsageError(f"{said}: {exc}{ci}") from None
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """A blocking verdict fails the session, even when every case test passed."""
@@ -189,7 +233,8 @@ class Suites:
             outcome = node.outcome
             assert outcome is not None
             run = f" (run {outcome.result.run.run_id})" if outcome.result else ""
-            terminalreporter.write_line(f"{node.name}{run}: {outcome.line()}",
+            suite = node.prepared.suite.name
+            terminalreporter.write_line(f"{suite}{run}: {outcome.line()}",
                                         red=outcome.blocks, green=not outcome.blocks)  # fmt: skip
 
 
@@ -197,11 +242,11 @@ class SuiteNode(pytest.Collector):
     """One suite: a test per case of its tier, then its verdict; its run made once, by
     the first of them that runs."""
 
-    def __init__(self, *, prepared: Prepared, **kwargs: Any):
-        project: Path = prepared.env.project.path
-        kwargs.setdefault("nodeid", f"{project.name}::{kwargs['name']}")
-        super().__init__(path=project, **kwargs)
+    def __init__(self, *, prepared: Prepared, check: Callable[..., Any] | None = None,
+                 **kwargs: Any):  # fmt: skip
+        super().__init__(**kwargs)
         self.prepared = prepared
+        self.check = check  # a marked test function: run after the verdict, given the result
         self.outcome: Outcome | None = None
 
     def collect(self) -> list[pytest.Item]:
@@ -234,10 +279,10 @@ class SuiteItem(pytest.Item):
     parent: SuiteNode
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:  # fmt: skip
+                     style: Any = None) -> Any:  # fmt: skip
         if isinstance(excinfo.value, EvalFailure):
             return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
+        return super().repr_failure(excinfo, style=style)  # (a marked function's assertion)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.parent.name}::{self.name}"
@@ -268,3 +313,8 @@ class VerdictItem(SuiteItem):
         outcome = self.parent.run()
         if outcome.blocks:
             raise EvalFailure(outcome.line())
+        check = self.parent.check
+        if check is not None and inspect.signature(check).parameters:
+            check(outcome.result)  # the team's own assertions on the result
+        elif check is not None:
+            check()

@@ -91,7 +91,7 @@ def test_a_bad_suite_option_or_xdist_is_a_usage_error_naming_the_value(team):
 
     xdist = pytest_in(team, "--eval-suite", "drive_thru", "-n", "2")
     assert xdist.returncode == 4
-    assert "--eval-suite runs each suite once, in one process" in xdist.stderr
+    assert "--eval-suite: a suite runs once, in one process" in xdist.stderr
 
     # CI=true replays by default: with no recordings it says so, and how to run live
     replay = pytest_in(team, "--eval-suite", "drive_thru")
@@ -105,3 +105,38 @@ def test_a_bad_suite_option_or_xdist_is_a_usage_error_naming_the_value(team):
     local = pytest_in(team, "--eval-suite", "drive_thru", "--eval-tier", "smoke", ci=False)
     assert local.returncode == 0, said(local)
     assert "12 passed" in local.stdout
+
+
+MARKED = """
+import pytest
+
+
+@pytest.mark.eval_suite("drive_thru", tier="smoke", label="staging", recording="off")
+def test_drive_thru(result):
+    assert result.summary.n_items == 11
+
+
+@pytest.mark.eval_suite("order_management", tier="smoke", recording="off")
+def test_orders(result):
+    assert result.summary.n_cases > 5, "our own check"
+"""
+
+
+def test_a_marked_test_function_runs_its_suite_and_then_its_own_assertions(team):
+    """A team's test file: each marked function becomes its suite's tests; its body runs
+    in the verdict test, given the result, once the verdict passed."""
+    (team / "tests").mkdir()
+    (team / "tests" / "test_evals.py").write_text(MARKED)
+    ran = pytest_in(team, "tests", "-v")
+    assert ran.returncode == 1, said(ran)
+    out = ran.stdout
+    assert "tests/test_evals.py::test_drive_thru::dt-simple-01 PASSED" in out
+    assert "FAILED tests/test_evals.py::test_drive_thru::verdict - VERDICT: FAIL" in out
+    assert "tests/test_evals.py::test_orders::verdict FAILED" in out
+    assert "AssertionError: our own check" in out  # its verdict passed: the body ran
+    assert "order_management (run order_management-v1-" in out
+
+    (team / "tests" / "test_evals.py").write_text(MARKED.replace('"order_management"', '"nope"'))
+    unknown = pytest_in(team, "tests")
+    assert unknown.returncode == 2, said(unknown)  # pytest's collection error
+    assert "test_orders: @pytest.mark.eval_suite('nope'): unknown suite" in unknown.stdout
