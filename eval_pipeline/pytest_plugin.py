@@ -1,4 +1,4 @@
-"""The pytest plugin (the entry point ``eval_pipeline`` under ``pytest11``): ``pytest
+"""The pytest plugin (the ``pytest11`` entry point of its module's name): ``pytest
 --eval-suite NAME`` runs a suite of the project as ``eval-pipeline run`` does and reports
 it as tests (docs/running.md, "From pytest").
 

@@ -20,8 +20,11 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 def test_the_entry_point_names_the_plugin():
     declared = tomllib.loads(PYPROJECT.read_text())["project"]["entry-points"]["pytest11"]
-    assert list(declared) == ["eval_pipeline"]
-    plugin = importlib.import_module(declared["eval_pipeline"])
+    # named as its module: pytest registers ``-p eval_pipeline.pytest_plugin`` (these
+    # tests) under that name, then skips the entry point of that name; under another name
+    # pluggy refuses the module registered twice
+    assert declared == {"eval_pipeline.pytest_plugin": "eval_pipeline.pytest_plugin"}
+    plugin = importlib.import_module(declared["eval_pipeline.pytest_plugin"])
     for hook in ("pytest_addoption", "pytest_configure"):
         assert callable(getattr(plugin, hook)), hook
 
