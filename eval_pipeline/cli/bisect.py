@@ -277,14 +277,14 @@ def run_flags(options: RunOptions) -> list[str]:
                    "agent and prompts run in a worktree on this checkout's cases.")  # fmt: skip
 @click.option("--label", default="production", show_default=True,
               help="With --commits: the prompt label each commit evaluates.")  # fmt: skip
-@run_option("--tier", "tier", default="smoke",
+@run_option("tier", default="smoke",
             help="The cases each step starts with, before the sequential gate draws more "
                  "(the good end always runs the full suite).")  # fmt: skip
-@run_option("--repeat", "repeats")
-@run_option("--concurrency", "concurrency", help="Items in flight.")
-@run_option("--timeout", "timeout_s")
-@run_option("--margin", "margin")
-@run_option("--cache", "cache")
+@run_option("repeats")
+@run_option("concurrency", help="Items in flight.")
+@run_option("timeout_s")
+@run_option("margin")
+@run_option("cache")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
               help="Also write the steps and the outcome as JSON.")  # fmt: skip
 def bisect_command(suite_name: str, good: int | None, bad: int | None, commits: str | None,

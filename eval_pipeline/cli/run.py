@@ -24,31 +24,30 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option("--suite", "suite_name", required=True, help="Suite to run (see the project file).")
-@run_option("--tier", "tier")
-@run_option("--repeat", "repeats")
-@run_option("--concurrency", "concurrency", help="Items in flight, in all (split over --workers).")
+@run_option("tier")
+@run_option("repeats")
+@run_option("concurrency", help="Items in flight, in all (split over --workers).")
 @run_option(
-    "--workers",
     "shards",
     help="Processes the items are split over, sharing "
     "--concurrency and one memo (one core runs ~250 model calls/s; see BENCHMARKS.md).",
 )
-@run_option("--timeout", "timeout_s")
+@run_option("timeout_s")
 @click.option("--label", default="production", show_default=True,
               help="Prompt label to evaluate (ignored with --prompt-version).")  # fmt: skip
 @click.option("--prompt-version", type=int, default=None, help="Prompt version to evaluate.")
-@run_option("--baseline", "baseline_label", metavar="LABEL")
-@run_option("--baseline-run", "baseline_run_id", metavar="RUN_ID")
-@run_option("--margin", "margin")
-@run_option("--threshold", "min_primary")
-@run_option("--cache", "cache")
-@run_option("--gate", "gate")
-@run_option("--sequential-until", "sequential_until")
-@run_option("--on-undecided", "on_undecided")
-@run_option("--max-repeats", "max_repeats", metavar="R")
-@run_option("--max-calls", "max_calls", metavar="N")
-@run_option("--max-tokens", "max_tokens", metavar="N")
-@run_option("--max-cost", "max_cost", metavar="DOLLARS")
+@run_option("baseline_label", metavar="LABEL")
+@run_option("baseline_run_id", metavar="RUN_ID")
+@run_option("margin")
+@run_option("min_primary")
+@run_option("cache")
+@run_option("gate")
+@run_option("sequential_until")
+@run_option("on_undecided")
+@run_option("max_repeats", metavar="R")
+@run_option("max_calls", metavar="N")
+@run_option("max_tokens", metavar="N")
+@run_option("max_cost", metavar="DOLLARS")
 @click.option(
     "--record",
     "recording",

@@ -14,15 +14,27 @@ from eval_pipeline.core.options import RunOptions
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# The flag of each RunOptions field, in the CLI's words (``run``, ``bisect``; the pytest
+# plugin's are these with ``--eval-`` for ``--``).
+FLAGS: dict[str, str] = {
+    "tier": "--tier", "repeats": "--repeat", "concurrency": "--concurrency",
+    "shards": "--workers", "timeout_s": "--timeout", "baseline_label": "--baseline",
+    "baseline_run_id": "--baseline-run", "margin": "--margin", "min_primary": "--threshold",
+    "cache": "--cache", "gate": "--gate", "sequential_until": "--sequential-until",
+    "on_undecided": "--on-undecided", "max_repeats": "--max-repeats",
+    "max_calls": "--max-calls", "max_tokens": "--max-tokens", "max_cost": "--max-cost",
+}  # fmt: skip
+
+
 def run_option(
-    flag: str, name: str, help: str | None = None, metavar: str | None = None,
-    default: Any = None,
+    name: str, help: str | None = None, metavar: str | None = None, default: Any = None,
 ) -> Callable[[F], F]:  # fmt: skip
-    """A ``run`` option for the RunOptions field ``name``: its default (unless ``default``
-    is given), its bounds or choices and its help come from the model."""
+    """The ``run`` option (its flag in ``FLAGS``) for the RunOptions field ``name``: its
+    default (unless ``default`` is given), its bounds or choices and its help come from
+    the model."""
     field = RunOptions.model_fields[name]
     default = field.default if default is None else default
-    return click.option(flag, name, type=click_type(field), default=default,
+    return click.option(FLAGS[name], name, type=click_type(field), default=default,
                         show_default=default is not None, metavar=metavar,
                         help=help or field.description)  # fmt: skip
 

@@ -41,14 +41,7 @@ def model_line(run: RunRecord) -> str:
 
 def write_junit(path: Path, result: ResultFile) -> Path:
     run = result.run
-    worse = {
-        w.item_id: w for c in (result.gate.checks if result.gate else []) for w in c.worse_items
-    }
-    failing: dict[str, str] = {}  # an item's first row that fails it (all_items_pass's)
-    for check in result.checks:
-        for row in check.rows:
-            if (said := row.item_failure()) is not None:
-                failing.setdefault(*said)
+    failing = result.item_failures()
     scores: dict[str, list[str]] = {}
     for item in result.items:
         for evaluator, value in item.scores.items():
@@ -56,20 +49,13 @@ def write_junit(path: Path, result: ResultFile) -> Path:
             scores.setdefault(item.item_id, []).append(
                 f"{evaluator} (repeat {item.repeat}): {value} — {(detail and detail.comment) or ''}"
             )
-    errors = {i.item_id: i.error for i in result.items if i.error}
     suites = ET.Element("testsuites", name=f"eval-pipeline {run.suite}")
     items = ET.SubElement(suites, "testsuite", name=f"{run.suite}.items")
     for item_id in sorted(scores):
         case = ET.SubElement(items, "testcase", classname=f"{run.suite}.items", name=item_id)
         ET.SubElement(case, "system-out").text = "\n".join(scores[item_id])
-        if item_id in errors:
-            ET.SubElement(case, "failure", message=f"agent error: {errors[item_id]}")
-        elif item_id in failing:
+        if item_id in failing:
             ET.SubElement(case, "failure", message=failing[item_id])
-        elif item_id in worse:
-            w = worse[item_id]
-            message = f"{result.primary_metric} {w.baseline} → {w.candidate}"
-            ET.SubElement(case, "failure", message=f"worse than the baseline: {message}")
     gates = ET.SubElement(suites, "testsuite", name=f"{run.suite}.gates")
     if result.sequential:  # how far the sequential gate went, shown with the gates
         properties = ET.SubElement(gates, "properties")

@@ -221,6 +221,24 @@ class ResultFile(_Model):
             conclusion=result.verdict_record(), items=_items(result),
         )  # fmt: skip
 
+    def item_failures(self) -> dict[str, str]:
+        """The cases that fail, each with why (a test case per item: JUnit's, the pytest
+        plugin's): the agent's error, else a check's row that fails it (all_items_pass),
+        else that it got worse than the baseline on the primary metric."""
+        failing: dict[str, str] = {}
+        for item in self.items:
+            if item.error:
+                failing[item.item_id] = f"agent error: {item.error}"
+        for check in self.checks:
+            for row in check.rows:
+                if (said := row.item_failure()) is not None:
+                    failing.setdefault(*said)
+        for gate_check in self.gate.checks if self.gate else []:
+            for w in gate_check.worse_items:
+                failing.setdefault(w.item_id, f"worse than the baseline: {self.primary_metric} "
+                                              f"{w.baseline} → {w.candidate}")  # fmt: skip
+        return failing
+
 
 def _items(result: EvalResult) -> list[ItemResult]:
     scores: dict[tuple[str, int], dict[str, float | None]] = {}
