@@ -548,3 +548,46 @@ def test_the_verdict_keeps_the_delta_of_the_metric_that_backs_it(outcomes, backs
     said = EvalResult.verdict_record(result)
     low, high = numbers[backs][1:]
     assert (said.metric, said.ci_low, said.ci_high) == (backs, low, high)
+
+
+# --- `eval-pipeline verdicts` in a terminal of 80 columns ----------------------------------
+def settled(store: ResultsStore, suite: str, version: str, said: dict) -> str:
+    from eval_pipeline.core.store.records import RunRecord, RunStatus, VerdictRecord
+
+    run_id = f"{suite}-{version}-54dc87de8be4"
+    store.create_run(RunRecord(run_id=run_id, suite=suite, prompt_name="p",
+                               prompt_version=version, prompt_hash="h", dataset_version="d",
+                               model="m", tier="full"))  # fmt: skip
+    store.settle_run(run_id, RunStatus.COMPLETE, VerdictRecord(run_id, **said))
+    return run_id
+
+
+def test_verdicts_are_readable_at_80_columns(tmp_path, monkeypatch):
+    """At 80 columns the ten-column table folded every cell into five-letter shreds
+    ("drive / _thru", "tool_ / call_ / accur / acy", a run id over six lines). Now each
+    suite and version is a block whose fields are whole on their lines; a terminal wide
+    enough for the table still gets the table."""
+    home = clean_cli_env(monkeypatch, tmp_path / "home")
+    store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
+    passed = settled(store, "drive_thru_conversations", "v1", {"verdict": "PASS", "reason": ""})
+    decided = "decided after 22 of 22 cases (241 model calls)"
+    failed = settled(store, "drive_thru_conversations", "v2", {
+        "verdict": "FAIL", "reason": "min_mean_scores, all_items_pass, paired_gate",
+        "metric": "tool_protocol_every_turn", "delta": -0.382, "ci_low": -0.513,
+        "ci_high": -0.014, "decided_after": decided})  # fmt: skip
+    from eval_pipeline.cli.report import console
+
+    monkeypatch.setattr(console, "width", 80)  # (rich reads COLUMNS once: conftest's 240)
+    narrow = CliRunner().invoke(main, ["verdicts"], terminal_width=80)
+    assert narrow.exit_code == 0, narrow.output
+    lines = narrow.output.splitlines()
+    assert max(len(line) for line in lines) <= 80, narrow.output
+    for whole in ("drive_thru_conversations", passed, failed, decided,
+                  "FAIL min_mean_scores, all_items_pass, paired_gate",
+                  "tool_protocol_every_turn Δ -0.382 [-0.513, -0.014]"):  # fmt: skip
+        assert any(whole in line for line in lines), (whole, narrow.output)
+    assert narrow.output.count("v1 (full): PASS") == 1
+    monkeypatch.setattr(console, "width", 300)
+    wide = CliRunner().invoke(main, ["verdicts"], terminal_width=300)
+    row = next(line for line in wide.output.splitlines() if failed in line)
+    assert "│" in row and "-0.382" in row and "[-0.513, -0.014]" in row and "FAIL" in row
