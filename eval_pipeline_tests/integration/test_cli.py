@@ -82,7 +82,7 @@ def test_a_setting_out_of_range_exits_2_naming_it(home, monkeypatch, variable, v
     assert f"{variable}={value!r}: must be a finite number" in result.output
 
 
-def test_the_demo_works_with_a_results_store_url_set(home, tmp_path, monkeypatch):
+def test_the_demo_works_with_a_results_store_url_set(home, tmp_path, monkeypatch, capsys):
     """`eval-pipeline demo` crashed whenever EVAL_RESULTS_URL was set, even to SQLite (the
     demo read the store through the Dagster resource, which holds the variable's name)."""
     url = f"sqlite:///{tmp_path / 'elsewhere.sqlite'}"
@@ -91,8 +91,12 @@ def test_the_demo_works_with_a_results_store_url_set(home, tmp_path, monkeypatch
     from eval_pipeline.cli.demo import run_demo
     from eval_pipeline.cli.report import console
 
-    assert run_demo(console, ("product_discovery",)) == 0
+    assert run_demo(console, ("product_discovery",), reports=True) == 0
     assert ResultsStore(url).list_runs(suite="product_discovery")
+    shown = capsys.readouterr().out  # --reports: each run's whole report and gate too
+    assert "EVALUATION REPORT — product_discovery (full tier)" in shown
+    assert "product_discovery: staging v2 against production v1" in shown
+    assert "Regression gate vs baseline run" in shown and "VERDICT" not in shown
 
 
 def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
@@ -104,35 +108,48 @@ def test_invalid_dataset_exits_2_before_any_run(home, tmp_path, monkeypatch):
     assert not (home / "results.sqlite").exists()
 
 
-def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(home):
+def test_demo_summary_matches_the_store_and_leaves_the_sensor_nothing_to_start(home, monkeypatch):
     """The demo evaluates production (full) and staging (smoke, gated) of every suite on a
     Dagster instance with the project's queue and limits; opening the UI afterwards starts
     no run: the label sensor finds every labelled version evaluated."""
     from dagster import DagsterInstance
 
+    from eval_pipeline.cli.report import console
     from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
     from eval_pipeline.core.scoring.summary import md_escape
     from eval_pipeline.defs.instance import LOCAL_INSTANCE, instance_problems
     from eval_pipeline_tests.helpers import eval_resources, sensor_tick
 
+    monkeypatch.setattr(console, "width", 80)
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     store = ResultsStore(f"sqlite:///{home / 'results.sqlite'}")
     (run,) = store.list_runs(suite="drive_thru", tier="full", prompt_version="v1")
     summary = store.read_summary(run.run_id)
     assert run.status == "complete" and summary.n_cases == 47
-    assert f"Cases: {summary.n_cases}" in result.output
-    assert f"{summary.metrics['order_correctness']:.1%}" in result.output
-    staging = store.list_runs(suite="drive_thru", prompt_version="v2")
-    assert [r.tier for r in staging] == ["full"] and "staging v2 against production v1" in (
-        result.output
-    )  # fmt: skip
     text = " ".join(result.output.split())
-    assert "VERDICT: FAIL — min_mean_scores, paired_gate" in text
+    assert (f"production v1 ({summary.n_cases} cases): PASS — order_correctness "
+            f"{summary.metrics['order_correctness']:.1%}, 47/47 passed") in text  # fmt: skip
+    staging = store.list_runs(suite="drive_thru", prompt_version="v2")
+    (said,) = [s for r, s in store.latest_verdicts("drive_thru") if r.prompt_version == "v2"]
+    assert [r.tier for r in staging] == ["full"]
+    evidence = f"{said.metric} Δ {said.delta_text} {said.interval_text}"
+    assert (f"staging v2 against v1: FAIL, as expected — the gate caught it: {evidence} "
+            "(min_mean_scores, paired_gate)") in text  # fmt: skip
     # Every suite's staging run is gated on the full tier and caught: before, the demo said
     # so while order_management's printed "VERDICT: PASS" (its smoke gate could not tell).
-    assert text.count("the gate caught the deliberately worse prompt") == 5
+    assert text.count("FAIL, as expected — the gate caught it") == 5
     assert "did not catch" not in text
+    # It says first what it will do, never prints a run's verdict line as if it were its
+    # own (five "VERDICT: FAIL … (exit 1)" before exiting 0), and ends with its outcome, in
+    # 46 lines at 80 columns (about 450 before).
+    lines = result.output.splitlines()
+    assert lines[0].startswith("eval-pipeline demo: the 5 example suites of ")
+    assert "VERDICT" not in result.output
+    assert " ".join(result.output.split("Demo done:")[1].split()) == (
+        "production passed in 5 of 5 suites; the gate caught the deliberately worse staging "
+        "prompt in 5 of 5 (exit 0)")  # fmt: skip
+    assert len(lines) <= 50 and max(len(line) for line in lines) <= 80, result.output
     assert (home / "dagster" / "dagster.yaml").read_text() == LOCAL_INSTANCE
     with DagsterInstance.from_config(str(home / "dagster")) as instance:
         assert instance_problems(instance) == []
