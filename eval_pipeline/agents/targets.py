@@ -20,6 +20,9 @@ from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.agents.project_errors import AgentBuildError
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 
+# Python's own library and the installed packages: code that is not the user's.
+LIBRARY = tuple({sysconfig.get_path(key) for key in ("stdlib", "platstdlib", "purelib",
+                                                     "platlib")})  # fmt: skip
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
@@ -61,9 +64,7 @@ def where(exc: BaseException) -> str:
     """The file and line an exception was raised at: the innermost frame in the user's
     code (not Python's own library, not an installed package), else the innermost."""
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
-    library = tuple({sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"),
-                     sysconfig.get_path("platlib")})  # fmt: skip
-    own = [f for f in frames if not f.filename.startswith(("<", *library))]
+    own = [f for f in frames if not f.filename.startswith(("<", *LIBRARY))]
     frame = (own or frames)[-1:]
     return f"at {frame[0].filename}:{frame[0].lineno}" if frame else "no traceback"
 
@@ -123,16 +124,63 @@ def import_target(path: str) -> Any:
 
 
 def source_of(path: str) -> tuple[Path, ...]:
-    """The agent's code, by default: the package of the module ``path`` imports from (or
-    that module alone when it is not in a package)."""
-    module = sys.modules.get(path.partition(":")[0])
-    file = getattr(module, "__file__", None)
-    if not file:
+    """The agent's code, by default: where the module ``path`` imports from lives, and
+    where the agent's own code lives when that is elsewhere: the module defining the object
+    ``path`` names, a compiled graph's node functions, and what the entry module imports
+    (an entry ``my_project.evals.entry:agent`` wrapping ``memory_agent``'s graph covers
+    ``memory_agent``). A module's code is its package's folder, or its file alone outside a
+    package; installed packages and the standard library are left out (the installed
+    packages' versions are fingerprinted apart), and so is eval_pipeline."""
+    entry = sys.modules.get(path.partition(":")[0])
+    if entry is None:
         return ()
+    try:
+        target = import_target(path)
+    except ImportError:
+        target = None
+    modules = [entry]
+    for value in (target, *vars(entry).values()):
+        modules += _modules_of(value)
+    found: list[Path] = []
+    for module in modules:
+        where = _code_of(module)
+        if where is not None and where not in found:
+            found.append(where)
+    return tuple(p for p in found if not any(p != q and p.is_relative_to(q) for q in found))
+
+
+def _modules_of(value: Any, depth: int = 0) -> list[Any]:
+    """The modules ``value``'s code comes from: a module itself; a function's or class's
+    module; a compiled graph's node functions' (its subgraphs' too)."""
+    if inspect.ismodule(value):
+        return [value]
+    if is_graph(value):
+        found = []
+        for node in getattr(value, "nodes", {}).values():
+            bound = getattr(node, "bound", None)
+            if is_graph(bound) and depth < 5:
+                found += _modules_of(bound, depth + 1)
+            for func in (getattr(bound, "func", None), getattr(bound, "afunc", None)):
+                found += _modules_of(func, depth) if func is not None else []
+        return found
+    if inspect.isfunction(value) or inspect.isclass(value):
+        module = sys.modules.get(getattr(value, "__module__", None) or "")
+        return [module] if module is not None else []
+    return []
+
+
+def _code_of(module: Any) -> Path | None:
+    """A module's package folder (its file outside a package), or None for an installed
+    module, one of the standard library, or eval_pipeline's."""
+    file = getattr(module, "__file__", None)
+    if not file or module.__name__.partition(".")[0] == "eval_pipeline":
+        return None
+    if str(Path(file).absolute()).startswith(LIBRARY):
+        return None
     found = Path(file).resolve()
     is_package = getattr(module, "__path__", None) is not None
     inside = (found.parent / "__init__.py").exists()
-    return (found.parent,) if is_package or inside else (found,)
+    return found.parent if is_package or inside else found
 
 
 def importable(folder: Path) -> None:
