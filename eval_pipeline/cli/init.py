@@ -146,6 +146,8 @@ def scaffold_suite(
     if prompt_from and not prompt:
         raise ScaffoldError("--prompt-from names the text of a prompt: give --prompt NAME too")
     note = _seed_prompt(project, prompt, agent, name, prompt_from) if prompt else ""
+    if prompt and target is not None:
+        note += "\n" + _reading_note(target)
     folder.mkdir(parents=True, exist_ok=True)
     ids, messages = zip(*EXAMPLES, strict=True)
     cases.write_text(CASES.format(name=name, tool_hint=_tool_hint(target), ids=ids,
@@ -156,6 +158,8 @@ def scaffold_suite(
     notes = [_langgraph_note(graphs, agent)] if graphs is not None else []
     if kind != "http":
         notes.append(_endpoint_note(project, name, target))
+    if ignored := _ignore_eval_home(project.parent):
+        notes.append(ignored)
     return Scaffolded(kind, cases, [project, cases, thresholds], note, margin["advice"], notes)
 
 
@@ -187,6 +191,42 @@ def _endpoint_note(project: Path, suite: str, target: object) -> str:
     found = agent_endpoint_finding(LLMSettings.from_env(), declared,
                                    {suite: model} if model else {})  # fmt: skip
     return found.detail if found.ok else f"{found.detail} (to fix: {found.fix})"
+
+
+def _ignore_eval_home(folder: Path) -> str:
+    """``.eval_home/`` (the results store, Dagster's instance: each machine's own) in the
+    project's .gitignore: created, or appended to once; nothing when a line ignores it."""
+    ignore = folder / ".gitignore"
+    text = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    if any(line.strip() in {".eval_home", ".eval_home/", "/.eval_home", "/.eval_home/"}
+           for line in text.splitlines()):  # fmt: skip
+        return ""
+    gap = "\n" if text and not text.endswith("\n") else ""
+    ignore.write_text(f"{text}{gap}.eval_home/\n", encoding="utf-8")
+    if text:
+        return f"added .eval_home/ to {ignore} (each machine's results store, never committed)"
+    return f"wrote {ignore}: .eval_home/ (each machine's results store, never committed)"
+
+
+def _reading_note(target: object) -> str:
+    """Whether prompt versions reach the agent: through ``ctx.system_prompt()``, or the
+    ``system_prompt`` field of a graph's context schema (a run puts the version under test
+    there); a graph built at import without one is never handed a version."""
+    from eval_pipeline.agents.adapters.graph import context_fields
+    from eval_pipeline.agents.targets import is_graph
+
+    schema = getattr(target, "context_schema", None) if is_graph(target) else None
+    if schema is not None and "system_prompt" in context_fields(schema):
+        return (f"the graph reads {getattr(schema, '__name__', 'its context')}.system_prompt: "
+                "each run puts the prompt version under test there")  # fmt: skip
+    must = "for prompt versions to make any difference, the agent must read the one under test"
+    if not is_graph(target):
+        return (f"{must}: ctx.system_prompt() in build(ctx) or fn(input, ctx), not the "
+                "constant (a run of an agent that never reads it says so)")  # fmt: skip
+    return (f"{must}: this graph is built at import with no Context.system_prompt, so it is "
+            "never handed one; point agent: at a factory build(ctx) that builds it with "
+            "ctx.system_prompt() (docs/own-agent.md#what-agent-can-point-at); a run of it "
+            "says it never read it")
 
 
 def _margin_note() -> dict[str, str]:

@@ -118,6 +118,7 @@ def follow_the_page(root: Path, env: dict[str, str], server: LocalOpenAIServer, 
     install, *rest = commands
     assert install.startswith("pip install ")  # this checkout is installed already
     done: dict[str, subprocess.CompletedProcess] = {}
+    where = root
     for command in rest:
         if command.startswith("export "):  # the person's endpoint, for the "…" here
             for assignment in shlex.split(command)[1:]:
@@ -125,11 +126,13 @@ def follow_the_page(root: Path, env: dict[str, str], server: LocalOpenAIServer, 
                 env[name] = {"EVAL_LLM_BASE_URL": server.base_url, "EVAL_LLM_API_KEY": "sk-team",
                              "EVAL_LLM_MODEL": model}[name]  # fmt: skip
             continue
-        if command == commands[-1]:  # CI: a fresh machine, no endpoint, no key
+        if command == commands[-1]:  # CI: a fresh clone, no endpoint, no key
             env = {k: v for k, v in env.items() if not k.startswith(("EVAL_LLM_", "OPENAI_"))}
             env["EVAL_HOME"] = str(ci_home)
+            where = ci_home.parent / "ci-clone"  # only what the page's `git add` committed
+            subprocess.run(["git", "clone", "-q", str(root), str(where)], check=True)
             served = server.requests
-        done[command] = ran = shell(command, root, env)
+        done[command] = ran = shell(command, where, env)
         if command.startswith("eval-pipeline init") and prompt_from and ran.returncode == 2:
             assert "--prompt-from MODULE:CONSTANT" in " ".join(ran.stderr.split()), ran.stderr
             command = f"{command} --prompt-from {prompt_from}"  # as it asked
@@ -176,6 +179,14 @@ def test_the_own_agent_flow_runs_as_printed_in_ten_commands(followed):
     assert header["recording"]["suite"] == "support" and first["item"]
     tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
     assert "recordings/support/v2.jsonl" in tracked.stdout
+    # init ignored each machine's results store; the CI command ran in a clone of what the
+    # page's `git add` committed (before, it left out the agent's package: CI could not
+    # import it) and wrote nothing git would pick up there
+    assert {"my_agent/graph.py", ".gitignore"} <= set(tracked.stdout.split())
+    assert (root / ".gitignore").read_text() == ".eval_home/\n"
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".eval_home/results.sqlite"],
+                             cwd=root)  # fmt: skip
+    assert ignored.returncode == 0
 
 
 def python_block(heading: str, page: Path) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -369,6 +370,79 @@ def test_init_without_a_prompt_in_the_agent_writes_a_placeholder_it_names(tmp_pa
     assert "with a PLACEHOLDER text" in " ".join(made.output.split())
     version = yaml.safe_load((root / "prompts" / "bare" / "assistant" / "v1.yaml").read_text())
     assert "placeholder written by eval-pipeline init" in version["prompt"]
+
+
+TEMPLATE_GRAPH = """
+    from dataclasses import dataclass
+
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    SYSTEM_PROMPT = "You answer questions about the weather."
+
+
+    @dataclass
+    class Context:
+        system_prompt: str = SYSTEM_PROMPT
+
+
+    builder = StateGraph(MessagesState, context_schema=Context)
+    builder.add_node("noop", lambda state: {})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    graph = builder.compile()  # reads Context.system_prompt, as LangGraph's templates do
+    plain = StateGraph(MessagesState).add_node("noop", lambda state: {}).add_edge(
+        START, "noop").compile()  # reads no prompt at all
+"""
+
+
+@pytest.mark.parametrize(("agent", "said"), [
+    ("reading_agent.graph:optional", "ctx.system_prompt() in build(ctx) or fn(input, ctx)"),
+    ("reading_agent.template:plain", "this graph is built at import with no "
+                                    "Context.system_prompt, so it is never handed one"),
+])  # fmt: skip
+def test_init_says_the_agent_must_read_the_prompt_and_ignores_eval_home(
+    tmp_path, monkeypatch, agent, said
+):
+    """init copied SYSTEM_PROMPT into version 1 and said nothing of how versions reach the
+    agent: a graph built at import (a LangGraph template reading Context.system_prompt)
+    never sees one, and every prompt version evaluated the same. And .eval_home, each
+    machine's results store, was not ignored: `git add .` committed it."""
+    root = tmp_path / "repo"
+    (root / "reading_agent").mkdir(parents=True)
+    (root / "reading_agent" / "__init__.py").write_text("")
+    (root / "reading_agent" / "graph.py").write_text(textwrap.dedent(FACTORIES) + (
+        '\nSYSTEM_PROMPT = "You answer questions about the weather."\n'))  # fmt: skip
+    (root / "reading_agent" / "template.py").write_text(textwrap.dedent(TEMPLATE_GRAPH))
+    (root / ".gitignore").write_text("__pycache__/")  # the team's own, no newline at its end
+    made = init_in(root, monkeypatch, "--agent", agent, "--name", "helper", "--prompt",
+                   "helper/assistant")  # fmt: skip
+    assert made.exit_code == 0, made.output
+    text = " ".join(made.output.split())
+    assert ("for prompt versions to make any difference, the agent must read the one under "
+            f"test: {said}") in text  # fmt: skip
+    assert f"added .eval_home/ to {root / '.gitignore'}" in text
+    template = init_in(root, monkeypatch, "--agent", "reading_agent.template:graph", "--name",
+                       "template", "--prompt", "helper/assistant")  # fmt: skip
+    assert ("the graph reads Context.system_prompt: each run puts the prompt version under "
+            "test there") in " ".join(template.output.split())  # fmt: skip
+    assert (root / ".gitignore").read_text() == "__pycache__/\n.eval_home/\n"
+    again = init_in(root, monkeypatch, "--agent", agent, "--name", "other")
+    assert again.exit_code == 0, again.output
+    assert (root / ".gitignore").read_text() == "__pycache__/\n.eval_home/\n"  # once only
+    assert ".gitignore" not in again.output
+    for name in [m for m in sys.modules if m.startswith("reading_agent")]:
+        del sys.modules[name]
+
+
+def test_init_writes_a_gitignore_where_there_is_none(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    (root / "plain_agent").mkdir(parents=True)
+    (root / "plain_agent" / "__init__.py").write_text("")
+    (root / "plain_agent" / "graph.py").write_text(textwrap.dedent(FACTORIES))
+    made = init_in(root, monkeypatch, "--agent", "plain_agent.graph:positional", "--name", "p")
+    assert made.exit_code == 0, made.output
+    assert (root / ".gitignore").read_text() == ".eval_home/\n"
+    assert f"wrote {root / '.gitignore'}" in " ".join(made.output.split())
 
 
 def test_a_case_lacking_what_its_evaluators_read_is_refused_by_name(tmp_path, run_in):
