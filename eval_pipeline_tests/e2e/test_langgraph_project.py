@@ -122,10 +122,12 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def page_commands() -> list[str]:
-    """The page's commands after the install, ``--agent`` naming the graph's id."""
+    """The page's commands after the install, ``--agent`` naming the graph's id and
+    ``git add`` the agent's package where this repository has it (src/)."""
     install, *rest = doc_block(FLOW)
     assert install.startswith("pip install ")
-    return [c.replace("--agent my_agent.graph:build", "--agent agent") for c in rest]
+    return [c.replace("--agent my_agent.graph:build", "--agent agent").replace(
+        " recordings my_agent", " recordings src") for c in rest]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
