@@ -115,6 +115,16 @@ def scrub(value: Any) -> Any:
     return value
 
 
+def redact_strings(value: Any) -> Any:
+    """A JSON-like value with every string in it redacted (names left alone: a trace's
+    input and output are shown as they were, secrets aside)."""
+    if isinstance(value, dict):
+        return {k: redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_strings(v) for v in value]
+    return redact(value) if isinstance(value, str) else value
+
+
 def scrub_answer(value: Any) -> Any:
     """A JSON-like answer (a response body) scrubbed as ``scrub`` does a request, each value
     it masks by name registered as a secret first: the token an OAuth endpoint issued is
