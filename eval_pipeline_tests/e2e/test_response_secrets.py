@@ -140,8 +140,8 @@ def leaks(secrets: list[str], root: Path, streams: list[str], sent: str) -> list
     found = [f"{p.relative_to(root)}: {s}" for p in files for s in secrets
              if s.encode() in p.read_bytes()]  # fmt: skip
     found += [f"output: {s}" for text in streams for s in secrets if s in text]
-    return found + [f"langfuse: {sent[max(0, sent.index(s) - 300):sent.index(s) + 60]}"
-                    for s in secrets if s in sent]
+    at = {s: sent.index(s) for s in secrets if s in sent}
+    return found + [f"langfuse: …{sent[max(0, i - 300) : i + 60]}" for i in at.values()]
 
 
 def test_oauth_tokens_from_answers_are_masked_everywhere_and_still_replay(tmp_path):
