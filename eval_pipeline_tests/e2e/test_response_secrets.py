@@ -167,6 +167,9 @@ def test_oauth_tokens_from_answers_are_masked_everywhere_and_still_replay(tmp_pa
     tokens = sorted(api.app.state.issued)
     assert recorded.returncode in (0, 1), recorded.stdout + recorded.stderr
     assert tokens and sent_live > 0  # the tool logged in and used its tokens
+    recording = next((root / "recordings").rglob("*.jsonl")).read_text()
+    assert '"access_token": "***"' in recording and '"refresh_token": "***"' in recording
+    assert '"proof": "***"' in recording and '"granted_to": "***"' in recording
     # The replay reached nothing, and the agent, handed "***" as its token, sent "***" on:
     # every request was found and each item scored as it did live (the recorded run is the
     # replay's baseline: its gate finds every pair tied).
@@ -175,9 +178,6 @@ def test_oauth_tokens_from_answers_are_masked_everywhere_and_still_replay(tmp_pa
     live = scores(out / "recorded.json")
     assert live and all(error is None for _, error in live.values()), live
     assert scores(out / "replayed.json") == live
-    recording = next((root / "recordings").rglob("*.jsonl")).read_text()
-    assert '"access_token": "***"' in recording and '"refresh_token": "***"' in recording
-    assert '"proof": "***"' in recording and '"granted_to": "***"' in recording
     everything = [*tokens, *(t[3:] for t in tokens), CLIENT_SECRET]
     found = leaks(everything, tmp_path, [recorded.stdout, recorded.stderr, replayed.stdout,
                                         replayed.stderr], sent)  # fmt: skip

@@ -38,9 +38,12 @@ SECRET_NAMES = frozenset({
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@")
 
 
-def register_secret(value: str | None) -> None:
+def register_secret(value: str | None, *, encoded: bool = True) -> None:
+    """``value`` (and, ``encoded``, its ``encodings``) masked from now on. A token an answer
+    issued is registered with its URL-encoded form only: a run that logs in per item
+    registers a few per item, and each one costs every later redaction a pass."""
     if value and len(value) >= MIN_SECRET_CHARS:
-        _SECRETS.update(encodings(value))
+        _SECRETS.update(encodings(value) if encoded else {value, quote(value, safe="")})
 
 
 def register_url(url: str | None) -> None:
@@ -75,7 +78,7 @@ def secret_name(name: str) -> bool:
 def redact(text: str) -> str:
     """``text`` with every registered secret, URL password and secret-named query value
     masked."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):
+    for secret in sorted(_SECRETS, key=len, reverse=True):  # a longer one masked whole
         text = text.replace(secret, MASK)
     text = _USERINFO.sub(rf"\1{MASK}@", text)
     return re.sub(
@@ -137,7 +140,7 @@ def _register_named(value: Any) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(k, str) and secret_name(k) and isinstance(v, str):
-                register_secret(v)
+                register_secret(v, encoded=False)
             else:
                 _register_named(v)
     elif isinstance(value, list):
@@ -151,5 +154,5 @@ def scrub_form(text: str) -> str:
     pairs = parse_qsl(text, keep_blank_values=True)
     for name, value in pairs:
         if secret_name(name):
-            register_secret(value)
+            register_secret(value, encoded=False)
     return urlencode([(k, MASK if secret_name(k) else v) for k, v in pairs], safe="*")
