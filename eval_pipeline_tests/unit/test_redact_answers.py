@@ -13,6 +13,7 @@ from eval_pipeline.core.util.redact import (
     scrub_form,
 )
 
+
 def test_a_basic_header_built_from_a_url_password_is_masked():
     register_url("http://bob:PW@127.0.0.1:9/v1")  # short: only its base64 pair is a secret
     pair = base64.b64encode(b"bob:PW").decode()
