@@ -26,7 +26,7 @@ from langfuse import Langfuse
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
-from eval_pipeline.core.util.redact import register_secret
+from eval_pipeline.core.util.redact import redact_strings, register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 # The host's variables, first found wins: the SDK reads LANGFUSE_BASE_URL, then the older
@@ -97,6 +97,7 @@ class LangfuseSettings:
             timeout=self.timeout_s,
             environment=self.environment,
             tracer_provider=_tracer_provider(self),
+            mask=_masked,
         )
 
     def http(self, timeout_s: float | None = None) -> httpx.Client:
@@ -234,3 +235,9 @@ def item_trace_id(run_id: str, item_id: str, repeat: int) -> str:
     """The trace of one evaluated item (a case and repeat of a run): the same id whoever
     computes it (the tracing, the score write-back, the experiment's links)."""
     return Langfuse.create_trace_id(seed=f"{run_id}:{item_id}:{repeat}")
+
+
+def _masked(*, data: Any, **_: Any) -> Any:
+    """What a span's input, output and metadata carry, secrets masked (a token a tool got
+    back and quoted, a key a server echoed): core/util/redact.py."""
+    return redact_strings(data)

@@ -27,6 +27,7 @@ from eval_pipeline.core.running import agent as agents
 from eval_pipeline.core.running.agent import Agent, AgentResult
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.util.redact import redact
 from eval_pipeline.integrations import langfuse_experiments as experiments
 from eval_pipeline.integrations.langfuse_client import item_spans, item_trace_id
 from eval_pipeline.integrations.langfuse_datasets import item_id
@@ -125,7 +126,7 @@ class TracedAgent:
                     case, repeat=repeat, callbacks=[*callbacks, self.handler]
                 )
             except Exception as exc:
-                root.update(level="ERROR", status_message=f"{type(exc).__name__}: {exc}")
+                root.update(level="ERROR", status_message=redact(f"{type(exc).__name__}: {exc}"))
                 raise
             root.update(output=experiments.shown_output(result.output))
         return result

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from eval_pipeline.core.util.redact import register_secret, secret_name
+from eval_pipeline.core.util.redact import register_secret, register_url, secret_name
 from eval_pipeline.llm.model_settings import REPLAY_KEY, LLMSettings
 
 OPENAI_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
@@ -63,6 +63,7 @@ def agent_environment(llm: LLMSettings, declared: Mapping[str, str] | None = Non
     for name, value in variables.items():
         if secret_name(name) or name.endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")):
             register_secret(value)
+        register_url(value)  # a password in OPENAI_BASE_URL, and its Basic header form
         os.environ[name] = value
     try:
         yield variables

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.running.memo import source_fingerprint
-from eval_pipeline.core.util.redact import redact_url, register_secret
+from eval_pipeline.core.util.redact import redact_url, register_secret, register_url
 from eval_pipeline.llm import offline as offline_package
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
@@ -146,6 +146,7 @@ class LLMSettings(BaseModel):
     @classmethod
     def create(cls, *, api_key: str | None = None, **fields: Any) -> LLMSettings:
         register_secret(api_key)
+        register_url(fields.get("base_url"))
         return cls(api_key=SecretStr(api_key) if api_key else None, **fields)
 
     def with_prompt_config(self, config: dict[str, Any]) -> LLMSettings:

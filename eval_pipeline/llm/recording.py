@@ -35,7 +35,11 @@ The file (``recordings/<suite>/<version>.jsonl`` next to the project file) holds
 request per line, sorted by the item that made it and its order there; the fields that
 change on every answer (``id``, ``created``, ``system_fingerprint``) are normalised and
 only the content type of the headers is kept, so re-recording gives small diffs. Keys
-are never stored: they are derived from the request when the file is read.
+are never stored: they are derived from the request when the file is read. Secrets are
+never stored either, in requests or answers (core/util/redact.py ``scrub``,
+``scrub_answer``): an OAuth endpoint's ``access_token`` is recorded as ``***``, and the
+requests that send it on are recorded with ``***`` in its place, which is what the agent
+sends when the recording hands it ``***``.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ from eval_pipeline.core.running.ids import (
 )
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
-from eval_pipeline.core.util.redact import redact_url, scrub
+from eval_pipeline.core.util.redact import redact_url, scrub, scrub_answer, scrub_form
 from eval_pipeline.llm.agent_endpoint import agent_environment
 from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
@@ -405,8 +409,11 @@ class RecordingSession:
         response = decode_response(response)  # stored readable: gzip and deflate undone
         headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
         content_type = (headers.get("content-type") or [None])[0]
+        answer = _body(response["body"].get("string"))
         if headers.get("content-encoding"):  # one we cannot undo: replayed as it came
             content_type = None
+        else:  # secrets in the answer stored masked (and masked wherever they appear next)
+            answer = _scrubbed_answer(answer, content_type)
         body = _body(request.body)
         scope = current_item.get()
         item = _item_label(scope.case_id, scope.repeat) if scope is not None else None
@@ -418,7 +425,7 @@ class RecordingSession:
         key = request_key(request.method, request.uri, body, self.generated)
         entry = Entry(request.method.upper(), redact_url(request.uri), scrub(body),
                       int(response["status"]["code"]),
-                      content_type, _steady(_body(response["body"].get("string")), key),
+                      content_type, _steady(answer, key),
                       item, order)  # fmt: skip
         with self.lock:
             self.entries[key] = entry  # a retried request keeps its last answer
@@ -505,6 +512,13 @@ def _body(raw: Any) -> Any:
         return json.loads(raw)
     except ValueError:
         return bytes(raw).decode("utf-8", errors="replace")
+
+
+def _scrubbed_answer(answer: Any, content_type: str | None) -> Any:
+    """An answer as recorded: secret-named fields masked, a form-encoded token answer too."""
+    if isinstance(answer, str) and "x-www-form-urlencoded" in (content_type or ""):
+        return scrub_form(answer)
+    return scrub_answer(answer)
 
 
 def _content(value: Any) -> bytes:

@@ -2,18 +2,26 @@
 recordings. One redaction, used by every place that prints, stores or records a URL or a
 configuration value:
 
-- the values of secrets the process registered (API keys, Langfuse keys: ``register_secret``);
+- the values of secrets the process registered (API keys, Langfuse keys: ``register_secret``;
+  a URL's password: ``register_url``), and each in the encodings a server echoes them back
+  in: base64 (standard or URL-safe, padded or not: a ``Basic`` header's ``user:password``
+  too) and URL-encoded (``encodings``);
 - the password of any URL (``scheme://user:password@host`` → ``scheme://user:***@host``);
 - query parameters and body fields whose names look secret (``SECRET_NAMES``; a team adds
-  its own with ``EVAL_SECRET_FIELDS=name,other``): ``?api_key=…``, ``{"token": "…"}``.
+  its own with ``EVAL_SECRET_FIELDS=name,other``): ``?api_key=…``, ``{"token": "…"}``, in
+  requests and in answers (``scrub_answer``: an OAuth token endpoint's ``access_token``,
+  ``refresh_token``, ``id_token``). A value masked in an answer is registered too, so the
+  requests that carry it next are recorded masked (and replay: the agent gets ``***`` back
+  from the recording and sends ``***`` on, which is what was recorded) and no output shows it.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 _SECRETS: set[str] = set()
 MASK = "***"
@@ -30,9 +38,34 @@ SECRET_NAMES = frozenset({
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@")
 
 
-def register_secret(value: str | None) -> None:
+def register_secret(value: str | None, *, encoded: bool = True) -> None:
+    """``value`` (and, ``encoded``, its ``encodings``) masked from now on. A token an answer
+    issued is registered with its URL-encoded form only: a run that logs in per item
+    registers a few per item, and each one costs every later redaction a pass."""
     if value and len(value) >= MIN_SECRET_CHARS:
-        _SECRETS.add(value)
+        _SECRETS.update(encodings(value) if encoded else {value, quote(value, safe="")})
+
+
+def register_url(url: str | None) -> None:
+    """A URL's password, and its ``user:password`` as a ``Basic`` header carries it (base64:
+    an echoed ``Authorization`` header), registered as secrets."""
+    try:
+        parts = urlsplit(url or "")
+    except ValueError:
+        return
+    if parts.password:
+        register_secret(parts.password)
+        _SECRETS.update(encodings(f"{parts.username or ''}:{parts.password}")[1:])
+
+
+def encodings(value: str) -> list[str]:
+    """``value`` and the forms a server may echo it in: base64 (standard and URL-safe, with
+    and without padding) and URL-encoding."""
+    raw = value.encode()
+    coded = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    forms = [value, *sorted(coded | {c.rstrip("=") for c in coded}),
+             quote(value, safe=""), quote_plus(value)]  # fmt: skip
+    return list(dict.fromkeys(forms))
 
 
 def secret_name(name: str) -> bool:
@@ -45,7 +78,7 @@ def secret_name(name: str) -> bool:
 def redact(text: str) -> str:
     """``text`` with every registered secret, URL password and secret-named query value
     masked."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):
+    for secret in sorted(_SECRETS, key=len, reverse=True):  # a longer one masked whole
         text = text.replace(secret, MASK)
     text = _USERINFO.sub(rf"\1{MASK}@", text)
     return re.sub(
@@ -83,3 +116,43 @@ def scrub(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     return value
+
+
+def redact_strings(value: Any) -> Any:
+    """A JSON-like value with every string in it redacted (names left alone: a trace's
+    input and output are shown as they were, secrets aside)."""
+    if isinstance(value, dict):
+        return {k: redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_strings(v) for v in value]
+    return redact(value) if isinstance(value, str) else value
+
+
+def scrub_answer(value: Any) -> Any:
+    """A JSON-like answer (a response body) scrubbed as ``scrub`` does a request, each value
+    it masks by name registered as a secret first: the token an OAuth endpoint issued is
+    masked wherever it appears next (the request that sends it on, an echo, an output)."""
+    _register_named(value)
+    return scrub(value)
+
+
+def _register_named(value: Any) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and secret_name(k) and isinstance(v, str):
+                register_secret(v, encoded=False)
+            else:
+                _register_named(v)
+    elif isinstance(value, list):
+        for v in value:
+            _register_named(v)
+
+
+def scrub_form(text: str) -> str:
+    """A form-encoded answer (``access_token=…&token_type=bearer``, as GitHub's token
+    endpoint sends) with its secret-named values registered and masked."""
+    pairs = parse_qsl(text, keep_blank_values=True)
+    for name, value in pairs:
+        if secret_name(name):
+            register_secret(value, encoded=False)
+    return urlencode([(k, MASK if secret_name(k) else v) for k, v in pairs], safe="*")
