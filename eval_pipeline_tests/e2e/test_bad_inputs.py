@@ -144,3 +144,26 @@ def test_sigterm_stops_a_run_as_sigint_does(sig, code, tmp_path):
     # (a thread cannot be stopped: the run ends when the item's sleep does, as with SIGINT)
     again = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
     assert "marked abandoned" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("flag", ["--json", "--junit", "--report"])
+def test_an_output_file_that_cannot_be_written_after_the_run_is_exit_2(flag, tmp_path):
+    """A full disk after the run was stored was a traceback, exit 1 ("the agent got
+    worse"): now exit 2 naming the flag, the file and the OS error; the run stays stored and
+    its verdict is printed before the error's."""
+    root = copy_project(tmp_path).parent
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path / "h")}
+    done = subprocess.run([CLI, "run", "--suite", "drive_thru", "--tier", "smoke", flag,
+                           "/dev/full"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    assert f"{flag} /dev/full: cannot be written (No space left on device)" in said, said
+    assert "Traceback" not in said
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2].startswith("VERDICT: PASS") and lines[-1].startswith("VERDICT: ERROR")
+    listed = subprocess.run([CLI, "runs", "list", "--suite", "drive_thru"], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "drive_thru-v1-" in listed.stdout, listed.stdout + listed.stderr
