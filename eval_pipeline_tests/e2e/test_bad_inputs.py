@@ -74,6 +74,7 @@ def apply_setup(setup: dict[str, Any], root: Path) -> dict[str, str]:
         assert old in path.read_text(), f"{name} holds no {old!r}"
         path.write_text(path.read_text().replace(old, new, 1))
     for name, text in (setup.get("files") or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     for name, text in (setup.get("latin1") or {}).items():  # appended, not UTF-8
         path = root / name
@@ -90,8 +91,8 @@ def test_a_bad_setting_is_refused_naming_where_it_is(setup_file, tmp_path):
     root = copy_project(tmp_path).parent
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
     env |= {"EVAL_HOME": str(tmp_path / "home")} | apply_setup(setup, root)
-    done = subprocess.run([CLI, "run", "--suite", "drive_thru", "--tier", "smoke"], cwd=root,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    args = [CLI, "run", "--suite", "drive_thru", "--tier", "smoke", *setup.get("args", [])]
+    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2, said
     assert setup["expect"] in said, said

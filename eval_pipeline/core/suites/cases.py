@@ -318,9 +318,11 @@ def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, A
         if not line.strip():
             continue
         try:
-            rows.append((f"{path}:{number}", json.loads(line)))
+            rows.append((f"{path}:{number}", safe_yaml.json_loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})")
+        except ValueError as exc:  # (nested too deeply)
+            problems.append(f"{path}:{number}: {exc}")
     return rows
 
 
