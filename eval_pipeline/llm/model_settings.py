@@ -9,6 +9,7 @@ needs; each can also be set on its own.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -158,6 +159,11 @@ class LLMSettings(BaseModel):
         offline, and its temperature still applies.
         """
         update: dict[str, Any] = {}
+        for key in config:  # other keys are the team's own (an agent may read them) …
+            near = difflib.get_close_matches(str(key), PROMPT_CONFIG, n=1, cutoff=0.8)
+            if key not in PROMPT_CONFIG and near:
+                raise SettingsError(f"config.{key}: not a setting eval-pipeline reads (did you "
+                                    f"mean {near[0]!r}?)")
         wanted = config.get("temperature")
         if wanted is not None:
             wanted = TEMPERATURE(wanted, "config.temperature")
@@ -267,6 +273,7 @@ _VARIABLES = {
     "EVAL_LLM_TOOL_CHOICE": ("tool_choice", _choice("auto", "required", "none")),
     "EVAL_LLM_TOOL_TURN_CONTENT": ("tool_turn_content", _choice("null", "empty")),
 }  # fmt: skip
+PROMPT_CONFIG = ("model", "temperature", "max_tokens")  # what a prompt's config sets here
 CHECK_TIMEOUT = _number(float, 0.001)
 CHECK_MODEL = _choice("0", "1")
 
