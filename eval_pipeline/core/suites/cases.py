@@ -371,7 +371,7 @@ def _parse_case(raw: Any, where: str, problems: list[str]) -> GoldenCase | None:
     if not isinstance(raw, dict):
         problems.append(f"{where}: a case must be a mapping, got {type(raw).__name__}")
         return None
-    label = f"{where} case '{raw['id']}'" if isinstance(raw.get("id"), str) else where
+    label = f"{where} case {raw['id']!r}" if isinstance(raw.get("id"), str) else where
     try:
         return GoldenCase.model_validate(raw)
     except ValidationError as exc:
