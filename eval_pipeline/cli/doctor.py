@@ -47,8 +47,8 @@ def check_configuration() -> Finding:
     try:
         llm = LLMSettings.from_env()
     except ValueError as exc:
-        return _failure("configuration", exc, "EVAL_LLM_TEMPERATURE and EVAL_LLM_TIMEOUT_S "
-                        "must be numbers; see docs/configuration.md")  # fmt: skip
+        return _failure("configuration", exc, "each EVAL_LLM_* setting must be one of its "
+                        "values or a number in its range; see docs/configuration.md")  # fmt: skip
     try:
         project = load_project()
     except ProjectError as exc:

@@ -9,12 +9,14 @@ Any ``EvalError`` a command raises (core/errors.py) becomes ``Error: <message>``
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 from typing import Any
 
 import click
 
-from eval_pipeline.core.errors import EvalError, ExitCode
+from eval_pipeline.core.errors import EvalError, ExitCode, Terminated
 from eval_pipeline.core.util.redact import redact
 
 VERDICT_LINE = "eval_pipeline.verdict_line"  # ctx.meta key: the command ends with a verdict
@@ -44,17 +46,35 @@ class Group(click.Group):
         return getattr(importlib.import_module(module), attribute)
 
     def invoke(self, ctx: click.Context) -> Any:
+        previous = _stop_on_sigterm()
         try:
             return super().invoke(ctx)
         except EvalError as exc:
             report(ctx, str(exc), exc.exit_code)
-        except KeyboardInterrupt:  # (click would say "Aborted!" and exit 1: a "regression")
+        except KeyboardInterrupt as exc:  # (click: "Aborted!", exit 1, read as a regression)
+            term = isinstance(exc, Terminated)
             report(
                 ctx,
-                "interrupted (SIGINT): stopped; what finished is kept in the results "
-                "store and the memo, and a run again reuses it",
-                ExitCode.INTERRUPTED,
+                f"interrupted ({'SIGTERM' if term else 'SIGINT'}): stopped; what finished is "
+                "kept in the results store and the memo, and a run again reuses it",
+                ExitCode.TERMINATED if term else ExitCode.INTERRUPTED,
             )
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm() -> Any:
+    """SIGTERM (what CI runners and Kubernetes send) stops a command as Ctrl-C does: its
+    default killed the process with no message and no verdict line. The handler it
+    replaces (to restore), or None where signals cannot be set (not the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def report(ctx: click.Context, message: str, code: ExitCode) -> None:

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from eval_pipeline.cli.group import says_verdict
 from eval_pipeline.cli.report import console, err_console, print_result, verdict_line
 from eval_pipeline.cli.run_flags import run_option
-from eval_pipeline.core.errors import ConfigurationError, explanation_failed
+from eval_pipeline.core.errors import ConfigurationError, ServiceError, explanation_failed
 from eval_pipeline.core.options import run_options
 from eval_pipeline.core.util.redact import redact
 
@@ -103,11 +103,16 @@ def run(
     print_result(console, result, verbose=verbose)
     for why in result.errors:  # whole, on stderr; the verdict line below has the first
         click.echo(f"Error: {why}", err=True)
-    _write_files(prepared.store, result, json_path, junit_path, report_path)
+    unwritten = _write_files(prepared.store, result, json_path, junit_path, report_path)
     if result.langfuse:
         console.print(f"Langfuse: {escape(result.langfuse)}", highlight=False, soft_wrap=True)
     console.print(f"Results store: {redact(settings.results_url())}  (run {result.run.run_id})")
     click.echo(verdict_line(result))  # the last line, never wrapped
+    if unwritten:  # the run is stored and its verdict printed; CI must not read 0 or 1
+        raise ServiceError(
+            "; ".join(unwritten) + f" — the run itself is stored (run {result.run.run_id}) "
+            "and its verdict is the line above; free the space or name another file"
+        )
     sys.exit(result.exit_code)
 
 
@@ -145,23 +150,34 @@ def writable(flag: str, path: Path | None) -> None:
         ) from None
 
 
-def _write_files(store, result, json_path, junit_path, report_path) -> None:
+def _write_files(store, result, json_path, junit_path, report_path) -> list[str]:
+    """Write the files asked for; what could not be written (a full disk, /dev/full), one
+    line each naming the flag, the file and the OS error."""
     from eval_pipeline.core.reports import charts, exports
     from eval_pipeline.core.reports.result_file import ResultFile
 
     view = ResultFile.of(result)  # what every file renders
+    unwritten: list[str] = []
+
+    def write(flag: str, label: str, path: Path, render: Any) -> None:
+        try:
+            console.print(f"{label}: {render()}")
+        except OSError as exc:  # (checked writable before the run; a disk can still fill)
+            unwritten.append(f"{flag} {path}: cannot be written ({exc.strerror or exc})")
+
     if json_path:
-        console.print(f"JSON: {exports.write_json(json_path, view)}")
+        write("--json", "JSON", json_path, lambda: exports.write_json(json_path, view))
     if junit_path:
-        console.print(f"JUnit: {exports.write_junit(junit_path, view)}")
+        write("--junit", "JUnit", junit_path, lambda: exports.write_junit(junit_path, view))
     if report_path:
         try:
             result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
         except Exception as exc:  # (a chart explains a verdict, never decides it)
             result.warnings.append(explanation_failed("the report's charts", exc))
             click.echo(f"Warning: {result.warnings[-1]}", err=True)
-        report = exports.write_markdown(report_path, view, result.charts)
-        console.print(f"Report: {report}")
+        write("--report", "Report", report_path,
+              lambda: exports.write_markdown(report_path, view, result.charts))  # fmt: skip
+    return unwritten
 
 
 class _progress:

@@ -36,12 +36,19 @@ class ExitCode(IntEnum):
     ERROR = 2  # configuration or infrastructure: the run could not tell; investigate first
     UNDECIDED = 3  # the gate could not tell yet (on_undecided: fail)
     INTERRUPTED = 130  # stopped by the user (SIGINT), after writing what finished
+    TERMINATED = 143  # stopped by SIGTERM (a CI runner, Kubernetes), as SIGINT stops it
 
 
 class EvalError(Exception):
     """The base of every error eval-pipeline raises on purpose (see the module)."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.ERROR
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is as Ctrl-C's KeyboardInterrupt is (cli/group.py),
+    so the run stops the same way: what finished kept, the verdict line printed, exit 143
+    (128 + 15, the shell's convention, so CI still sees which signal stopped it)."""
 
 
 class ConfigurationError(EvalError, ValueError):

@@ -9,6 +9,7 @@ reference-free evaluators score traces too (the drive-thru example's ``tool_prot
 
 from __future__ import annotations
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
@@ -28,6 +29,7 @@ def no_error(*, output, metadata=None, **kwargs) -> Score:
 @register
 def latency_within(budget_ms: float) -> Evaluator:
     """1.0 when the item (or trace) took at most ``budget_ms`` milliseconds."""
+    _positive("budget_ms", budget_ms)
 
     @evaluator(name="latency_within", params={"budget_ms": budget_ms}, data_type="BOOLEAN")
     def check(*, metadata=None, **kwargs) -> Score:
@@ -42,6 +44,7 @@ def latency_within(budget_ms: float) -> Evaluator:
 @register
 def cost_within(budget_usd: float) -> Evaluator:
     """1.0 when the item (or trace) cost at most ``budget_usd`` dollars."""
+    _positive("budget_usd", budget_usd)
 
     @evaluator(name="cost_within", params={"budget_usd": budget_usd}, data_type="BOOLEAN")
     def check(*, metadata=None, **kwargs) -> Score:
@@ -55,3 +58,9 @@ def cost_within(budget_usd: float) -> Evaluator:
         return Score(float(cost <= budget_usd), f"${cost:.5f} (budget ${budget_usd:.5f})")
 
     return check
+
+
+def _positive(name: str, budget: float) -> None:
+    """A budget below 0 failed every item (0 passes only an instant, free one: allowed)."""
+    if budget < 0:
+        raise ConfigurationError(f"{name} must be 0 or more, not {budget:g}")

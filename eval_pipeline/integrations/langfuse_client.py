@@ -26,6 +26,7 @@ from langfuse import Langfuse
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.util.redact import redact_strings, register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
@@ -67,7 +68,15 @@ class LangfuseSettings:
         cls, public_key: str | None, secret_key: str | None, base_url: str | None = None,
         environment: str | None = None,
     ) -> LangfuseSettings | None:  # fmt: skip
-        """Settings when both keys are given, else None (= use the local implementations)."""
+        """Settings when both keys are given, None when neither is (= use the local
+        implementations); one without the other is refused (Langfuse was silently off)."""
+        if bool(public_key) != bool(secret_key):
+            given, missing = (("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY") if public_key
+                              else ("LANGFUSE_SECRET_KEY", "LANGFUSE_PUBLIC_KEY"))  # fmt: skip
+            raise ConfigurationError(
+                f"{given} is set but {missing} is not: Langfuse needs both keys; set "
+                f"{missing}, or unset {given} to run without Langfuse"
+            )
         if not (public_key and secret_key):
             return None
         return cls(public_key, secret_key, (base_url or DEFAULT_BASE_URL).rstrip("/"),

@@ -6,21 +6,14 @@ error per item, after the run has been written. One ``GET /models`` settles it f
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from eval_pipeline.core.errors import ServiceError
 from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.util.redact import redact
-from eval_pipeline.llm.model_settings import LLMSettings
+from eval_pipeline.llm.model_settings import LLMSettings, check_timeout_s, checks_model
 
 NO_LISTING = {404, 405, 501}  # endpoints (some proxies) that do not implement /models
-
-
-def check_timeout_s() -> float:
-    """How long a check (GET /models, doctor's probe) waits: EVAL_LLM_CHECK_TIMEOUT_S, 30 s.
-    A single-slot server (llama.cpp) answers only after the request it is computing."""
-    return float(os.environ.get("EVAL_LLM_CHECK_TIMEOUT_S") or 30.0)
 
 
 class ModelUnavailable(ServiceError):
@@ -71,7 +64,7 @@ def require_model(settings: LLMSettings, source: str) -> None:
     model was chosen, e.g. "prompt drive-thru/orchestrator v3 (config.model)".
     EVAL_LLM_CHECK_MODEL=0 turns the check off, for endpoints whose listing does not name
     what they serve (some gateways route names they do not list)."""
-    if settings.provider == "offline" or os.environ.get("EVAL_LLM_CHECK_MODEL") == "0":
+    if settings.provider == "offline" or not checks_model():
         return
     import openai
 

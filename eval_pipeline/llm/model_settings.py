@@ -9,9 +9,10 @@ needs; each can also be set on its own.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
@@ -108,6 +109,7 @@ class LLMSettings(BaseModel):
         """EVAL_LLM_BASE_URL, EVAL_LLM_API_KEY (or OPENAI_API_KEY), EVAL_LLM_MODEL, … (see
         docs/configuration.md). A bad value raises SettingsError naming the variable."""
         env = dict(os.environ if env is None else env)
+        check_timeout_s(env), checks_model(env)  # (the checks' own settings, refused early)
         explicit = {
             field: convert(env[name], name)
             for name, (field, convert) in _VARIABLES.items()
@@ -158,6 +160,11 @@ class LLMSettings(BaseModel):
         offline, and its temperature still applies.
         """
         update: dict[str, Any] = {}
+        for key in config:  # other keys are the team's own (an agent may read them) …
+            near = difflib.get_close_matches(str(key), PROMPT_CONFIG, n=1, cutoff=0.8)
+            if key not in PROMPT_CONFIG and near:
+                raise SettingsError(f"config.{key}: not a setting eval-pipeline reads (did you "
+                                    f"mean {near[0]!r}?)")
         wanted = config.get("temperature")
         if wanted is not None:
             wanted = TEMPERATURE(wanted, "config.temperature")
@@ -267,3 +274,20 @@ _VARIABLES = {
     "EVAL_LLM_TOOL_CHOICE": ("tool_choice", _choice("auto", "required", "none")),
     "EVAL_LLM_TOOL_TURN_CONTENT": ("tool_turn_content", _choice("null", "empty")),
 }  # fmt: skip
+PROMPT_CONFIG = ("model", "temperature", "max_tokens")  # what a prompt's config sets here
+CHECK_TIMEOUT = _number(float, 0.001)
+CHECK_MODEL = _choice("0", "1")
+
+
+def check_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """How long a check (GET /models, doctor's probe) waits: EVAL_LLM_CHECK_TIMEOUT_S, 30 s.
+    A single-slot server (llama.cpp) answers only after the request it is computing."""
+    text = (os.environ if env is None else env).get("EVAL_LLM_CHECK_TIMEOUT_S")
+    return CHECK_TIMEOUT(text, "EVAL_LLM_CHECK_TIMEOUT_S") if text else 30.0
+
+
+def checks_model(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a run checks its model against the endpoint's listing first:
+    EVAL_LLM_CHECK_MODEL, 1 (0 for gateways that route names they do not list)."""
+    text = (os.environ if env is None else env).get("EVAL_LLM_CHECK_MODEL")
+    return CHECK_MODEL(text, "EVAL_LLM_CHECK_MODEL") != "0" if text else True

@@ -69,6 +69,7 @@ from eval_pipeline.core.running.ids import (
 )
 from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
+from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.core.util.redact import redact_url, scrub, scrub_answer, scrub_form
 from eval_pipeline.llm.agent_endpoint import agent_environment
 from eval_pipeline.llm.model_settings import LLMSettings
@@ -206,7 +207,7 @@ def load_entries(path: Path, belongs: Belongs | None = None, rerecord: str = RER
         raise RecordingsError(f"{path}: not UTF-8 text (byte {exc.start}); {rerecord}") from None
     first, _, body = text.partition("\n")
     try:
-        info = json.loads(first)["recording"] if first.strip() else None
+        info = safe_yaml.json_loads(first)["recording"] if first.strip() else None
     except (ValueError, KeyError, TypeError):
         info = None
     if not isinstance(info, dict):
@@ -232,7 +233,7 @@ def load_entries(path: Path, belongs: Belongs | None = None, rerecord: str = RER
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = safe_yaml.json_loads(line)
             entry = Entry(str(raw["method"]), str(raw["url"]), raw["request"], int(raw["status"]),
                           raw.get("content_type"), raw["response"], raw.get("item"),
                           int(raw.get("call") or 0))  # fmt: skip

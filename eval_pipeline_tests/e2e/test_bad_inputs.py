@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,6 +74,7 @@ def apply_setup(setup: dict[str, Any], root: Path) -> dict[str, str]:
         assert old in path.read_text(), f"{name} holds no {old!r}"
         path.write_text(path.read_text().replace(old, new, 1))
     for name, text in (setup.get("files") or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     for name, text in (setup.get("latin1") or {}).items():  # appended, not UTF-8
         path = root / name
@@ -89,8 +91,8 @@ def test_a_bad_setting_is_refused_naming_where_it_is(setup_file, tmp_path):
     root = copy_project(tmp_path).parent
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
     env |= {"EVAL_HOME": str(tmp_path / "home")} | apply_setup(setup, root)
-    done = subprocess.run([CLI, "run", "--suite", "drive_thru", "--tier", "smoke"], cwd=root,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    args = [CLI, "run", "--suite", "drive_thru", "--tier", "smoke", *setup.get("args", [])]
+    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
     said = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2, said
     assert setup["expect"] in said, said
@@ -112,3 +114,57 @@ def test_an_agent_that_exits_fails_its_items_instead_of_hanging_the_run(tmp_path
     assert "agent_errors" in done.stdout.strip().splitlines()[-1]
     items = json.loads((root / "out.json").read_text())["items"]
     assert items and all(o["error_kind"] == "SystemExit" and o["fault"] == "agent" for o in items)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_stops_a_run_as_sigint_does(sig, code, tmp_path):
+    """SIGTERM (what CI runners and Kubernetes send) killed the run with no message and no
+    verdict line; now it stops as Ctrl-C does: the message names the signal, the last line
+    is the verdict, exit 143 (128 + 15), and the run left running is marked abandoned by
+    the next run, what it finished kept."""
+    root = copy_project(tmp_path).parent
+    apply_setup({"set": {"suites.drive_thru.agent": "eval_examples.slow:answer"},
+                 "files": {"eval_examples/slow.py": "import pathlib, time\n\n\ndef answer("
+                           "input, ctx):\n    pathlib.Path('started').touch()\n"
+                           "    time.sleep(8)\n    return {}\n"}}, root)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path / "h")}
+    args = [CLI, "run", "--suite", "drive_thru", "--tier", "smoke"]
+    proc = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (root / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, (out, err)
+    assert f"interrupted ({sig.name})" in err, err
+    assert out.splitlines()[-1].startswith("VERDICT: ERROR — interrupted"), out
+    assert "Traceback" not in out + err
+    (root / "eval_examples" / "slow.py").write_text("def answer(input, ctx):\n    return {}\n")
+    # (a thread cannot be stopped: the run ends when the item's sleep does, as with SIGINT)
+    again = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert "marked abandoned" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("flag", ["--json", "--junit", "--report"])
+def test_an_output_file_that_cannot_be_written_after_the_run_is_exit_2(flag, tmp_path):
+    """A full disk after the run was stored was a traceback, exit 1 ("the agent got
+    worse"): now exit 2 naming the flag, the file and the OS error; the run stays stored and
+    its verdict is printed before the error's."""
+    root = copy_project(tmp_path).parent
+    env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
+    env |= {"EVAL_HOME": str(tmp_path / "h")}
+    done = subprocess.run([CLI, "run", "--suite", "drive_thru", "--tier", "smoke", flag,
+                           "/dev/full"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    assert f"{flag} /dev/full: cannot be written (No space left on device)" in said, said
+    assert "Traceback" not in said
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2].startswith("VERDICT: PASS") and lines[-1].startswith("VERDICT: ERROR")
+    listed = subprocess.run([CLI, "runs", "list", "--suite", "drive_thru"], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "drive_thru-v1-" in listed.stdout, listed.stdout + listed.stderr

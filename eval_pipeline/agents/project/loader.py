@@ -38,7 +38,7 @@ from eval_pipeline.agents.langgraph_json import LangGraphJson
 from eval_pipeline.agents.project.schema import CustomerConfig, ProjectConfig, SuiteConfig
 from eval_pipeline.agents.project_errors import ProjectError, UnknownSuite
 from eval_pipeline.agents.targets import import_target, importable, kind_of, where
-from eval_pipeline.core.errors import USER_CODE_FAILURES
+from eval_pipeline.core.errors import USER_CODE_FAILURES, Terminated
 from eval_pipeline.core.prompts.labels import PromptVersion
 from eval_pipeline.core.running.agent import Agent
 from eval_pipeline.core.scoring.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -104,6 +104,10 @@ def _import_plugins(file: Path, modules: list[str]) -> list[str]:
                 problems.append(f"{file}: field 'plugins': {name!r}: no such module (not beside "
                                 f"the project file, not installed)")  # fmt: skip
         except USER_CODE_FAILURES as exc:  # the plugin's own code raised, or exited
+            problems.append(_plugin_raised(file, name, exc))
+        except KeyboardInterrupt as exc:  # raised by the plugin (was reported as Ctrl-C,
+            if isinstance(exc, Terminated):  # 130); a SIGTERM stops the run as ever
+                raise
             problems.append(_plugin_raised(file, name, exc))
     return problems
 
@@ -270,6 +274,7 @@ class _Resolver:
         validator = self.target("case_validator", c.case_validator) if c.case_validator else None
         thresholds = self.thresholds(dataset, evaluators, trace_evaluators)
         self.absence_categories()
+        version = self.version()
         if c.source is not None:
             sources = tuple(filter(None, (self.source_path(entry) for entry in c.source)))
         if self.problems or make_agent is None:  # (no agent: a problem says why)
@@ -283,7 +288,7 @@ class _Resolver:
             absence_categories=tuple(c.absence_categories), validate_case=validator,
             watched_labels=tuple(c.watched_labels), repeats=c.repeats,
             concurrency=c.concurrency,
-            agent_version=(_expand(c.version) if c.version else "1") + (
+            agent_version=(version or "1") + (
                 f"+customer-{customer_version(c.customer.model or '', c.customer.sees)}"
                 if c.customer else ""
             ),
@@ -292,6 +297,18 @@ class _Resolver:
             agent_description=description, trace_name=c.trace_name or "",
             trace_evaluators=trace_evaluators, source_paths=sources,
         )  # fmt: skip
+
+    def version(self) -> str | None:
+        """The agent's own version, ``${VAR}`` read from the environment. An unset variable
+        stayed ``${VAR}`` (os.path.expandvars), one version for every deployment: the memo
+        then reused the outputs of another build."""
+        if not self.config.version:
+            return None
+        unset = sorted(set(re.findall(r"\$\{(\w+)\}", self.config.version)) - set(os.environ))
+        if unset:
+            self.problem("version", f"{self.config.version!r} names {', '.join(unset)}, which "
+                         "is not set in the environment; set it, or write the version itself")
+        return os.path.expandvars(self.config.version)
 
     def absence_categories(self) -> None:
         """Each absence category one of the suite's declared categories (when it declares
@@ -507,10 +524,6 @@ def simulated_customer(config: CustomerConfig, llm: LLMSettings) -> LLMCustomer:
     """The customer on the run's endpoint (recorded and replayed with the run's calls),
     pinned at temperature 0, on its own model when the suite names one."""
     return LLMCustomer(pinned_chat_model(llm, config.model), config.sees)
-
-
-def _expand(value: str) -> str:
-    return os.path.expandvars(value)
 
 
 def typed_params(factory: Callable[..., Any], params: dict[str, Any]) -> list[str]:

@@ -48,10 +48,17 @@ class PromptVersion:
         return "\n\n".join(parts)
 
     def compile(self, **variables: str) -> str:
-        """Fill ``{{var}}`` placeholders of the system text (Langfuse syntax); unknown ones stay."""
-        return VARIABLE.sub(
-            lambda m: str(variables.get(m.group(1), m.group(0))), self.system_text()
-        )
+        """Fill ``{{var}}`` placeholders of the system text (Langfuse syntax). One the agent
+        does not fill is refused: it was sent to the model as the text ``{{var}}``."""
+        text = self.system_text()
+        if missing := sorted({m.group(1) for m in VARIABLE.finditer(text)} - set(variables)):
+            given = ", ".join(sorted(variables)) or "none"
+            raise PromptError(
+                f"prompt {self.name} v{self.version}: {{{{{missing[0]}}}}} is not filled (the "
+                f"agent fills: {given}); pass {missing[0]}=… to ctx.system_prompt(), or "
+                "remove it from the prompt"
+            )
+        return VARIABLE.sub(lambda m: str(variables[m.group(1)]), text)
 
 
 def parse_version_key(key: str) -> int:

@@ -52,6 +52,10 @@ class PriceTable:
             if not isinstance(price, dict) or not {"input", "output"} <= set(price):
                 raise PricesError(f"{path}: model {model!r} needs 'input' and 'output' prices "
                                   "(USD per 1M tokens)")  # fmt: skip
+            if unknown := sorted(set(map(str, price)) - {"input", "output"}):
+                raise PricesError(f"{path}: model {model!r}: {unknown[0]!r} is not a price this "
+                                  "file takes: only 'input' and 'output' (USD per 1M tokens); "
+                                  "remove it (cached or batch prices are not counted)")  # fmt: skip
             table.prices[str(model)] = (_usd(path, model, "input", price["input"]),
                                         _usd(path, model, "output", price["output"]))  # fmt: skip
         return table

@@ -16,7 +16,7 @@ categories:                                  # what a categorical metric's categ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -24,6 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.scoring.categories import CategoryScale
 from eval_pipeline.core.util import safe_yaml
+
+# A threshold on a score (scores are 0..1): checked per field, so an error names the field
+# ('min_mean.order_correctness'), not the whole file.
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class ThresholdsError(ConfigurationError):
@@ -72,9 +76,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     primary_metric: str
-    min_mean: dict[str, float] = Field(default_factory=dict)
+    min_mean: dict[str, Share] = Field(default_factory=dict)
     all_items_pass: list[str] = Field(default_factory=list)
-    category_floors: dict[str, dict[str, float]] = Field(default_factory=dict)
+    category_floors: dict[str, dict[str, Share]] = Field(default_factory=dict)
     regression: RegressionConfig = Field(default_factory=RegressionConfig)
     traces: TraceThresholds = Field(default_factory=TraceThresholds)
     judges: JudgeThresholds = Field(default_factory=JudgeThresholds)
@@ -101,12 +105,6 @@ class Thresholds(BaseModel):
         return {self.primary_metric, *self.min_mean, *self.all_items_pass,
                 *self.gated_metrics, *self.binary_metrics}  # fmt: skip
 
-    def model_post_init(self, _: Any) -> None:
-        values = [*self.min_mean.values()] + [
-            v for floors in self.category_floors.values() for v in floors.values()
-        ]
-        if any(not 0.0 <= v <= 1.0 for v in values):
-            raise ValueError("every threshold must be between 0 and 1")
 
 
 def load_thresholds(path: Path) -> Thresholds:

@@ -318,9 +318,11 @@ def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, A
         if not line.strip():
             continue
         try:
-            rows.append((f"{path}:{number}", json.loads(line)))
+            rows.append((f"{path}:{number}", safe_yaml.json_loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})")
+        except ValueError as exc:  # (nested too deeply)
+            problems.append(f"{path}:{number}: {exc}")
     return rows
 
 
@@ -369,7 +371,7 @@ def _parse_case(raw: Any, where: str, problems: list[str]) -> GoldenCase | None:
     if not isinstance(raw, dict):
         problems.append(f"{where}: a case must be a mapping, got {type(raw).__name__}")
         return None
-    label = f"{where} case '{raw['id']}'" if isinstance(raw.get("id"), str) else where
+    label = f"{where} case {raw['id']!r}" if isinstance(raw.get("id"), str) else where
     try:
         return GoldenCase.model_validate(raw)
     except ValidationError as exc:

@@ -13,6 +13,7 @@ caller's "file:line: malformed YAML: …" names the place.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -103,3 +104,13 @@ def compose(text: str) -> Node | None:
         return yaml.compose(text, Loader=StrictLoader)
     except RecursionError:
         raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
+
+
+def json_loads(text: str) -> Any:
+    """One JSON value (a line of a cases or recordings file). Nested past Python's
+    recursion limit (about 1,000 levels), ``json`` raised RecursionError, a traceback and
+    exit 1; that is a ValueError here, as malformed JSON is, so the reader names the line."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("values nested too deeply to read (over about 1,000 levels)") from None
