@@ -179,9 +179,12 @@ class Suites:
                                   obj: object) -> SuiteNode | None:  # fmt: skip
         """A test function marked ``@pytest.mark.eval_suite(NAME, **options)`` becomes the
         suite's tests; the function itself runs in its verdict test, given the result."""
-        marker = next((m for m in getattr(obj, "pytestmark", []) if m.name == "eval_suite"),
-                      None)  # fmt: skip
-        if marker is None or not callable(obj):
+        if not inspect.isfunction(obj):  # (any other object of a module may answer any
+            return None  # attribute: sqlalchemy's ``func`` makes up a ``pytestmark``)
+        marks = getattr(obj, "pytestmark", [])
+        marker = next((m for m in marks if isinstance(m, pytest.Mark) and m.name == "eval_suite"),
+                      None) if isinstance(marks, list) else None  # fmt: skip
+        if marker is None:
             return None
         if len(marker.args) != 1 or not isinstance(marker.args[0], str):
             raise collector.CollectError(f"{name}: @pytest.mark.eval_suite takes the suite's "

@@ -343,15 +343,20 @@ def test_an_interrupted_run_exits_130_not_1(tmp_path):
         "EVAL_LLM_MAX_RETRIES": "0",
         "EVAL_PROJECT": str(EXAMPLES / "eval-pipeline.yaml"),
     }
-    proc = subprocess.Popen(  # the run itself replaced by a long sleep: SIGINT lands in it
-        [sys.executable, "-c", "import sys, time\n"
+    running = tmp_path / "running"  # written when the run starts: SIGINT lands in the run,
+    proc = subprocess.Popen(  # not in an import on a loaded machine (a sleep was too short)
+        [sys.executable, "-c", "import pathlib, sys, time\n"
          "import eval_pipeline.api as api\n"
-         "api.run_prepared = lambda *a, **k: time.sleep(60)\n"
+         f"api.run_prepared = lambda *a, **k: (pathlib.Path({str(running)!r}).touch(), "
+         "time.sleep(60))\n"
          "from eval_pipeline.cli import main\n"
          "sys.argv = ['eval-pipeline', 'run', '--suite', 'drive_thru']\nmain()\n"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(6)  # (the project loads, the run is prepared, then it "runs")
+    deadline = time.monotonic() + 120
+    while not running.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running.exists(), proc.communicate(timeout=60) if proc.poll() is not None else ""
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)

@@ -37,3 +37,19 @@ def test_the_plugin_offers_every_run_flag_of_the_cli(pytester):
     for flag in ["--suite", "--project", "--label", "--prompt-version", *FLAGS.values()]:
         assert f"--eval-{flag[2:]}" in text, flag
     assert "default: replay when CI=true" in " ".join(text.split())
+
+
+def test_the_plugin_leaves_a_teams_own_tests_as_they_are(pytester):
+    """Loaded by every pytest session where the package is installed, the plugin looks at
+    each object a test module holds: one that makes up any attribute asked for
+    (sqlalchemy's ``func``: its ``pytestmark`` is not a list of marks) broke the module's
+    collection (TypeError; CI's fresh install, test_crash_recovery)."""
+    pytester.makepyfile(test_team="""
+        from sqlalchemy import func
+
+
+        def test_plain():
+            assert func.count is not None
+    """)
+    result = pytester.runpytest_inprocess("-p", "eval_pipeline.pytest_plugin", "-q")
+    result.assert_outcomes(passed=1)
