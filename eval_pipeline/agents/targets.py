@@ -160,13 +160,23 @@ def _modules_of(value: Any, depth: int = 0) -> list[Any]:
             bound = getattr(node, "bound", None)
             if is_graph(bound) and depth < 5:
                 found += _modules_of(bound, depth + 1)
-            for func in (getattr(bound, "func", None), getattr(bound, "afunc", None)):
+            for func in (_attribute(bound, "func"), _attribute(bound, "afunc")):
                 found += _modules_of(func, depth) if func is not None else []
         return found
     if inspect.isfunction(value) or inspect.isclass(value):
         module = sys.modules.get(getattr(value, "__module__", None) or "")
         return [module] if module is not None else []
     return []
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """``value.name``, or None: a runnable may answer any attribute with code of its own
+    (langchain's RunnableWithFallbacks resolves type hints there and raised NameError on
+    the airline_support zoo agent's node)."""
+    try:
+        return getattr(value, name, None)
+    except Exception:
+        return None
 
 
 def _code_of(module: Any) -> Path | None:

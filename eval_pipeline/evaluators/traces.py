@@ -9,7 +9,6 @@ reference-free evaluators score traces too (the drive-thru example's ``tool_prot
 
 from __future__ import annotations
 
-from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.evaluators.declare import Evaluator, Score, evaluator
 from eval_pipeline.evaluators.registry import register
 
@@ -63,4 +62,4 @@ def cost_within(budget_usd: float) -> Evaluator:
 def _positive(name: str, budget: float) -> None:
     """A budget below 0 failed every item (0 passes only an instant, free one: allowed)."""
     if budget < 0:
-        raise ConfigurationError(f"{name} must be 0 or more, not {budget:g}")
+        raise ValueError(f"{name} must be 0 or more, not {budget:g}")  # (the loader: exit 2)
