@@ -60,8 +60,8 @@ def replaying(active: bool = True) -> Iterator[None]:
         _REPLAYING.reset(token)
 
 
-# What a replay lends an SDK that will not build a client without a key (llm/recording.py
-# ``keys_for_replay``): never taken for the run's own key.
+# What a replay lends an SDK that will not build a client without a key
+# (llm/agent_endpoint.py ``agent_environment``): never taken for the run's own key.
 REPLAY_KEY = "sk-replay-placeholder-nothing-is-sent"
 
 

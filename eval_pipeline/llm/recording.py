@@ -71,8 +71,6 @@ from eval_pipeline.core.running.seal import sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.core.util.redact import redact_url, scrub, scrub_answer, scrub_form
-from eval_pipeline.llm.agent_endpoint import agent_environment
-from eval_pipeline.llm.model_settings import LLMSettings
 from eval_pipeline.llm.offline.model import OFFLINE_MODEL_NAME
 
 Mode = Literal["record", "replay"]
@@ -87,15 +85,6 @@ MODEL_ROUTES = ("/chat/completions", "/completions", "/responses", "/messages",
 STEADIED_ROUTES = (*MODEL_ROUTES, "/embeddings")
 VOLATILE = {"id": None, "created": 0, "system_fingerprint": None}  # see _steady
 _ACTIVE = threading.Lock()  # one session per process at a time (the patches are global)
-
-
-@contextlib.contextmanager
-def keys_for_replay(replay: bool = True) -> Iterator[list[str]]:
-    """While a replay runs: each unset SDK key variable set to a placeholder (a replay
-    sends nothing: CI replays with no key at all), unset again after
-    (llm/agent_endpoint.py ``agent_environment``, the one place that decides)."""
-    with agent_environment(LLMSettings(), replay=replay) as lent:
-        yield list(lent)
 
 
 class RecordingsError(ConfigurationError):

@@ -437,11 +437,13 @@ def test_a_replays_placeholder_key_is_gone_after_it(monkeypatch):
     replay lends it one, and takes it back, so the next run in the same process (an
     evaluate() in a team's pytest) is not taken for one with a key (it went to
     api.openai.com instead of the offline model)."""
-    from eval_pipeline.llm.recording import keys_for_replay
+    from eval_pipeline.llm.agent_endpoint import agent_environment
+    from eval_pipeline.llm.model_settings import LLMSettings
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-team")
-    with keys_for_replay() as lent:
-        assert lent == ["OPENAI_API_KEY"] and os.environ["OPENAI_API_KEY"].startswith("sk-replay")
+    with agent_environment(LLMSettings(), replay=True) as lent:
+        assert list(lent) == ["OPENAI_API_KEY"]
+        assert os.environ["OPENAI_API_KEY"].startswith("sk-replay")
     assert "OPENAI_API_KEY" not in os.environ
     assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-team"  # a team's own, untouched
