@@ -65,6 +65,7 @@ from eval_pipeline_tests.langfuse_rules import (
     filter_matches,
     finite_json,
     normalised_item_field,
+    public_environment,
     requested_groups,
     score_config_issues,
     score_issues,
@@ -917,7 +918,8 @@ def _observation(span: Any) -> dict[str, Any]:
         "sessionId": attrs.get("session.id"),
         "userId": attrs.get("user.id"),
         # the SDK sets it on every span (langfuse/_client/span.py); the server's default
-        "environment": attrs.get("langfuse.environment", "default"),
+        # when absent, and the reserved "langfuse" prefix stripped (langfuse_rules.py)
+        "environment": public_environment(attrs.get("langfuse.environment")),
         # the experiment an item belongs to (OtelIngestionProcessor.extractExperimentFields)
         "experimentId": attrs.get("langfuse.experiment.id"),
         "experimentName": attrs.get("langfuse.experiment.name"),

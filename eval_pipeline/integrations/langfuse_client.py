@@ -35,9 +35,15 @@ DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 BASE_URL_VARS = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST")
 ENVIRONMENT_VAR = "EVAL_LANGFUSE_ENVIRONMENT"
 DEFAULT_ENVIRONMENT = "sdk-experiment"  # langfuse/_client/constants.py, the SDK's experiments
-# What the SDK accepts as an environment (Langfuse(environment=...) docstring): lowercase
-# letters, digits, '-' and '_', not starting with "langfuse"; at most 40 characters.
-ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
+# What the SDK accepts as an environment (propagate_attributes' docstring): lowercase
+# letters, digits, '-' and '_', at most 40 characters, not starting with "langfuse". The
+# server enforces the prefix: its public ingestion strips every leading "langfuse[-_]"
+# from an environment (PublicEnvironmentName, packages/shared/src/server/ingestion/
+# types.ts, v4.16.0): "langfuse-eval" lands in "eval". Only Langfuse's own traffic (its
+# LLM-as-a-judge, prompt experiments) keeps "langfuse-*", the environments its Home
+# dashboard leaves out by default (web/src/hooks/useEnvironmentFilter.tsx).
+ENVIRONMENT = re.compile(r"^[a-z0-9_-]{1,40}$")
+RESERVED_PREFIX = "langfuse"
 # Server releases this version was tested against (docs/langfuse.md): the v3 line serves
 # v1 observations, the v4 line v2 observations; both take scores through /ingestion.
 TESTED_VERSIONS = ("3.225.4", "4.16.0")
@@ -54,10 +60,11 @@ class LangfuseSettings:
 
     def __post_init__(self) -> None:
         register_secret(self.secret_key)
-        if not ENVIRONMENT.match(self.environment):
-            raise ValueError(
-                f"{ENVIRONMENT_VAR}={self.environment!r}: a Langfuse environment is lowercase "
-                "letters, digits, '-' and '_' (at most 40), not starting with 'langfuse'"
+        if problem := environment_problem(self.environment):
+            raise ConfigurationError(
+                f"{ENVIRONMENT_VAR}={self.environment!r}: {problem}; name another, or unset "
+                f"it for {DEFAULT_ENVIRONMENT!r} (the environment of Langfuse's own SDK "
+                "experiments, docs/langfuse.md#environments)"
             )
 
     def __repr__(self) -> str:  # never show the secret, even in a traceback
@@ -120,6 +127,19 @@ class LangfuseSettings:
         response = httpx.get(f"{self.base_url}/api/public/health", timeout=self.timeout_s)
         response.raise_for_status()
         return str(response.json().get("version") or "unknown")
+
+
+def environment_problem(name: str) -> str | None:
+    """Why Langfuse would not keep evaluation traffic in the environment ``name`` (None: it
+    would)."""
+    if not ENVIRONMENT.match(name):
+        return "a Langfuse environment is lowercase letters, digits, '-' and '_' (at most 40)"
+    if name.startswith(RESERVED_PREFIX):
+        landed = re.sub(r"^(?:langfuse[-_]?)+", "", name) or "default"
+        return (f"Langfuse reserves the prefix {RESERVED_PREFIX!r} for its own traffic: its "
+                f"server strips it from what SDKs send (this would land in {landed!r}, "
+                "where the Home dashboard counts it), and the SDK refuses it")  # fmt: skip
+    return None
 
 
 def base_url_var() -> str:

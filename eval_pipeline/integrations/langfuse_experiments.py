@@ -30,9 +30,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-from eval_pipeline.core.store.records import ItemOutput, RunRecord
+from eval_pipeline.core.store.records import ItemOutput, RunRecord, VerdictRecord
 from eval_pipeline.core.suites.cases import GoldenCase, LangfuseDatasetRef
 from eval_pipeline.integrations.langfuse_client import (
     LangfuseSettings,
@@ -54,6 +54,40 @@ def run_metadata(run: RunRecord) -> dict[str, str]:
             "dataset_version": run.dataset_version, "model": run.model, "tier": run.tier,
             "agent_version": run.agent_version,
             **({"commit": run.code_commit} if run.code_commit else {})}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """The gate's conclusion as the run's experiment shows it: the verdict, the metric that
+    backs it with its Δ and interval against the baseline, and the margin it was gated at
+    (None: no gate)."""
+
+    record: VerdictRecord
+    margin: float | None = None
+
+    def metadata(self) -> dict[str, str]:
+        """As the verdict score's metadata, and the v3 dataset run's (written after the
+        verdict; a v4 experiment's metadata is its spans', fixed before it)."""
+        r = self.record
+        gated = {"verdict_metric": r.metric, "verdict_delta": r.delta_text,
+                 "verdict_interval": r.interval_text} if r.metric else {}  # fmt: skip
+        return {"verdict": r.verdict.value, "verdict_reason": r.reason, **gated,
+                **({"verdict_margin": f"{self.margin:g}"} if self.margin is not None else {}),
+                **({"baseline_run_id": r.baseline_run_id} if r.baseline_run_id else {})}  # fmt: skip
+
+    def comment(self) -> str:
+        """One line, as a score's comment: the verdict and why, then the evidence."""
+        r = self.record
+        evidence = []
+        if r.metric:
+            shown = r.interval_text if r.interval_text != "–" else ""
+            evidence.append(f"{r.metric} Δ {r.delta_text} {shown}".rstrip())
+        if self.margin is not None:
+            evidence.append(f"margin {self.margin:g}")
+        if r.baseline_run_id:
+            evidence.append(f"baseline run {r.baseline_run_id}")
+        head = r.verdict.value + (f": {r.reason}" if r.reason else "")
+        return f"{head} — {'; '.join(evidence)}" if evidence else head
 
 
 def experiment_id(run_id: str) -> str:
@@ -173,17 +207,28 @@ class Linked:
     dataset_run_id: str | None
     problem: str | None = None
     url: str | None = None  # where its experiment opens in Langfuse (v4)
+    compared: bool = False  # the url compares it with its baseline's experiment
 
     def line(self) -> str:
-        linked = (f"dataset run {self.dataset_run_id}" if self.dataset_run_id
-                  else f"not linked: {self.problem}")  # fmt: skip
-        return f"{linked}: {self.url}" if self.url else linked
+        """What the CLI's ``Langfuse:`` line says of it: the v4 experiment and its link,
+        the v3 dataset run, or why it is not linked."""
+        if self.dataset_run_id is None:
+            return f"experiment not linked: {self.problem}"
+        if self.url is None:
+            return f"dataset run {self.dataset_run_id}"
+        opens = "compared with its baseline's" if self.compared else "opens"
+        said = f"experiment {self.dataset_run_id} ({opens}: {self.url})"
+        return f"{said}; its v3 dataset run not written: {self.problem}" if self.problem else said
 
 
-def experiment_url(settings: LangfuseSettings, run_id: str) -> str | None:
+def experiment_url(settings: LangfuseSettings, run_id: str,
+                   baseline_run_id: str | None = None) -> str | None:  # fmt: skip
     """Where the run's experiment opens in Langfuse's UI (v4: Experiments → its results),
-    from the project the keys belong to (GET /api/public/projects); None when the server
-    does not group experiments or cannot say. Never raises."""
+    from the project the keys belong to (GET /api/public/projects); with a baseline run,
+    compared with the baseline's experiment, the baseline first, as Langfuse's own
+    comparison links are made (``?baseline=<id>&c=<id>``: toExperimentsResultsUrl,
+    web/src/features/experiments/utils/experimentUrlTranslation.ts, v4.16.0). None when the
+    server does not group experiments or cannot say. Never raises."""
     if not reads_experiments(settings):
         return None
     try:
@@ -193,31 +238,35 @@ def experiment_url(settings: LangfuseSettings, run_id: str) -> str | None:
             project = answer.json()["data"][0]["id"]
     except Exception:  # Langfuse trouble never fails an evaluation
         return None
-    return (
-        f"{settings.base_url.rstrip('/')}/project/{project}/experiments/results"
-        f"?baseline={experiment_id(run_id)}"
-    )
+    ids = [experiment_id(baseline_run_id)] if baseline_run_id else []
+    query = urlencode([("baseline", (ids or [experiment_id(run_id)])[0]),
+                       *([("c", experiment_id(run_id))] if ids else [])])  # fmt: skip
+    return f"{settings.base_url.rstrip('/')}/project/{project}/experiments/results?{query}"
 
 
 def link_run(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
              run: RunRecord, outputs: Sequence[ItemOutput],
-             ref: LangfuseDatasetRef | None = None) -> Linked:  # fmt: skip
+             ref: LangfuseDatasetRef | None = None,
+             verdict: RunVerdict | None = None) -> Linked:  # fmt: skip
     """The run's experiment: on v4 the span attributes already made it (in dual mode its
     v3 dataset run is written too); on v3 the dataset run. Never raises."""
     if not reads_experiments(settings):
-        return post_run_items(settings, client, cases, run, outputs, ref)
+        return post_run_items(settings, client, cases, run, outputs, ref, verdict)
     linked = Linked(experiment_id(run.run_id))
     if keeps_dataset_runs(settings):  # dual mode: its dataset run too, under the same name
-        legacy = post_run_items(settings, client, cases, run, outputs, ref)
+        legacy = post_run_items(settings, client, cases, run, outputs, ref, verdict)
         return dataclasses.replace(linked, problem=legacy.problem)
     return linked
 
 
 def post_run_items(settings: LangfuseSettings, client: Any, cases: Sequence[GoldenCase],
                    run: RunRecord, outputs: Sequence[ItemOutput],
-                   ref: LangfuseDatasetRef | None = None) -> Linked:  # fmt: skip
+                   ref: LangfuseDatasetRef | None = None,
+                   verdict: RunVerdict | None = None) -> Linked:  # fmt: skip
     """Every output linked as a dataset run item of its dataset (a ``langfuse:`` suite's
-    own, ``ref``; else the suite's, synced first): v3's dataset run. Never raises."""
+    own, ``ref``; else the suite's, synced first): v3's dataset run, made by its first
+    item with the run's metadata and, written after the verdict, the verdict's (Langfuse
+    keeps a run's metadata from its first item: createOrFetchDatasetRun). Never raises."""
     suite, run_id = run.suite, run.run_id
     where = f"dataset run of {ref.name if ref else dataset_name(suite)}"
     try:
@@ -229,7 +278,7 @@ def post_run_items(settings: LangfuseSettings, client: Any, cases: Sequence[Gold
                     return Linked(None, f"{where}: no item for case {out.item_id!r}")
                 response = http.post("/api/public/dataset-run-items", json={
                     "runName": run_id, "runDescription": f"eval-pipeline run of {suite}",
-                    "metadata": run_metadata(run),
+                    "metadata": {**run_metadata(run), **(verdict.metadata() if verdict else {})},
                     "datasetItemId": linked.items[out.item_id],
                     "traceId": item_trace_id(out.source_run_id or run_id, out.item_id,
                                              out.repeat)})  # fmt: skip

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from eval_pipeline.core.scoring.summary import RunEvaluation
 from eval_pipeline.core.store.records import ItemOutput, ItemScore
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.util.redact import redact
@@ -39,7 +40,7 @@ from eval_pipeline.integrations.langfuse_client import (
     item_root_span_id,
     item_trace_id,
 )
-from eval_pipeline.integrations.langfuse_experiments import Linked
+from eval_pipeline.integrations.langfuse_experiments import Linked, RunVerdict
 
 OUTBOX_KIND = "langfuse_score"
 SET_ASIDE_KIND = "langfuse_score_set_aside"
@@ -87,7 +88,7 @@ class WritebackReport:
         is."""
         parts = [f"{self.sent} score(s) sent to Langfuse"]
         if self.experiment is not None:
-            parts.append(f"experiment {self.experiment.line()}")
+            parts.append(self.experiment.line())
         if self.queued:
             parts.append(f"{self.queued} queued for the next run ({self.error})")
         if self.set_aside:
@@ -185,30 +186,51 @@ def trace_score_payloads(
 
 def run_score_payloads(
     run_id: str,
-    metrics: dict[str, float | None],
+    metrics: Mapping[str, float | None],
     *,
+    evaluations: Mapping[str, RunEvaluation] | None = None,
+    verdict: RunVerdict | None = None,
     dataset_run_id: str | None = None,
     environment: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run-level means on the run's experiment (its dataset run: langfuse_experiments.py),
-    else on its session (each item trace's session is the run). Langfuse takes exactly one
-    of traceId, sessionId and datasetRunId."""
+    """The run's own scores on its experiment (its dataset run: langfuse_experiments.py),
+    else on its session (each item trace's session is the run); Langfuse takes exactly one
+    of traceId, sessionId and datasetRunId, and lists a dataset run's scores as the
+    experiment's columns. They are: the means (``run_<metric>``); the run-level
+    evaluators' results under their own names (``avg_order_correctness``), as the SDK's
+    ``run_experiment`` sends its ``run_evaluators``'; and the gate's conclusion:
+    ``verdict`` (CATEGORICAL: PASS, FAIL, UNDECIDED, ERROR; its comment and metadata say
+    why, the metric that backs it with Δ and interval, the margin and the baseline run),
+    with ``verdict_delta`` and ``verdict_margin`` as numbers when the run was gated."""
     target = ({"datasetRunId": dataset_run_id} if dataset_run_id
               else {"sessionId": run_id})  # fmt: skip
+    where = {**target, **({"environment": environment} if environment else {})}
+    scores: list[tuple[str, str, float | str, str, str | None, dict[str, Any]]] = []
+    for name, mean in metrics.items():
+        if mean is not None:
+            scores.append(("run", f"run_{name}", float(mean), "NUMERIC", None, {}))
+    for name, evaluation in (evaluations or {}).items():
+        if evaluation.value is not None:  # (an evaluator error: none to send)
+            scores.append(("run-evaluation", name, float(evaluation.value), "NUMERIC",
+                           evaluation.comment, {}))  # fmt: skip
+    if verdict is not None:
+        said, record = verdict.metadata(), verdict.record
+        scores.append(("verdict", "verdict", record.verdict.value, "CATEGORICAL",
+                       verdict.comment(), said))  # fmt: skip
+        if record.delta is not None:
+            scores.append(("verdict", "verdict_delta", round(record.delta, 3), "NUMERIC",
+                           verdict.comment(), said))  # fmt: skip
+        if verdict.margin is not None:
+            scores.append(("verdict", "verdict_margin", float(verdict.margin), "NUMERIC",
+                           verdict.comment(), said))  # fmt: skip
     payloads = {}
-    for name, value in metrics.items():
-        if value is None:
-            continue
-        key = score_id(run_id, "run", name)
+    for kind, name, value, data_type, comment, metadata in scores:
+        key = score_id(run_id, kind, name.removeprefix("run_") if kind == "run" else name)
         payloads[key] = {
-            "id": key,
-            **target,
-            **({"environment": environment} if environment else {}),
-            "name": f"run_{name}",
-            "value": float(value),
-            "dataType": "NUMERIC",
-            "metadata": {"run_id": run_id},
-        }
+            "id": key, **where, "name": name, "value": value, "dataType": data_type,
+            **({"comment": _comment(comment)} if comment else {}),
+            "metadata": {**metadata, "run_id": run_id},
+        }  # fmt: skip
     return payloads
 
 

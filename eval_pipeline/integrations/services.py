@@ -15,6 +15,7 @@ from typing import Any
 
 from eval_pipeline.core.prompts.labels import PromptError, PromptVersion
 from eval_pipeline.core.running.agent import Agent
+from eval_pipeline.core.scoring.summary import RunEvaluation
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import GoldenCase
@@ -23,6 +24,7 @@ from eval_pipeline.integrations import langfuse_datasets, langfuse_scores
 from eval_pipeline.integrations.langfuse_client import LangfuseSettings
 from eval_pipeline.integrations.langfuse_experiments import (
     ExperimentDataset,
+    RunVerdict,
     experiment_dataset,
     experiment_url,
     link_run,
@@ -145,14 +147,17 @@ class Services:
     def write_run(
         self, store: ResultsStore, run: RunRecord, cases: Sequence[GoldenCase],
         scores: Sequence[ItemScore], outputs: Sequence[ItemOutput],
-        metrics: dict[str, float | None],
-        suite: Suite | None = None,
+        metrics: Mapping[str, float | None],
+        suite: Suite | None = None, *,
+        evaluations: Mapping[str, RunEvaluation] | None = None,
+        verdict: RunVerdict | None = None,
     ) -> langfuse_scores.WritebackReport | None:  # fmt: skip
         """A run's item scores onto their traces, each naming its score config
         (langfuse_score_configs.py, with ``suite``'s category scales), the run linked as
         an experiment of its dataset (langfuse_experiments.py; a ``langfuse:`` suite's
-        own) and its means onto it (or onto its session, when it could not be linked: the
-        report says why); never raises.
+        own) and its own scores onto it: its means, its run-level ``evaluations`` and the
+        gate's ``verdict`` (or onto its session, when it could not be linked: the report
+        says why); its link compares it with its baseline's experiment; never raises.
 
         ``cases``: the suite's, as the run loaded them (its dataset mirrors the whole
         suite, as the run's spans named it in ``agent``: synced with a smoke run's cases
@@ -160,7 +165,7 @@ class Services:
         if self.langfuse is None:
             return None
         ref = suite.dataset_ref if suite is not None else None
-        linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref)
+        linked = link_run(self.langfuse, self.client(), cases, run, outputs, ref, verdict)
         # (v4: memo-served items have a span in this run's trace: their scores go there)
         environment = self.langfuse.environment  # (the traces')
         items = langfuse_scores.item_score_payloads(
@@ -173,10 +178,13 @@ class Services:
         scales = suite.thresholds.categories if suite is not None else {}
         payloads = with_configs(self.langfuse, items, scales)
         payloads |= langfuse_scores.run_score_payloads(
-            run.run_id, metrics, dataset_run_id=linked.dataset_run_id, environment=environment
-        )
+            run.run_id, metrics, evaluations=evaluations, verdict=verdict,
+            dataset_run_id=linked.dataset_run_id, environment=environment,
+        )  # fmt: skip
         report = self.write_back(store, payloads)
-        linked = dataclasses.replace(linked, url=experiment_url(self.langfuse, run.run_id))
+        baseline = run.baseline_run_id
+        linked = dataclasses.replace(linked, compared=baseline is not None,
+                                     url=experiment_url(self.langfuse, run.run_id, baseline))
         return dataclasses.replace(report, experiment=linked) if report else None
 
     def write_back(

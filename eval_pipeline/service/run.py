@@ -55,6 +55,7 @@ from eval_pipeline.core.suites.cases import GoldenCase, unknown_expected_tools
 from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.core.traces import rerun
 from eval_pipeline.integrations import langfuse_scores
+from eval_pipeline.integrations.langfuse_experiments import RunVerdict
 from eval_pipeline.integrations.langfuse_scores import WritebackReport
 from eval_pipeline.llm.agent_endpoint import agent_environment
 from eval_pipeline.llm.endpoint import model_source, require_model
@@ -397,15 +398,19 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
         report = services.write_back(prepared.store,
                                      langfuse_scores.trace_score_payloads(lineage))  # fmt: skip
     else:
+        gate = result.gate
+        margin = gate.inputs.margin if gate is not None and gate.inputs is not None else None
         report = services.write_run(prepared.store, result.run, prepared.suite_cases(),
                                     result.scores, result.outputs, result.summary.metrics,
-                                    prepared.suite)  # fmt: skip
+                                    prepared.suite,
+                                    evaluations=result.summary.run_evaluations,
+                                    verdict=RunVerdict(result.verdict_record(), margin))  # fmt: skip
     if report is not None:
         result.langfuse = report.line()
     if report is not None and (report.queued or report.set_aside):
         result.warnings.append(f"Langfuse write-back incomplete: {report.line()}")
     if report is not None and report.experiment and report.experiment.problem:
-        result.warnings.append(f"Langfuse experiment {report.experiment.line()}")
+        result.warnings.append(f"Langfuse {report.experiment.line()}")
     return Finished(result, report)
 
 

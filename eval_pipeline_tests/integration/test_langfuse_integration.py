@@ -654,6 +654,85 @@ def test_every_run_is_a_langfuse_experiment(version, monkeypatch, tmp_path):
             assert {s.get("datasetRunId") for s in means} == {dataset_run["id"]}
 
 
+@pytest.mark.parametrize("version", [V3, V4, V4_DUAL], ids=lambda v: f"langfuse-{v.label}")
+def test_the_gates_verdict_is_on_the_experiment_compared_with_its_baselines(
+    version, monkeypatch, tmp_path
+):
+    """A run gated against a baseline: its experiment holds the verdict (CATEGORICAL
+    ``verdict``, with ``verdict_delta`` and ``verdict_margin``, the experiments list's
+    Experiment score columns), the run-level evaluators' results (``avg_order_correctness``,
+    as the SDK's run_experiment sends its run_evaluators'), and on a server that keeps v3's
+    dataset runs the run's metadata says the verdict too; the CLI's link compares the
+    candidate's experiment with the baseline's (``?baseline=<baseline's>&c=<candidate's>``,
+    Langfuse's own comparison links). Before, the verdict was nowhere in Langfuse, the
+    run-level evaluator was not sent, and the link opened the candidate alone, said as
+    "experiment dataset run <id>"."""
+    from click.testing import CliRunner
+
+    from eval_pipeline.cli import main
+    from eval_pipeline.integrations.langfuse_experiments import experiment_id
+
+    with cli_on(version, monkeypatch, tmp_path) as srv:
+        v2 = local_version(2)
+        srv.seed_prompt(PROMPT, v2["prompt"], type=v2["type"], config=v2.get("config"),
+                        labels=["staging"])  # fmt: skip
+        smoke = ["run", "--suite", "drive_thru", "--tier", "smoke"]
+        first = CliRunner().invoke(main, [*smoke, "--json", str(tmp_path / "base.json")],
+                                   terminal_width=400)  # fmt: skip
+        assert first.exit_code == 0, first.output
+        base = json.loads((tmp_path / "base.json").read_text())
+        base_id = base["run"]["run_id"]
+        ran = CliRunner().invoke(main, [*smoke, "--label", "staging", "--baseline-run", base_id,
+                                        "--json", str(tmp_path / "cand.json")],
+                                 terminal_width=400)  # fmt: skip
+        cand = json.loads((tmp_path / "cand.json").read_text())
+        assert ran.exit_code == cand["exit_code"] != 2, ran.output
+        srv.settle()
+        run_id, conclusion = cand["run"]["run_id"], cand["conclusion"]
+        assert conclusion["baseline_run_id"] == base_id and conclusion["metric"]
+        said = " ".join(ran.output.split())
+        assert "experiment dataset run" not in said
+        if version.major >= 4:
+            assert (f"experiment {experiment_id(run_id)} (compared with its baseline's: "
+                    f"{srv.base_url}/project/{PROJECT_ID}/experiments/results?baseline="
+                    f"{experiment_id(base_id)}&c={experiment_id(run_id)})") in said  # fmt: skip
+            first_said = " ".join(first.output.split())  # no baseline: the run alone
+            assert (f"experiment {experiment_id(base_id)} (opens: {srv.base_url}/project/"
+                    f"{PROJECT_ID}/experiments/results?baseline={experiment_id(base_id)})"
+                    ) in first_said  # fmt: skip
+        dataset_runs = {r["name"]: r for r in srv.state.dataset_runs.values()}
+        target = (experiment_id(run_id) if version.major >= 4
+                  else dataset_runs[run_id]["id"])  # fmt: skip
+        own = {s["name"]: s for s in srv.state.scores if s.get("datasetRunId") == target}
+        verdict = own["verdict"]
+        assert (verdict["dataType"], verdict["value"]) == ("CATEGORICAL", cand["verdict"])
+        margin = project_suite("drive_thru").thresholds.regression.margin
+        assert own["verdict_delta"]["value"] == round(conclusion["delta"], 3)
+        assert own["verdict_margin"]["value"] == margin
+        shown = verdict["metadata"]
+        assert shown["verdict"] == cand["verdict"] and shown["baseline_run_id"] == base_id
+        assert shown["verdict_metric"] == conclusion["metric"]
+        assert verdict["comment"].startswith(f"{cand['verdict']}: {conclusion['reason']} — "
+                                             f"{conclusion['metric']} Δ ")  # fmt: skip
+        assert f"margin {margin:g}" in verdict["comment"]
+        run_level = cand["summary"]["run_evaluations"]["avg_order_correctness"]
+        assert own["avg_order_correctness"]["value"] == run_level["value"]
+        assert own["avg_order_correctness"]["dataType"] == "NUMERIC"
+        assert {s["environment"] for s in own.values()} == {"sdk-experiment"}
+        if version.legacy_reads:  # v3, dual: the dataset run, made after the verdict, says it
+            metadata = dataset_runs[run_id]["metadata"]
+            assert metadata["verdict"] == cand["verdict"]
+            assert metadata["verdict_delta"] == shown["verdict_delta"]
+            assert dataset_runs[base_id]["metadata"]["verdict"] == "PASS"
+        base_target = (experiment_id(base_id) if version.major >= 4
+                       else dataset_runs[base_id]["id"])  # fmt: skip
+        (base_verdict,) = [s for s in srv.state.scores if s["name"] == "verdict"
+                           and s.get("datasetRunId") == base_target]  # fmt: skip
+        assert base_verdict["value"] == base["verdict"] == "PASS"  # (no baseline, no gate)
+        assert not [s for s in srv.state.scores if s.get("datasetRunId") == base_target
+                    and s["name"] in ("verdict_delta", "verdict_margin")]  # fmt: skip
+
+
 @contextmanager
 def cli_on(version, monkeypatch, tmp_path) -> Iterator[LangfuseTestServer]:
     """A test server of ``version`` serving the drive-thru prompt (v1 production), and the
