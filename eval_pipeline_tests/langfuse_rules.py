@@ -128,28 +128,30 @@ def score_issues(body: Any) -> list[dict[str, Any]]:
     return found
 
 
-def stored_score(body: dict[str, Any], score_id: str) -> dict[str, Any]:
+def stored_score(body: dict[str, Any], score_id: str, version: LangfuseVersion = V4) -> dict:
     """The score as kept: unknown keys dropped (zod strips them; e.g. ``timestamp``), its
     environment as public ingestion keeps it (``public_environment``)."""
     kept = {k: body[k] for k in SCORE_KEYS if k in body}
-    return {**kept, "id": score_id, "environment": public_environment(kept.get("environment")),
+    environment = public_environment(kept.get("environment"), version)
+    return {**kept, "id": score_id, "environment": environment,
             "source": kept.get("source") or "API"}  # fmt: skip
 
 
 # --- environments (PublicEnvironmentName, packages/shared/src/server/ingestion/types.ts) ---
 DEFAULT_ENVIRONMENT = "default"
-RESERVED_ENVIRONMENT_PREFIX = re.compile(r"^(?:langfuse[-_]?)+")
+RESERVED_PREFIX = {3: re.compile(r"^langfuse[-_]?"), 4: re.compile(r"^(?:langfuse[-_]?)+")}
 
 
-def public_environment(value: Any) -> str:
-    """The environment an SDK's (or the public API's) event is kept in: lowercased, every
+def public_environment(value: Any, version: LangfuseVersion = V4) -> str:
+    """The environment an SDK's (or the public API's) event is kept in: lowercased, the
     leading ``langfuse`` (with an optional ``-``/``_``) stripped, since that prefix is
-    Langfuse's own traffic's, cut at 40 characters; ``default`` when absent or when what is
-    left is empty or holds other characters than ``[a-z0-9-_]``. Both the score events and
-    the OTel spans go through it (OtelIngestionProcessor.extractEnvironment)."""
+    Langfuse's own traffic's (v3.225.4 strips it once, v4.16.0 as often as it repeats), cut
+    at 40 characters; ``default`` when absent or when what is left is empty or holds other
+    characters than ``[a-z0-9-_]``. Both the score events and the OTel spans go through it
+    (OtelIngestionProcessor.extractEnvironment)."""
     if not isinstance(value, str):
         return DEFAULT_ENVIRONMENT
-    kept = RESERVED_ENVIRONMENT_PREFIX.sub("", value.lower())[:40]
+    kept = RESERVED_PREFIX[min(version.major, 4)].sub("", value.lower())[:40]
     return kept if kept and re.fullmatch(r"[a-z0-9_-]+", kept) else DEFAULT_ENVIRONMENT
 
 

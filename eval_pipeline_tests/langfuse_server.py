@@ -493,7 +493,7 @@ class LangfuseTestServer:
         body = request.state.body
         if problems := score_issues(body):
             return _invalid(problems)
-        score = stored_score(body, body.get("id") or str(uuid.uuid4()))
+        score = stored_score(body, body.get("id") or str(uuid.uuid4()), self.version)
         self._store_scores([score])
         return JSONResponse({"id": score["id"]})
 
@@ -548,7 +548,8 @@ class LangfuseTestServer:
                 continue
             if kind == "score-create":
                 score_body = event["body"]
-                scores.append(stored_score(score_body, score_body.get("id") or str(uuid.uuid4())))
+                score_id = score_body.get("id") or str(uuid.uuid4())
+                scores.append(stored_score(score_body, score_id, self.version))
             successes.append({"id": event_id, "status": 201})
         self._store_scores(scores)
         return JSONResponse({"successes": successes, "errors": errors}, status_code=207)
@@ -570,7 +571,7 @@ class LangfuseTestServer:
         if self.version.major >= 4 and malformed:
             return JSONResponse({"error": "Invalid OTLP trace export: malformed span or trace id"},
                                 status_code=400)  # fmt: skip
-        observations = [_observation(span) for span in spans]
+        observations = [_observation(span, self.version) for span in spans]
         self._ingest(lambda: self.state.observations.extend(observations))
         return JSONResponse({})
 
@@ -879,7 +880,7 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
-def _observation(span: Any) -> dict[str, Any]:
+def _observation(span: Any, version: LangfuseVersion = V4) -> dict[str, Any]:
     """One OTLP span as stored: every field the read APIs select from (rules.v2_row,
     rules.v1_row)."""
     attrs = {kv.key: _value(kv.value) for kv in span.attributes}
@@ -919,7 +920,7 @@ def _observation(span: Any) -> dict[str, Any]:
         "userId": attrs.get("user.id"),
         # the SDK sets it on every span (langfuse/_client/span.py); the server's default
         # when absent, and the reserved "langfuse" prefix stripped (langfuse_rules.py)
-        "environment": public_environment(attrs.get("langfuse.environment")),
+        "environment": public_environment(attrs.get("langfuse.environment"), version),
         # the experiment an item belongs to (OtelIngestionProcessor.extractExperimentFields)
         "experimentId": attrs.get("langfuse.experiment.id"),
         "experimentName": attrs.get("langfuse.experiment.name"),

@@ -69,11 +69,15 @@ class RunVerdict:
         """As the verdict score's metadata, and the v3 dataset run's (written after the
         verdict; a v4 experiment's metadata is its spans', fixed before it)."""
         r = self.record
-        gated = {"verdict_metric": r.metric, "verdict_delta": r.delta_text,
-                 "verdict_interval": r.interval_text} if r.metric else {}  # fmt: skip
-        return {"verdict": r.verdict.value, "verdict_reason": r.reason, **gated,
-                **({"verdict_margin": f"{self.margin:g}"} if self.margin is not None else {}),
-                **({"baseline_run_id": r.baseline_run_id} if r.baseline_run_id else {})}  # fmt: skip
+        said = {"verdict": r.verdict.value, "verdict_reason": r.reason}
+        if r.metric:
+            said |= {"verdict_metric": r.metric, "verdict_delta": r.delta_text,
+                     "verdict_interval": r.interval_text}  # fmt: skip
+        if self.margin is not None:
+            said["verdict_margin"] = f"{self.margin:g}"
+        if r.baseline_run_id:
+            said["baseline_run_id"] = r.baseline_run_id
+        return said
 
     def comment(self) -> str:
         """One line, as a score's comment: the verdict and why, then the evidence."""

@@ -400,11 +400,11 @@ def write_back(prepared: Prepared, result: EvalResult) -> Finished:
     else:
         gate = result.gate
         margin = gate.inputs.margin if gate is not None and gate.inputs is not None else None
+        verdict = RunVerdict(result.verdict_record(), margin)
         report = services.write_run(prepared.store, result.run, prepared.suite_cases(),
                                     result.scores, result.outputs, result.summary.metrics,
-                                    prepared.suite,
-                                    evaluations=result.summary.run_evaluations,
-                                    verdict=RunVerdict(result.verdict_record(), margin))  # fmt: skip
+                                    prepared.suite, verdict=verdict,
+                                    evaluations=result.summary.run_evaluations)  # fmt: skip
     if report is not None:
         result.langfuse = report.line()
     if report is not None and (report.queued or report.set_aside):

@@ -206,3 +206,47 @@ def test_otlp_ingestion_accepts_gzip(server):
     server.settle()
     (obs,) = server.state.observations
     assert obs["traceId"] == "01" * 16 and obs["isRootObservation"] and obs["latency"] == 1.0
+
+
+def test_environments_are_kept_as_public_ingestion_keeps_them(server):
+    """PublicEnvironmentName (packages/shared/src/server/ingestion/types.ts): an SDK's
+    environment is lowercased and loses every leading "langfuse" (Langfuse's own traffic's
+    prefix), scores and spans alike; nothing valid left is "default". So no environment an
+    SDK sends is one the Home dashboard leaves out by default (only "langfuse-*", kept for
+    Langfuse's own traffic): evaluation traffic stays in sdk-experiment, the SDK's own
+    experiments' environment, which the tables' sidebars hide by default."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from eval_pipeline_tests.langfuse_rules import home_dashboard_shows
+
+    twice = "x" if server.version.major >= 4 else "langfuse-x"  # (v3 strips it once)
+    kept = {"langfuse-eval": "eval", "LANGFUSE_Eval": "eval", "langfuselangfuse-x": twice,
+            "langfuse": "default", "sdk-experiment": "sdk-experiment", "bad env": "default",
+            None: "default"}  # fmt: skip
+    events = [{"id": f"e{i}", "type": "score-create", "timestamp": "2026-11-23T10:00:00.000Z",
+               "body": score(id=f"s{i}", name=str(sent),
+                             **({"environment": sent} if sent else {}))}
+              for i, sent in enumerate(kept)]  # fmt: skip
+    assert call(server, "POST", "/ingestion", json={"batch": events}).status_code == 207
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add()
+    for i, sent in enumerate(kept):
+        span = spans.spans.add()
+        span.trace_id, span.span_id, span.name = bytes([i + 1]) * 16, bytes([i + 1]) * 8, str(sent)
+        span.start_time_unix_nano = 1_763_000_000 * 10**9
+        if sent:
+            attribute = span.attributes.add()
+            attribute.key, attribute.value.string_value = "langfuse.environment", sent
+    otlp = httpx.post(f"{server.base_url}/api/public/otel/v1/traces",
+                      content=request.SerializeToString(),
+                      headers={"content-type": "application/x-protobuf"},
+                      auth=(server.public_key, server.secret_key))  # fmt: skip
+    assert otlp.status_code == 200
+    server.settle()
+    expected = {str(sent): environment for sent, environment in kept.items()}
+    assert {s["name"]: s["environment"] for s in server.state.scores} == expected
+    assert {o["name"]: o["environment"] for o in server.state.observations} == expected
+    shown = {e for e in expected.values() if home_dashboard_shows(e)}
+    assert shown == set(expected.values()) - {"langfuse-x"}  # (v4 closed v3's loophole)
