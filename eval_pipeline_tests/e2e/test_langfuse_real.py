@@ -274,10 +274,12 @@ class Project:
             )
         return done
 
-    def run(self, key: str, suite: str, *extra: str) -> dict[str, Any]:
+    def run(self, key: str, suite: str, *extra: str, check: bool = True) -> dict[str, Any]:
         out = self.root / f"{key}.json"
-        done = self.cli("run", "--suite", suite, "--tier", "smoke", "--json", str(out), *extra)
+        done = self.cli("run", "--suite", suite, "--tier", "smoke", "--json", str(out), *extra,
+                        check=check)  # fmt: skip
         result = json.loads(out.read_text())
+        assert done.returncode == result["exit_code"] != 2, done.stdout + done.stderr
         self.runs[key] = {
             "result": result,
             "run_id": result["run"]["run_id"],
@@ -366,8 +368,9 @@ def project(server, tmp_path_factory) -> Project:
 @pytest.fixture(scope="module")
 def ran(project, server) -> Project:
     """The CLI runs every test reads: dataset sync (twice), a fresh run, the same again
-    (every item from the memo), a run of the label only Langfuse knows, and the
-    Langfuse-sourced suite."""
+    (every item from the memo), a run of the label only Langfuse knows, the
+    Langfuse-sourced suite, and the staging version gated against the fresh run (worse on
+    purpose: FAIL or UNDECIDED, exit 1 or 3)."""
     project.runs["sync1"] = {
         "stdout": project.cli("datasets", "sync", "--suite", project.suite).stdout
     }
@@ -378,7 +381,10 @@ def ran(project, server) -> Project:
     project.run("memo", project.suite)
     project.run("label", project.suite, "--label", project.label)
     project.run("lf", project.lf_suite)
-    for key in ("fresh", "memo", "label", "lf"):
+    fresh = project.runs["fresh"]["run_id"]
+    project.run("gated", project.suite, "--label", "staging", "--baseline-run", fresh,
+                check=False)  # fmt: skip
+    for key in ("fresh", "memo", "label", "lf", "gated"):
         run = project.runs[key]
         eventually(
             lambda run=run: (
@@ -550,6 +556,113 @@ def test_run_level_scores_are_the_experiments_own(ran, server):
             ("experiment", exp["id"])
         }
         assert {s["environment"] for s in means} == {ENVIRONMENT}
+
+
+def experiment_scores(server: Server, run_id: str) -> dict[str, dict[str, Any]]:
+    """The experiment's own scores (on its dataset run), by name, with their comment and
+    metadata (GET /v3/scores, fields details)."""
+    exp = server.experiment(run_id)
+    scores = eventually(
+        lambda: [s for s in server.get("/v3/scores", experimentId=exp["id"], limit=100,
+                                       fields="core,details,subject")["data"]
+                 if s["subject"]["kind"] == "experiment"],
+        f"experiment {exp['id']}'s own scores",
+    )  # fmt: skip
+    assert {s["subject"]["id"] for s in scores} == {exp["id"]}
+    return {s["name"]: s for s in scores}
+
+
+def test_the_gates_verdict_is_the_experiments_own_score(ran, server):
+    """The experiments list's Experiment score columns: ``verdict`` (CATEGORICAL), and for a
+    gated run ``verdict_delta`` and ``verdict_margin``, the comment and metadata saying
+    what decided it; in the traces' environment."""
+    for key in ("fresh", "gated"):
+        result = ran.runs[key]["result"]
+        own = experiment_scores(server, ran.runs[key]["run_id"])
+        verdict = own["verdict"]
+        assert (verdict["dataType"], verdict["value"]) == ("CATEGORICAL", result["verdict"])
+        assert verdict["metadata"]["verdict"] == result["verdict"]
+        assert verdict["comment"].startswith(result["verdict"])
+        assert {s["environment"] for s in own.values()} == {ENVIRONMENT}
+    gated = ran.runs["gated"]["result"]
+    conclusion = gated["conclusion"]
+    assert gated["verdict"] in ("FAIL", "UNDECIDED") and conclusion["metric"]
+    assert own["verdict_delta"]["value"] == pytest.approx(round(conclusion["delta"], 3))
+    assert own["verdict_margin"]["value"] > 0
+    assert verdict["metadata"]["verdict_metric"] == conclusion["metric"]
+    assert verdict["metadata"]["baseline_run_id"] == ran.runs["fresh"]["run_id"]
+
+
+def test_run_level_evaluators_are_the_experiments_own_scores(ran, server):
+    for key in ("fresh", "gated"):
+        result = ran.runs[key]["result"]
+        own = experiment_scores(server, ran.runs[key]["run_id"])
+        expected = result["summary"]["run_evaluations"]["avg_order_correctness"]["value"]
+        assert own["avg_order_correctness"]["value"] == pytest.approx(expected)
+
+
+def test_the_cli_link_compares_the_run_with_its_baselines_experiment(ran, server):
+    gated, fresh = ran.runs["gated"], ran.runs["fresh"]
+    baseline, candidate = (server.experiment(r["run_id"])["id"] for r in (fresh, gated))
+    link = (f"{server.proxy.url}/project/{server.project_id()}/experiments/results"
+            f"?baseline={baseline}&c={candidate}")  # fmt: skip
+    said = " ".join((gated["stdout"] + gated["stderr"]).split())
+    assert link in said and "experiment dataset run" not in said
+    for experiment in (baseline, candidate):  # what the compare view loads
+        status, found = server.trpc(
+            "experiments.byId", {"projectId": server.project_id(), "experimentId": experiment}
+        )
+        assert status == 200, found
+
+
+def test_a_dataset_run_says_the_verdict_in_its_metadata(ran, server):
+    if server.mode == "events_only":
+        pytest.skip("events_only: an experiment's metadata is its spans', written before the "
+                    "verdict; the verdict is its score (test above)")  # fmt: skip
+    name, gated = f"eval-pipeline/{ran.suite}", ran.runs["gated"]
+    run = server.get(f"/datasets/{quote(name, safe='')}/runs/{gated['run_id']}")
+    assert run["metadata"]["verdict"] == gated["result"]["verdict"]
+    assert run["metadata"]["verdict_metric"] == gated["result"]["conclusion"]["metric"]
+
+
+# --- environments ------------------------------------------------------------------------------
+def test_an_sdk_environment_never_starts_with_langfuse(ran, server):
+    """Public ingestion strips the reserved prefix (PublicEnvironmentName): no name we
+    choose can be one of the ``langfuse-*`` environments the Home dashboard leaves out."""
+    fresh = ran.runs["fresh"]
+    trace_id = server.experiment_items(fresh["run_id"])[0]["traceId"]
+    score = {"id": f"eval-pipeline-env-check-{ran.tag}", "traceId": trace_id,
+             "name": "eval_pipeline_env_check", "value": 1, "dataType": "NUMERIC",
+             "environment": f"langfuse-{ran.tag}-check"}  # fmt: skip
+    sent = server.http.post("/api/public/ingestion", json={"batch": [{
+        "id": score["id"], "type": "score-create", "body": score,
+        "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z")}]})  # fmt: skip
+    assert sent.status_code == 207 and not sent.json()["errors"], sent.text
+    (kept,) = eventually(
+        lambda: server.get("/v3/scores", id=score["id"], fields="core")["data"],
+        "the score sent in a langfuse-* environment",
+    )
+    assert kept["environment"] == f"{ran.tag}-check"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Langfuse 4.16: the Home dashboard's environment filter leaves out only 'langfuse-*' by "
+    "default (web/src/hooks/useEnvironmentFilter.tsx), which public ingestion strips from "
+    "every SDK's environment; 'sdk-experiment', the SDK's own experiments' environment, is "
+    "hidden by default in the tables only (DEFAULT_SIDEBAR_HIDDEN_ENVIRONMENTS). Untick it "
+    "once per browser on Home (docs/langfuse.md#environments)"))  # fmt: skip
+def test_the_home_dashboards_default_filter_leaves_evaluation_traffic_out(ran, server):
+    from eval_pipeline_tests.langfuse_rules import home_dashboard_shows
+
+    version = server.get("/health")["version"]
+    if not version.lstrip("v").startswith("4.16."):
+        pytest.skip(f"the Home dashboard's rule is read from 4.16.0's source; check {version}'s")
+    status, options = server.trpc(
+        "projects.environmentFilterOptions", {"projectId": server.project_id()}
+    )
+    assert status == 200, options
+    assert ENVIRONMENT in {o["environment"] for o in options}  # evaluation traffic is there
+    assert not home_dashboard_shows(ENVIRONMENT)
 
 
 # --- datasets ----------------------------------------------------------------------------------
