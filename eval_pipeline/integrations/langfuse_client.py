@@ -5,8 +5,10 @@ in ``LANGFUSE_BASE_URL`` or the SDK's older ``LANGFUSE_HOST``) or from Dagster
 ``EnvVar``-backed resources, which read the same variables (``BASE_URL_VARS``). The secret
 key is registered for redaction as soon as it is read, so it can never reach logs or
 metadata. Evaluation traces go to their own Langfuse environment (``EVAL_LANGFUSE_
-ENVIRONMENT``, default ``sdk-experiment`` as the SDK's own experiments), never into the
-production dashboards' ``default``.
+ENVIRONMENT``, default ``sdk-experiment`` as the SDK's own experiments), never into
+``default``: Langfuse's tables hide ``sdk-experiment`` by default; its Home dashboard
+hides only its own ``langfuse-*`` environments, a prefix no SDK may use (``ENVIRONMENT``
+below; docs/langfuse.md, Environments).
 """
 
 from __future__ import annotations
