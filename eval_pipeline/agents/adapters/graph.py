@@ -7,8 +7,8 @@ and a fresh in-memory checkpointer when the graph was compiled with one or its
 never share state; a compiled graph named directly is shared by every item. A graph with a
 ``context_schema`` gets ``agent.context`` there, and the prompt under test as its
 ``system_prompt`` field when it has one and the suite declares a prompt (LangChain's
-templates read their prompt there). The case input becomes the graph's
-input state; the output contract is read from the run:
+templates read their prompt there). The case input becomes the graph's input state; the
+output contract is read from the run:
 
 - ``messages``: the final state's messages in OpenAI format;
 - ``tool_calls``: ``[{name, args, id, kind, by, agent}]`` of every tool call, in call
