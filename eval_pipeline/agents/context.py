@@ -1,8 +1,9 @@
 """``ctx``: what an agent factory or an agent callable is handed.
 
-A factory (``build(ctx) -> compiled graph``) is called once per run; a callable
-(``fn(input, ctx) -> dict``) once per item, with the item's fields filled in. The run's
-chat model is built once, lazily, and shared by every item (it holds the HTTP pool).
+A factory (``build(ctx) -> compiled graph``) is called when the run starts and again for
+each item, with the run's ``ctx``; a callable (``fn(input, ctx) -> dict``) once per item,
+with the item's fields filled in. The run's chat model is built once, lazily, and shared by
+every item (it holds the HTTP pool; it keeps no state of an item's).
 """
 
 from __future__ import annotations

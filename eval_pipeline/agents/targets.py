@@ -36,20 +36,26 @@ def check_import_path(value: str) -> str:
 ImportPath = Annotated[str, AfterValidator(check_import_path)]
 
 
-def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:
-    """A factory that accepts ``ctx`` gets it: ``build(ctx)``, ``build(ctx=None)``,
-    ``build(*, ctx)`` or one positional parameter of another name; ``build()`` gets none.
-    A factory that raises is a setup error naming it (nothing has run)."""
+def invoke_factory(factory: Callable[..., Any], ctx: AgentContext) -> Any:
+    """``factory`` called as it accepts ``ctx``: ``build(ctx)``, ``build(ctx=None)``,
+    ``build(*, ctx)`` or one positional parameter of another name get it; ``build()`` gets
+    none. What it raises is raised."""
     parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         parameters = {}
     named = parameters.get("ctx")
+    if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
+        return factory(ctx=ctx)
+    return factory(ctx) if required_positional(factory) >= 1 else factory()
+
+
+def call_factory(factory: Callable[..., Any], ctx: AgentContext, path: str) -> Any:
+    """The factory's first call, when the run starts (``invoke_factory``): one that raises
+    is a setup error naming it (nothing has run)."""
     try:
-        if named is not None and named.kind is not inspect.Parameter.POSITIONAL_ONLY:
-            return factory(ctx=ctx)
-        return factory(ctx) if required_positional(factory) >= 1 else factory()
+        return invoke_factory(factory, ctx)
     except USER_CODE_FAILURES as exc:  # (an exit is a failure here, never a pass)
         raise AgentBuildError(
             [

@@ -2,11 +2,13 @@
 
 Each item runs on a thread of its own, with a fresh in-memory store (adapters/stores.py)
 and a fresh in-memory checkpointer when the graph was compiled with one or its
-``langgraph.json`` declares one, so items never share state; what else the factory built
-is the run's. A graph with a ``context_schema`` gets ``agent.context`` there, and the
-prompt under test as its ``system_prompt`` field when it has one and the suite declares a
-prompt (LangChain's templates read their prompt there). The case input becomes the graph's
-input state; the output contract is read from the run:
+``langgraph.json`` declares one, on a graph of its own when ``agent:`` names a factory
+(``GraphFactory``: called once more per item, so what it builds is the item's), so items
+never share state; a compiled graph named directly is shared by every item. A graph with a
+``context_schema`` gets ``agent.context`` there, and the prompt under test as its
+``system_prompt`` field when it has one and the suite declares a prompt (LangChain's
+templates read their prompt there). The case input becomes the graph's input state; the
+output contract is read from the run:
 
 - ``messages``: the final state's messages in OpenAI format;
 - ``tool_calls``: ``[{name, args, id, kind, by, agent}]`` of every tool call, in call
@@ -36,7 +38,7 @@ import dataclasses
 import functools
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -66,6 +68,7 @@ from eval_pipeline.agents.targets import (
     ImportPath,
     call_factory,
     import_target,
+    invoke_factory,
     is_graph,
     source_of,
 )
@@ -115,12 +118,52 @@ class GraphOptions:
 InputShape = Literal["state", "messages", "text"]
 
 
+@dataclass(frozen=True)
+class GraphFactory:
+    """The team's factory of the graph (``build(ctx)``, a ``langgraph.json`` graph that is a
+    function): ``first`` when the run starts, checked (a factory that raises, or returns
+    no graph, stops the run before anything is written); called again for each item, whose
+    graph, and everything the factory creates with it (a tool's list, a cache, a client, a
+    vector store), is that item's. What it raises then is the item's failure."""
+
+    target: Callable[..., Any]
+    ctx: AgentContext
+    path: str  # package.module:attribute, as ``agent:`` names it
+    where: str  # the project file, suite and field, for the error naming it
+
+    def first(self) -> Pregel:
+        with serving(self.ctx):  # a factory that fetches its prompt from Langfuse gets this one
+            return self._graph(call_factory(self.target, self.ctx, self.path))
+
+    def __call__(self) -> Pregel:
+        return self._graph(invoke_factory(self.target, self.ctx))
+
+    def _graph(self, made: Any) -> Pregel:
+        if not is_graph(made):
+            raise AgentBuildError([
+                f"{self.where}: the factory {self.path} returned a {type(made).__name__}; "
+                "expected a compiled LangGraph graph (StateGraph(...).compile() or "
+                "create_react_agent(...))"
+            ])  # fmt: skip
+        return made
+
+
 class GraphAgent(ContextAgent):
-    def __init__(self, graph: Pregel, options: GraphOptions, ctx: AgentContext):
+    """``graph``: the one the run started with (its input shape, its context and the tools
+    it offers are read there); ``factory``: what makes each item's graph (None: ``graph``
+    was given directly, and every item runs it)."""
+
+    def __init__(self, graph: Pregel, options: GraphOptions, ctx: AgentContext,
+                 factory: GraphFactory | None = None):  # fmt: skip
         super().__init__(ctx)
-        self.graph, self.options = graph, options
+        self.graph, self.options, self.factory = graph, options, factory
         self.shape = input_shape(graph)
         self.context = runtime_context(graph, options.context, ctx)
+
+    def item_graph(self) -> Pregel:
+        """A graph for one item (a conversation's turns share it): the factory's, made
+        afresh, else the one given."""
+        return self.graph if self.factory is None else self.factory()
 
     @functools.cached_property
     def offered_tools(self) -> frozenset[str] | None:
@@ -134,7 +177,7 @@ class GraphAgent(ContextAgent):
             return await self._run(case, repeat, callbacks)
 
     async def _run(self, case: GoldenCase, repeat: int, callbacks: Sequence[Any]) -> AgentResult:
-        graph = self.graph
+        graph = self.item_graph()
         spec = conversation_spec(case)
         script = ResumeScript.of(case.input)
         fresh: dict[str, Any] = {"store": self.options.store.fresh(graph)}
@@ -160,7 +203,8 @@ class GraphAgent(ContextAgent):
             self.options.stepwise and isinstance(case.expected_output, dict)
         ) else None  # fmt: skip
         if reference and self.options.stepwise and not run.paused:
-            forced = self.graph.copy({"store": self.options.store.fresh(self.graph)})
+            made = self.item_graph()  # (the teacher-forced steps start afresh, as its store)
+            forced = made.copy({"store": self.options.store.fresh(made)})
             output |= await stepwise(forced, self.options.stepwise, reference, callbacks,
                                      self.context)  # fmt: skip
         return AgentResult(output)
@@ -523,14 +567,10 @@ class GraphKind(AgentKind):
 
     def build(self, config: GraphConfig, build: Build) -> Agent:
         target, ctx, declared = import_target(config.graph), build.ctx, build.langgraph
-        with serving(ctx):  # a factory that fetches its prompt from Langfuse gets this one
-            graph = target if is_graph(target) else call_factory(target, ctx, config.graph)
-        if not is_graph(graph):
-            raise AgentBuildError([
-                f"{build.project_file}: suite '{build.suite}': field 'agent': the factory "
-                f"{config.graph} returned a {type(graph).__name__}; expected a compiled "
-                "LangGraph graph (StateGraph(...).compile() or create_react_agent(...))"
-            ])  # fmt: skip
+        factory = None if is_graph(target) else GraphFactory(
+            target, ctx, config.graph, f"{build.project_file}: suite '{build.suite}': field 'agent'"
+        )  # fmt: skip
+        graph = target if factory is None else factory.first()
         options = GraphOptions(
             input_map=config.input_map, state_fields=tuple(config.state_fields),
             recursion_limit=config.recursion_limit,
@@ -540,4 +580,4 @@ class GraphKind(AgentKind):
             store=StoreSpec(declared.index, declared.path.parent) if declared else StoreSpec(),
             checkpointer=bool(declared and declared.checkpointer),
         )  # fmt: skip
-        return GraphAgent(graph, options, ctx)
+        return GraphAgent(graph, options, ctx, factory)

@@ -30,7 +30,7 @@ class DriveThruState(MessagesState):
 
 
 def build(ctx: AgentContext) -> CompiledStateGraph:
-    """The graph for one run: the prompt under test with the menu, on the run's model."""
+    """The graph for one item: the prompt under test with the menu, on the run's model."""
     system_prompt = ctx.system_prompt(menu=load_menu().describe())
     return build_graph(ctx.model.bind_tools(TOOLS), system_prompt)
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
+
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from eval_examples.product_discovery.catalog import catalog_tools, load_catalog
@@ -14,5 +18,12 @@ validate_case = validate_behavioural_case(TOOL_NAMES)
 
 def build(ctx: AgentContext) -> CompiledStateGraph:
     """Agent ⇄ catalog tools, over the catalog beside the suite's cases."""
-    tools = catalog_tools(load_catalog(ctx.dataset_dir / "catalog.csv"))
+    tools = tools_over(ctx.dataset_dir / "catalog.csv")
     return build_tool_graph(ctx.model.bind_tools(tools), tools, ctx.system_prompt())
+
+
+@cache
+def tools_over(path: Path) -> tuple[BaseTool, ...]:
+    """The tools over the catalog at ``path``, made once: they only read it, so every item
+    shares them (``build`` runs for each item; making them is most of its time)."""
+    return tuple(catalog_tools(load_catalog(path)))
