@@ -45,10 +45,11 @@ from dagster import (
 from pydantic import Field, create_model
 
 from eval_pipeline import service
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
-from eval_pipeline.defs.evaluation.execution import separate_processes
+from eval_pipeline.defs.evaluation.execution import not_to_be_retried, separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
 from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
 from eval_pipeline.defs.resources import (
@@ -175,8 +176,12 @@ def plan_shards(
         context.log.warning(f"{stale} was abandoned by a run that ended; marked abandoned")
     in_processes = separate_processes(context)
     options = config.request(shards=config.shards or (None if in_processes else 1))
-    prepared = service.prepare(env, request_of(context, options))
-    service.choose_baseline(prepared)  # before any model call
+    try:
+        prepared = service.prepare(env, request_of(context, options))
+        service.choose_baseline(prepared)  # before any model call
+    except ConfigurationError:
+        not_to_be_retried(context)  # (the same configuration fails the same way)
+        raise
     service.start(prepared)
     plan, run = prepared.plan, prepared.plan.run
     count = len(plan.shards)
