@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -46,9 +47,38 @@ def _as_postgres_user(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
+@dataclass(frozen=True)
+class Cluster:
+    """A throwaway local cluster a test may stop and start again (a Postgres outage)."""
+
+    url: str
+    pg_ctl: str
+    data: Path
+    options: str
+    log: Path
+
+    def stop(self) -> None:
+        """Stop the server as an outage would: connections are dropped, new ones refused."""
+        subprocess.run(_as_postgres_user([self.pg_ctl, "-D", str(self.data), "-m", "immediate",
+                                          "-w", "stop"]), check=True, capture_output=True,
+                       timeout=60)  # fmt: skip
+
+    def start(self) -> None:
+        subprocess.run(_as_postgres_user([self.pg_ctl, "-D", str(self.data), "-o", self.options,
+                                          "-l", str(self.log), "-w", "-t", "60", "start"]),
+                       check=True, capture_output=True, timeout=90)  # fmt: skip
+
+
 @contextmanager
 def local_cluster() -> Iterator[str]:
     """initdb + pg_ctl a cluster on 127.0.0.1 and a free port; yields a server URL."""
+    with own_cluster() as cluster:
+        yield cluster.url
+
+
+@contextmanager
+def own_cluster() -> Iterator[Cluster]:
+    """initdb + pg_ctl a cluster on 127.0.0.1 and a free port, for this test alone."""
     initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
     if not (initdb and pg_ctl):
         raise PostgresUnavailable(f"no initdb/pg_ctl found: {HOW_TO_FIX}")
@@ -60,24 +90,23 @@ def local_cluster() -> Iterator[str]:
         shutil.chown(sock, "postgres")
     port = _free_port()
     log = root / "server.log"
+    options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
+    cluster = Cluster(f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", pg_ctl, data,
+                      options, log)  # fmt: skip
     try:
-        subprocess.run(
-            _as_postgres_user([initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E",
-                               "UTF8", "--no-sync"]),
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
-        options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(
-            _as_postgres_user([pg_ctl, "-D", str(data), "-o", options, "-l", str(log), "-w",
-                               "-t", "60", "start"]),
-            check=True, capture_output=True, timeout=90,
-        )  # fmt: skip
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    except subprocess.CalledProcessError as exc:
-        tail = log.read_text()[-2000:] if log.exists() else ""
-        raise PostgresUnavailable(
-            f"could not start PostgreSQL: {exc.stderr.decode(errors='replace')}\n{tail}"
-        ) from exc
+        try:
+            subprocess.run(
+                _as_postgres_user([initdb, "-D", str(data), "-A", "trust", "-U", "postgres",
+                                   "-E", "UTF8", "--no-sync"]),
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+            cluster.start()
+        except subprocess.CalledProcessError as exc:
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise PostgresUnavailable(
+                f"could not start PostgreSQL: {exc.stderr.decode(errors='replace')}\n{tail}"
+            ) from exc
+        yield cluster
     finally:
         subprocess.run(
             _as_postgres_user([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]),
@@ -91,7 +120,7 @@ def fresh_database(server_url: str) -> Iterator[str]:
     """Create a uniquely named database on the server; drop it afterwards."""
     name = f"eval_test_{uuid.uuid4().hex[:10]}"
     url = make_url(server_url.replace("postgresql://", "postgresql+psycopg://", 1))
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)  # (outages)
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -293,3 +293,33 @@ def test_instance_moves_old_suite_by_version_partitions_to_suite_version(tmp_pat
         assert instance.get_dynamic_partitions("suite_version") == ["drive_thru/v1", "research/v2"]
         assert instance.get_dynamic_partitions("prompt_version") == []
     assert "Partitions:" not in run("instance", DAGSTER_HOME=str(home)).stdout  # idempotent
+
+
+def test_the_nightly_ticked_twice_on_one_day_runs_each_suite_once(env):
+    """A schedule's run key dedupes only the ticks of one scheduled time: a second tick on
+    the same day (a cron that ticks twice, a changed timezone) launched every suite again.
+    Now a suite the nightly already ran that day is skipped; the next day runs again."""
+    from dagster._core.test_utils import create_run_for_test
+
+    instance, resources, _, project = env
+    nightly_full_eval = definitions(resources, project).resolve_schedule_def("nightly_full_eval")
+
+    def tick(at: datetime):
+        with build_schedule_context(instance=instance, scheduled_execution_time=at,
+                                    resources=resources) as context:  # fmt: skip
+            result = nightly_full_eval(context)
+        if isinstance(result, SkipReason):
+            return result
+        requests = list(result)
+        for request in requests:  # launched, as the daemon does: the run carries its tags
+            create_run_for_test(instance, job_name="eval_job", tags=request.tags)
+        return requests
+
+    first = tick(datetime(2026, 11, 22, 2, 0, tzinfo=UTC))
+    assert sorted(r.tags["eval/suite"] for r in first) == sorted(SUITE_NAMES)
+    again = tick(datetime(2026, 11, 22, 14, 0, tzinfo=UTC))
+    assert isinstance(again, SkipReason), again
+    assert again.skip_message == "every suite already ran on 2026-11-22"
+    assert len(instance.get_runs()) == len(SUITE_NAMES)  # one run per suite that day
+    next_day = tick(datetime(2026, 11, 23, 2, 0, tzinfo=UTC))
+    assert len(next_day) == len(SUITE_NAMES)

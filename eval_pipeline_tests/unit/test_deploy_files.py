@@ -88,6 +88,9 @@ def test_helm_values_match_the_instance_config():
     scheme = instance["storage"]["postgres"]["postgres_db"]["scheme"]
     assert values["postgresql"]["postgresqlScheme"] == scheme
     assert instance["run_coordinator"]["class"] == "QueuedRunCoordinator"
+    retries = values["dagsterDaemon"]["runRetries"]
+    assert retries == {"enabled": True, "maxRetries": instance["run_retries"]["max_retries"]}
+    assert instance["run_retries"]["enabled"]
 
 
 def test_deployment_files_hold_no_secrets():

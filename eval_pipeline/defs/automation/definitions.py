@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from dagster import Definitions
 
+from eval_pipeline.defs.automation.run_failures import build_run_failure_sensor
 from eval_pipeline.defs.automation.schedules import build_nightly_full_eval
 from eval_pipeline.defs.automation.sensors import build_prompt_label_sensor
 
@@ -17,6 +18,6 @@ if TYPE_CHECKING:
 
 def build_automation(eval_job: UnresolvedAssetJobDefinition) -> Definitions:
     return Definitions(
-        sensors=[build_prompt_label_sensor(eval_job)],
+        sensors=[build_prompt_label_sensor(eval_job), build_run_failure_sensor(eval_job)],
         schedules=[build_nightly_full_eval(eval_job)],
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dagster import (
+    DagsterInstance,
     DefaultScheduleStatus,
+    RunsFilter,
     ScheduleDefinition,
     ScheduleEvaluationContext,
     SkipReason,
@@ -25,6 +27,15 @@ if TYPE_CHECKING:
 NIGHTLY_CRON = env_setting("EVAL_NIGHTLY_CRON", "0 2 * * *")
 NIGHTLY_TIMEZONE = env_setting("EVAL_NIGHTLY_TIMEZONE", "UTC")
 PRODUCTION_LABEL = "production"
+TRIGGER = "nightly_full_eval"
+
+
+def ran_on(instance: DagsterInstance, day: str, suite: str) -> bool:
+    """Whether the nightly already ran ``suite`` on ``day``: once a day means once. (A
+    schedule's run key dedupes only the ticks of one scheduled time: a second tick on the
+    same day, a changed cron or timezone, started every suite again.)"""
+    tags = {"eval/trigger": TRIGGER, "eval/date": day, "eval/suite": suite}
+    return bool(instance.get_run_records(RunsFilter(tags=tags), limit=1))
 
 
 def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleDefinition:
@@ -34,7 +45,8 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
         execution_timezone=NIGHTLY_TIMEZONE,
         default_status=DefaultScheduleStatus.RUNNING,
         description="Full-tier evaluation of every suite's production prompt version "
-        "(suite repeats, fresh model calls); run keys per date and suite.",
+        "(suite repeats, fresh model calls); once a day: a suite the nightly already ran on "
+        "that date is skipped.",
     )
     def nightly_full_eval(
         context: ScheduleEvaluationContext,
@@ -54,8 +66,13 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
                 context.log.warning(f"{w.suite}: prompt {w.prompt_name} has no production label")
             else:
                 wanted.append((w, f"v{version}"))
+        done = [w.suite for w, _ in wanted if ran_on(context.instance, day, w.suite)]
+        wanted = [(w, v) for w, v in wanted if w.suite not in done]
+        if done:
+            context.log.info(f"already ran on {day}: {', '.join(done)}")
         if not wanted:
-            return SkipReason("no suite has a production prompt version")
+            return SkipReason(f"every suite already ran on {day}" if done
+                              else "no suite has a production prompt version")  # fmt: skip
         # schedules cannot return partition requests: add them directly
         add_partitions(context.instance, [EvalPartition(w.suite, v) for w, v in wanted])
         return [
@@ -67,7 +84,7 @@ def build_nightly_full_eval(eval_job: UnresolvedAssetJobDefinition) -> ScheduleD
                 cache="refresh",  # the nightly run is the fresh measurement: no memoized items
                 run_key=f"nightly:{day}:{w.suite}",
                 tags={
-                    "eval/trigger": "nightly_full_eval",
+                    "eval/trigger": TRIGGER,
                     "eval/suite": w.suite,
                     "eval/prompt": w.prompt_name,
                     "eval/label": PRODUCTION_LABEL,

@@ -49,6 +49,7 @@ from eval_pipeline.defs.evaluation.asset_checks import (
     failure_message,
     not_tested,
 )
+from eval_pipeline.defs.evaluation.execution import not_to_be_retried
 from eval_pipeline.defs.evaluation.metadata import (
     dataset_metadata,
     errors_metadata,
@@ -294,6 +295,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         selected = {key.name for key in context.selected_asset_check_keys}
         yield from (check for check in checks if check.check_name in selected)
         if result.exit_code:  # the run fails with why, not a bare "check failed"
+            not_to_be_retried(context)  # (its verdict is its answer)
             raise Failure(description=failure_message(view, partition),
                           metadata={"verdict": result.verdict.value, "run_id": run_id},
                           allow_retries=False)  # fmt: skip

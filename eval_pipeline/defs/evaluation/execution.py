@@ -15,7 +15,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dagster import ExecutorDefinition, OpExecutionContext, multi_or_in_process_executor
+from dagster import (
+    AssetExecutionContext,
+    ExecutorDefinition,
+    OpExecutionContext,
+    multi_or_in_process_executor,
+)
 
 from eval_pipeline.core.errors import ConfigurationError
 
@@ -65,3 +70,15 @@ def separate_processes(context: OpExecutionContext) -> bool:
         chosen = execution.get("config") if isinstance(execution, dict) else None
         return "in_process" not in (chosen or {})  # Dagster's default is multiprocess
     return name not in IN_ONE_PROCESS
+
+
+# Dagster's run retries (deploy/dagster.yaml `run_retries`) re-execute a failed run from
+# failure; a run tagged so is not retried when one of its steps failed.
+NO_RETRY_TAGS = {"dagster/retry_on_asset_or_op_failure": "false"}
+
+
+def not_to_be_retried(context: OpExecutionContext | AssetExecutionContext) -> None:
+    """This run fails with its answer (its verdict, or a configuration problem): running it
+    again would give the same. Dagster's run retries are for what is not the run's answer,
+    such as a database outage or a dead worker."""
+    context.instance.add_run_tags(context.run.run_id, NO_RETRY_TAGS)

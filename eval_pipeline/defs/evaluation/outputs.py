@@ -1,7 +1,8 @@
 """agent_run_outputs: the agent's outputs of one evaluation run, produced in shards.
 
     plan_shards ─┬─ run_shard[shard_0] ─┬─ collect_outputs
-                 └─ run_shard[shard_1] ─┘
+                 ├─ run_shard[shard_1] ─┘      │
+                 └─ run ───────────────────────┘
 
 plan_shards records the run and yields one dynamic output per shard (core/running/
 shards.py); each run_shard step (pool "llm") runs its shard's items with its share of the
@@ -9,7 +10,10 @@ run's concurrency and rate: a process of its own under the multiprocess executor
 under dagster-k8s' k8s_job_executor (execution.py). collect_outputs checks that every item
 has exactly one output and gives the asset its value and metadata. Re-executing a failed
 run from failure re-runs only the shards that failed; they take the items they had
-finished from the memo (the run id survives re-execution).
+finished from the memo (the run id survives re-execution). A shard whose step left no
+trace in Dagster's event log (its events lost in a database outage) is not re-run by
+Dagster; collect_outputs runs it itself, in its own step, so re-execution recovers whatever
+killed the shard.
 """
 
 import copy
@@ -24,12 +28,14 @@ from dagster import (
     AssetIn,
     AssetsDefinition,
     Config,
+    DagsterInstance,
     DagsterRun,
     DynamicOut,
     DynamicOutput,
     In,
     Nothing,
     OpExecutionContext,
+    Out,
     Output,
     PartitionsDefinition,
     config_mapping,
@@ -39,10 +45,11 @@ from dagster import (
 from pydantic import Field, create_model
 
 from eval_pipeline import service
+from eval_pipeline.core.errors import ConfigurationError
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
-from eval_pipeline.defs.evaluation.execution import separate_processes
+from eval_pipeline.defs.evaluation.execution import not_to_be_retried, separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
 from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
 from eval_pipeline.defs.resources import (
@@ -53,7 +60,7 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.llm.provider_stats import PROVIDER_STATS
 from eval_pipeline.llm.provider_stats import describe as describe_provider
-from eval_pipeline.service import RunRef, RunRequest
+from eval_pipeline.service import Environment, Prepared, RunRef, RunRequest
 
 
 class _RunConfig(Config):
@@ -119,15 +126,17 @@ def eval_run_id(suite: str, version_key: str, dagster_run: DagsterRun) -> str:
     return f"{suite}-{version_key}-{root.replace('-', '')[:12]}"
 
 
-def dagster_run_ended(context: OpExecutionContext) -> Callable[[str], bool]:
+def dagster_run_ended(instance: DagsterInstance,
+                      current: str | None = None) -> Callable[[str], bool]:  # fmt: skip
     """Whether a Dagster run has ended, as this instance knows it (killed worker marked
-    failed by run monitoring, or canceled; a run it does not know has ended too): what
-    ``service.abandon_ended`` asks of the Dagster driver."""
+    failed by run monitoring, or canceled; a run it does not know has ended too; the
+    ``current`` run, asking, has not): what ``service.abandon_ended`` asks of the Dagster
+    driver."""
 
     def ended(dagster_run_id: str) -> bool:
-        if dagster_run_id == context.run.run_id:
+        if dagster_run_id == current:
             return False
-        dagster_run = context.instance.get_run_by_id(dagster_run_id)
+        dagster_run = instance.get_run_by_id(dagster_run_id)
         return dagster_run is None or dagster_run.is_finished
 
     return ended
@@ -148,7 +157,8 @@ def partition_keys(context: OpExecutionContext | AssetExecutionContext) -> tuple
     return partition.suite, partition.version
 
 
-@op(ins={"golden_dataset": In(Nothing)}, out=DynamicOut(ShardTask))
+@op(ins={"golden_dataset": In(Nothing)},
+    out={"shards": DynamicOut(ShardTask), "run": Out(RunRef)})  # fmt: skip
 def plan_shards(
     context: OpExecutionContext,
     config: EvalRunConfig,
@@ -160,13 +170,18 @@ def plan_shards(
     env = environment(services, llm, results_store)
     suite_name, version_key = partition_keys(context)
     store = env.store()
-    for stale in service.abandon_ended(store, dagster_run_ended(context), suite=suite_name,
+    ended = dagster_run_ended(context.instance, context.run.run_id)
+    for stale in service.abandon_ended(store, ended, suite=suite_name,
                                        prompt_version=version_key):  # fmt: skip
         context.log.warning(f"{stale} was abandoned by a run that ended; marked abandoned")
     in_processes = separate_processes(context)
     options = config.request(shards=config.shards or (None if in_processes else 1))
-    prepared = service.prepare(env, request_of(context, options))
-    service.choose_baseline(prepared)  # before any model call
+    try:
+        prepared = service.prepare(env, request_of(context, options))
+        service.choose_baseline(prepared)  # before any model call
+    except ConfigurationError:
+        not_to_be_retried(context)  # (the same configuration fails the same way)
+        raise
     service.start(prepared)
     plan, run = prepared.plan, prepared.plan.run
     count = len(plan.shards)
@@ -181,8 +196,10 @@ def plan_shards(
             "`execution: {config: {multiprocess: {}}}` to run them side by side"
         )
     ref = prepared.ref()  # each shard plans the run again: with the same count
+    yield Output(ref, "run")
     for shard in plan.shards:
-        yield DynamicOutput(ShardTask(ref, shard), mapping_key=f"shard_{shard.index}")
+        yield DynamicOutput(ShardTask(ref, shard), mapping_key=f"shard_{shard.index}",
+                            output_name="shards")  # fmt: skip
 
 
 @op(pool="llm")
@@ -195,6 +212,14 @@ def run_shard(
 ) -> Output[ShardReport]:
     """Run one shard's items (the memo answers what it can) with its share of the budget."""
     prepared = service.replan(environment(services, llm, results_store), task.run)
+    report = produce_shard(context, prepared, task)
+    metadata = {k: v for k, v in asdict(report).items() if k not in ("task", "provider")}
+    metadata |= {"shard": task.shard.label, "concurrency": task.shard.concurrency}
+    return Output(report, metadata=metadata)
+
+
+def produce_shard(context: OpExecutionContext, prepared: Prepared, task: ShardTask) -> ShardReport:
+    """One shard's items through the run service, and what it did."""
     label = f"{task.run.run_id} {task.shard.label}"
     before, started = PROVIDER_STATS.snapshot(), time.perf_counter()
     outputs = service.produce(prepared, shard=task.shard,
@@ -202,26 +227,27 @@ def run_shard(
     provider = {}
     if prepared.llm.provider != "offline":  # every request the client sent
         provider = describe_provider(before, PROVIDER_STATS.snapshot())
-    report = ShardReport(
+    return ShardReport(
         task, items=len(outputs), reused=sum(1 for o in outputs if o.source_run_id),
         errors=sum(1 for o in outputs if o.error), seconds=time.perf_counter() - started,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         provider=provider,
     )  # fmt: skip
-    metadata = {k: v for k, v in asdict(report).items() if k not in ("task", "provider")}
-    metadata |= {"shard": task.shard.label, "concurrency": task.shard.concurrency}
-    return Output(report, metadata=metadata)
 
 
 @op
 def collect_outputs(
     context: OpExecutionContext,
+    ref: RunRef,
     reports: list[ShardReport],
     results_store: ResultsStoreResource,
     services: ServicesResource,
+    llm: LLMResource,
 ) -> Output[RunRef]:
-    """Every item has exactly one output (else the run fails here, naming what is missing)."""
-    ref = reports[0].task.run
+    """Every item has exactly one output (else the run fails here, naming what is missing).
+    A shard that reported nothing is run here first (``missing_shards``)."""
+    env = environment(services, llm, results_store)
+    reports = [*reports, *missing_shards(context, ref, reports, env)]
     store = results_store.open()
     run = store.get_run(ref.run_id)
     assert run is not None, f"run {ref.run_id} was recorded by plan_shards"
@@ -238,6 +264,26 @@ def collect_outputs(
     metadata["prompt_registry"] = found.registry().description
     metadata["langfuse"] = found.description
     return Output(ref, metadata=plotted_per_suite(run.suite, metadata))
+
+
+def missing_shards(context: OpExecutionContext, ref: RunRef, reports: list[ShardReport],
+                   env: Environment) -> list[ShardReport]:  # fmt: skip
+    """The shards of the run with no report, run now, in this step. A re-execution from
+    failure re-runs the shard steps that failed or were cut off; a shard step whose events
+    never reached Dagster's event log (a database outage as it started or failed) is neither,
+    so Dagster gives this step no report of it. Its items come from the memo as far as it
+    got."""
+    reported = {r.task.shard.index for r in reports}
+    prepared = service.replan(env, ref)
+    found = []
+    for shard in prepared.plan.shards:
+        if shard.index in reported:
+            continue
+        context.log.warning(f"{ref.run_id} {shard.label}: its step left no output in this "
+                            "run or the one it re-executes (its events were lost, e.g. in a "
+                            "database outage); running it here")  # fmt: skip
+        found.append(produce_shard(context, prepared, ShardTask(ref, shard)))
+    return found
 
 
 @config_mapping
@@ -258,6 +304,7 @@ def build_agent_run_outputs(
         "the tier, split into shards (steps of their own) under one budget.",
     )
     def agent_run_outputs(golden_dataset):
-        return collect_outputs(plan_shards(golden_dataset).map(run_shard).collect())
+        shards, ref = plan_shards(golden_dataset)
+        return collect_outputs(ref, shards.map(run_shard).collect())
 
     return agent_run_outputs
