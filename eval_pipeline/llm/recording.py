@@ -491,7 +491,8 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def _body(raw: Any) -> Any:
-    """A request or response body as stored: parsed JSON, else text, else None."""
+    """A request or response body as stored: parsed JSON, else text (JSON nested past what
+    ``json`` reads too: ``safe_yaml.json_loads``, as the recordings reader), else None."""
     if raw is None or raw == b"" or raw == "":
         return None
     if isinstance(raw, str):
@@ -499,7 +500,7 @@ def _body(raw: Any) -> Any:
     if not isinstance(raw, bytes | bytearray):  # a file or iterator vcrpy kept as it came
         raw = b"".join(raw) if not hasattr(raw, "read") else raw.read()
     try:
-        return json.loads(raw)
+        return safe_yaml.json_loads(bytes(raw))
     except ValueError:
         return bytes(raw).decode("utf-8", errors="replace")
 
@@ -534,7 +535,7 @@ def _steady(answer: Any, key: str) -> Any:
         for line in answer.split("\n"):
             head, _, data = line.partition("data:")
             try:
-                event = json.loads(data) if not head and data.strip() else None
+                event = safe_yaml.json_loads(data) if not head and data.strip() else None
             except ValueError:
                 event = None
             steady = _steady(event, key) if isinstance(event, dict) else None

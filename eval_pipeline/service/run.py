@@ -51,7 +51,7 @@ from eval_pipeline.core.running.runner import Progress
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.core.store.records import ItemOutput, ItemScore, RunRecord, RunStatus
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suites.cases import GoldenCase, unknown_expected_tools
+from eval_pipeline.core.suites.cases import CaseSet, GoldenCase, unknown_expected_tools
 from eval_pipeline.core.suites.suite import Suite
 from eval_pipeline.core.traces import rerun
 from eval_pipeline.integrations import langfuse_scores
@@ -97,7 +97,7 @@ class RunRef:
     cases are read once per run. It pickles."""
 
     request: RunRequest
-    cases: tuple[GoldenCase, ...]
+    cases: CaseSet
 
     @property
     def run_id(self) -> str:
@@ -154,7 +154,7 @@ class Prepared:
         version = self.prompt.version if self.prompt is not None else None
         pinned = dataclasses.replace(self.request, options=self.plan.request,
                                      prompt_version=version, run_id=self.run_id)  # fmt: skip
-        return RunRef(pinned, tuple(self.plan.all_cases))
+        return RunRef(pinned, self.plan.all_cases)
 
     def agent(self) -> Agent:
         """The run's agent (its factory runs here, once), traced when Langfuse is set."""
@@ -165,7 +165,7 @@ class Prepared:
                                                   cases=self.suite_cases())  # fmt: skip
         return self._agent
 
-    def suite_cases(self) -> list[GoldenCase]:
+    def suite_cases(self) -> CaseSet:
         """The suite's cases, which its Langfuse dataset mirrors: as this run loaded them,
         or, for a run on production failures (whose experiment is still the suite's
         dataset), read from the suite."""

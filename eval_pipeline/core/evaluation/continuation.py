@@ -44,8 +44,8 @@ def go_on_until_decided(
         return result
     paired = {o.item_id for o in store.read_outputs(baseline.run_id)}
     done = {c.id for c in [*plan_.cases, *cases]}
-    rest = [c for c in draw_order(plan_.all_cases, plan_.run)
-            if c.id not in done and c.id in paired]  # fmt: skip
+    rest = draw_order(plan_.all_cases.with_ids(  # (each made a GoldenCase as it runs)
+        lambda case_id: case_id not in done and case_id in paired), plan_.run)
     size = max(MIN_BATCH, len(cases))
     repeats = Repeats.planned(store, baseline, plan_)
     budget = Budget.of(plan_.request)
@@ -56,7 +56,7 @@ def go_on_until_decided(
             result.run = store.get_run(run_id) or result.run
             break
         more = repeats.of(rest[:size]) if runs_short(result, len(rest)) else {}
-        batch, rest = rest[:size], rest[size:]
+        batch, rest = list(rest[:size]), rest[size:]
         built = built or [agent()]
         produce(store, dataclasses.replace(plan_, cases=batch, repeats_of=more), built[0],
                 prices=prices, progress=progress, batch=True)  # fmt: skip

@@ -24,7 +24,13 @@ from eval_pipeline.core.scoring.gate import fingerprint
 from eval_pipeline.core.scoring.thresholds import ThresholdsError
 from eval_pipeline.core.store.records import ItemOutput, RunRecord, RunTier
 from eval_pipeline.core.store.results_store import ResultsStore
-from eval_pipeline.core.suites.cases import DatasetError, GoldenCase, dataset_version, select_tier
+from eval_pipeline.core.suites.cases import (
+    CaseSet,
+    DatasetError,
+    GoldenCase,
+    dataset_version,
+    select_tier,
+)
 from eval_pipeline.core.suites.suite import Suite
 
 FAILURES_TIER: RunTier = "failures"  # the tier of a run on production failures (plan(cases=…))
@@ -37,7 +43,7 @@ class RunPlan:
     suite: Suite
     prompt: PromptVersion | None
     run: RunRecord
-    all_cases: list[GoldenCase]
+    all_cases: CaseSet  # the suite's (held compactly)
     cases: list[GoldenCase]  # the tier's
     runner: RunnerConfig
     cache: CachePolicy
@@ -88,12 +94,12 @@ def plan(
     noticed: list[str] = []
     cases = failures
     if cases is not None:
-        all_cases = list(cases)
+        all_cases = CaseSet.of(cases)
     else:
-        all_cases = list(loaded) if loaded is not None else suite.load_cases(noticed)
+        all_cases = CaseSet.of(loaded) if loaded is not None else suite.load_cases(noticed)
     if cases is None:
         _check_floored_categories(suite, all_cases)
-    selected = all_cases if cases is not None else select_tier(all_cases, request.tier)
+    selected = list(cases) if cases is not None else select_tier(all_cases, request.tier)
     repeats = request.repeats or suite.repeats
     _check_max_repeats(suite, request, repeats)
     key = prompt_key(prompt)
@@ -135,12 +141,12 @@ def plan(
     return RunPlan(suite, prompt, run, all_cases, selected, runner, policy, request, shard_list)
 
 
-def _check_floored_categories(suite: Suite, cases: Sequence[GoldenCase]) -> None:
+def _check_floored_categories(suite: Suite, cases: CaseSet) -> None:
     """Each category a floor names is the category of a case of the suite (the whole
     dataset, whatever the tier): a floor on one no case has floors nothing, and its check
     looked passed (a misspelt category where the suite declares none, or a declared one
     with no case yet)."""
-    there = sorted({c.category for c in cases})
+    there = sorted(set(cases.categories))
     problems = []
     for metric, floors in suite.thresholds.category_floors.items():
         for category in floors:
@@ -195,7 +201,7 @@ def _fields_note(noticed: Sequence[str], shown: int = 3) -> list[str]:
             f"evaluator missing from the suite): {'; '.join(noticed[:shown])}{more}"]  # fmt: skip
 
 
-def draw_order(cases: Sequence[GoldenCase], run: RunRecord) -> list[GoldenCase]:
+def draw_order(cases: Sequence[GoldenCase], run: RunRecord) -> CaseSet:
     """The suite's cases in the order a sequential run draws them: a random order seeded
     by the dataset's version and by what makes the candidate the agent it is (its code,
     prompt and model: ``gate.fingerprint``). A re-run of the same candidate draws the same
@@ -203,9 +209,10 @@ def draw_order(cases: Sequence[GoldenCase], run: RunRecord) -> list[GoldenCase]:
     candidate meets a draw of its own: seeded by the dataset alone, every candidate's gate
     looked at the same first cases, and a prompt fixed on the first 20 / 40 / 60 of them,
     worse by the margin over a 200-case suite, passed in 21 / 100 / 100% of runs (now
-    about 4%: benchmarks/gate_validity.py)."""
+    about 4%: benchmarks/gate_validity.py). Sorted by id alone: no case is made to draw."""
     seed = json.dumps([run.dataset_version, *fingerprint(run)])
-    return sorted(cases, key=lambda c: hashlib.sha256(f"{seed}:{c.id}".encode()).digest())
+    return CaseSet.of(cases).ordered_by(
+        lambda case_id: hashlib.sha256(f"{seed}:{case_id}".encode()).digest())
 
 
 def drawn_prefix(
@@ -220,12 +227,12 @@ def drawn_prefix(
     decision (with the tier first, a suite worse by the margin passed in 10–64% of runs)."""
     ran = {o.item_id for o in outputs}
     prefix = []
-    for case in draw_order(suite_cases, run):
-        if case.id not in paired:
+    for case_id in draw_order(suite_cases, run).ids:
+        if case_id not in paired:
             continue
-        if case.id not in ran:
+        if case_id not in ran:
             break
-        prefix.append(case.id)
+        prefix.append(case_id)
     return prefix
 
 
@@ -237,6 +244,7 @@ def cases_of_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) 
     run = store.get_run(run_id)
     if run is None:
         raise DatasetError([f"run {run_id!r} is not in the results store"])
+    cases = CaseSet.of(cases)
     if dataset_version(cases) != run.dataset_version:
         raise DatasetError([
             f"the dataset of {run.suite} changed since run {run_id} started (version "
@@ -246,9 +254,8 @@ def cases_of_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) 
         return cases_run(store, run_id, cases)
     tier = select_tier(cases, run.tier)
     ran, first = {o.item_id for o in store.read_outputs(run_id)}, {c.id for c in tier}
-    further = [c for c in draw_order(cases, run)
-               if c.id in ran and c.id not in first]  # fmt: skip
-    return cases_run(store, run_id, tier) + further
+    beyond = cases.with_ids(lambda case_id: case_id in ran and case_id not in first)
+    return cases_run(store, run_id, tier) + list(draw_order(beyond, run))
 
 
 def cases_run(store: ResultsStore, run_id: str, cases: Sequence[GoldenCase]) -> list[GoldenCase]:

@@ -6,14 +6,17 @@ list of cases (or a mapping with a ``cases:`` list); JSONL files hold one case p
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -77,9 +80,147 @@ def content_hash(value: Any, length: int = 12) -> str:
 
 
 def dataset_version(cases: Iterable[GoldenCase]) -> str:
-    """Version of a dataset: hash of its cases' canonical content, independent of file layout."""
-    ordered = sorted((c.model_dump(mode="json") for c in cases), key=lambda c: c["id"])
-    return content_hash(ordered)
+    """Version of a dataset: hash of its cases' canonical content, independent of file layout
+    (``CaseSet.version``)."""
+    return CaseSet.of(cases).version
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass
+class _Rows:
+    """The storage of a ``CaseSet``: per case, what it holds (the UTF-8 JSON of a validated
+    case, or a ``GoldenCase`` given as one), its id, category and tier."""
+
+    held: list[bytes | GoldenCase] = dataclasses.field(default_factory=list)
+    ids: list[str] = dataclasses.field(default_factory=list)
+    categories: list[str] = dataclasses.field(default_factory=list)
+    tiers: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, case: GoldenCase, held: bytes | GoldenCase) -> None:
+        self.held.append(held)
+        self.ids.append(case.id)
+        self.categories.append(sys.intern(case.category))  # (a few, shared by every case)
+        self.tiers.append(sys.intern(case.tier))
+
+    def case(self, index: int) -> GoldenCase:
+        held = self.held[index]
+        if isinstance(held, GoldenCase):
+            return held
+        return GoldenCase.model_validate(json.loads(held))
+
+    def canonical(self, index: int) -> str:
+        """The case's canonical JSON (sorted keys), as ``dataset_version`` hashes it."""
+        held = self.held[index]
+        return _canonical(held.model_dump(mode="json") if isinstance(held, GoldenCase)
+                          else json.loads(held))  # fmt: skip
+
+
+def compact(case: GoldenCase) -> bytes:
+    """A validated case as ``CaseSet`` holds it: the UTF-8 JSON of its validated form
+    (``model_dump``, keys in their order), about the size of its line in a JSONL file. A
+    string holding a lone UTF-16 surrogate (``"\\ud800"`` in JSON) is no text: it raises
+    UnicodeEncodeError."""
+    text = json.dumps(case.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+class CaseSet(Sequence[GoldenCase]):
+    """A suite's validated cases, held compactly: each case as the UTF-8 JSON of its
+    validated form (``compact``: about the size of its line, where the case as Python
+    objects takes 5–10 times that), its id, category and tier at hand. A case is made a
+    ``GoldenCase`` again each time it is read (``cases[i]``, iterating); what needs only
+    ids, categories or tiers (a tier's selection, the draw order, the dataset version,
+    category floors, absence coverage) reads them without. A slice, a tier or an order of
+    it is a view on the same rows. It pickles (a run's later steps get it: ``RunRef``)."""
+
+    def __init__(self, rows: _Rows | None = None, order: Sequence[int] | None = None) -> None:
+        self._rows = rows if rows is not None else _Rows()
+        self._order: Sequence[int] = range(len(self._rows.ids)) if order is None else order
+
+    @classmethod
+    def of(cls, cases: Iterable[GoldenCase]) -> CaseSet:
+        """``cases`` as a CaseSet: itself if it is one, else one holding the cases as given
+        (nothing copied)."""
+        if isinstance(cases, CaseSet):
+            return cases
+        rows = _Rows()
+        for case in cases:
+            rows.add(case, case)
+        return cls(rows)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> GoldenCase: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> CaseSet: ...
+
+    def __getitem__(self, index: int | slice) -> GoldenCase | CaseSet:
+        if isinstance(index, slice):
+            return CaseSet(self._rows, self._order[index])
+        return self._rows.case(self._order[index])
+
+    def __iter__(self) -> Iterator[GoldenCase]:
+        return (self._rows.case(i) for i in self._order)
+
+    def __repr__(self) -> str:
+        return f"CaseSet({len(self)} cases)"
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a sequence (a list, another CaseSet) of the same cases in this order."""
+        if not isinstance(other, CaseSet | list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # (compared by content, as a list: no hash)
+
+    @property
+    def ids(self) -> list[str]:
+        return [self._rows.ids[i] for i in self._order]
+
+    @property
+    def categories(self) -> list[str]:
+        return [self._rows.categories[i] for i in self._order]
+
+    def of_tier(self, tier: str) -> CaseSet:
+        """The cases whose tier is ``tier``, in this order."""
+        tiers = self._rows.tiers
+        return CaseSet(self._rows, [i for i in self._order if tiers[i] == tier])
+
+    def with_ids(self, keep: Callable[[str], bool]) -> CaseSet:
+        """The cases whose id ``keep`` keeps, in this order."""
+        ids = self._rows.ids
+        return CaseSet(self._rows, [i for i in self._order if keep(ids[i])])
+
+    def ordered_by(self, key: Callable[[str], Any]) -> CaseSet:
+        """The cases sorted by ``key`` of their id."""
+        ids = self._rows.ids
+        return CaseSet(self._rows, sorted(self._order, key=lambda i: key(ids[i])))
+
+    def holding(self, name: str) -> Iterator[GoldenCase]:
+        """The cases that may hold a key ``name`` somewhere; those held as JSON whose text
+        does not are not made GoldenCases at all (reading one field of a large suite)."""
+        wanted = json.dumps(name).encode("utf-8")
+        for i in self._order:
+            held = self._rows.held[i]
+            if isinstance(held, GoldenCase) or wanted in held:
+                yield self._rows.case(i)
+
+    @cached_property
+    def version(self) -> str:
+        """The dataset version: a hash of the cases' canonical JSON (sorted keys, no
+        whitespace) as one list in the order of their ids, computed a case at a time."""
+        digest = hashlib.sha256(b"[")
+        ids = self._rows.ids
+        for n, i in enumerate(sorted(self._order, key=lambda i: ids[i])):
+            digest.update((b"," if n else b"") + self._rows.canonical(i).encode("utf-8"))
+        digest.update(b"]")
+        return digest.hexdigest()[:12]
 
 
 CaseValidator = Callable[[GoldenCase], list[tuple[str, str]]]
@@ -135,7 +276,7 @@ def unknown_expected_tools(
     if offered is None:
         return []
     where: dict[str, list[str]] = {}
-    for case in cases:
+    for case in CaseSet.of(cases).holding("expected_tools"):
         expected = case.expected_output if isinstance(case.expected_output, dict) else {}
         names = expected.get("expected_tools")
         for name in names if isinstance(names, list) else []:
@@ -155,8 +296,8 @@ def unknown_expected_tools(
 
 def _has(case: GoldenCase, path: str) -> bool:
     part, _, rest = path.partition(".")
-    value: Any = {"input": case.input, "expected_output": case.expected_output,
-                  "metadata": case.metadata.model_dump()}.get(part)  # fmt: skip
+    value: Any = (case.metadata.model_dump() if part == "metadata" else  # (only if asked)
+                  {"input": case.input, "expected_output": case.expected_output}.get(part))
     for key in rest.split(".") if rest else ():
         if not isinstance(value, dict) or key not in value:
             return False
@@ -187,9 +328,12 @@ def load_cases(
     validate: CaseValidator | None = None,
     notice: CaseValidator | None = None,
     warnings: list[str] | None = None,
-) -> list[GoldenCase]:
+) -> CaseSet:
     """Load and validate every case file of a suite; raise DatasetError listing all problems.
-    ``notice`` finds what is worth saying but not refusing: it goes into ``warnings``."""
+    ``notice`` finds what is worth saying but not refusing: it goes into ``warnings``. A
+    JSONL file is read a line at a time, each case validated and kept compactly as it
+    comes (``CaseSet``): memory grows with the cases' size, not with Python objects of
+    every case at once."""
     if not directory.is_dir():
         raise DatasetError([f"{directory}: dataset folder not found"])
     files = case_files(directory)
@@ -198,7 +342,7 @@ def load_cases(
             [f"{directory}: no case files (expected one of {', '.join(CASE_FILE_PATTERNS)})"]
         )
     problems: list[str] = []
-    raws = [pair for path in files for pair in _read_raw_cases(path, problems)]
+    raws = (pair for path in files for pair in _read_raw_cases(path, problems))
     return validate_cases(raws, problems=problems, origin=", ".join(map(str, files)),
                           categories=categories, validate=validate, notice=notice,
                           warnings=warnings)  # fmt: skip
@@ -213,11 +357,12 @@ def validate_cases(
     validate: CaseValidator | None = None,
     notice: CaseValidator | None = None,
     warnings: list[str] | None = None,
-) -> list[GoldenCase]:
+) -> CaseSet:
     """Validate (location, raw case) pairs from any source (case files, a Langfuse dataset)
-    the same way; raise DatasetError listing all problems. ``origin`` names the source."""
+    the same way, one at a time; raise DatasetError listing all problems. ``origin`` names
+    the source."""
     problems = problems if problems is not None else []
-    cases: list[GoldenCase] = []
+    rows = _Rows()
     seen: dict[str, str] = {}
     known = set(categories) if categories is not None else None
     for where, raw in raws:
@@ -242,12 +387,44 @@ def validate_cases(
         if notice and warnings is not None:
             for field, message in notice(case):
                 warnings.append(f"{label}: field '{field}': {message}")
-        cases.append(case)
-    if not problems and not cases:
+        try:
+            rows.add(case, compact(case))
+        except UnicodeEncodeError as exc:
+            problems.append(f"{label}: field '{_holding_surrogate(case)}': "
+                            f"{exc.object[exc.start:exc.end]!r} is half of a UTF-16 "
+                            "surrogate pair, not a character (\\ud800 to \\udfff alone in "
+                            "JSON): write the character itself, or its pair")  # fmt: skip
+    if not problems and not rows.ids:
         problems.append(f"{origin}: the dataset has no cases")
     if problems:
         raise DatasetError(problems)
-    return cases
+    return CaseSet(rows)
+
+
+def _holding_surrogate(case: GoldenCase) -> str:
+    """The dotted path of a string (value or key) of ``case`` holding a lone
+    surrogate; walked without recursion (a case may nest about 1,000 levels)."""
+    stack: list[tuple[str, Any]] = [("", case.model_dump(mode="json"))]
+    while stack:
+        path, value = stack.pop()
+        items = (value.items() if isinstance(value, dict) else
+                 enumerate(value) if isinstance(value, list) else ())  # fmt: skip
+        for key, inner in items:
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and not _is_text(key):
+                return path or "(case)"
+            if isinstance(inner, str) and not _is_text(inner):
+                return where
+            stack.append((where, inner))
+    return "(case)"
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -292,38 +469,59 @@ def select_tier(cases: Sequence[GoldenCase], tier: str) -> list[GoldenCase]:
     """``smoke`` → the smoke cases; ``full`` → every case."""
     if tier not in TIERS:
         raise DatasetError([f"unknown tier {tier!r} (use one of: {', '.join(TIERS)})"])
-    selected = list(cases) if tier == "full" else [c for c in cases if c.tier == "smoke"]
+    chosen = CaseSet.of(cases)
+    selected = list(chosen if tier == "full" else chosen.of_tier("smoke"))
     if not selected:
         raise DatasetError([f"no cases match tier {tier!r}"])
     return selected
 
 
-def _read_raw_cases(path: Path, problems: list[str]) -> list[tuple[str, Any]]:
-    """Return (location, raw case) pairs; locations are 'file:line'."""
+def _read_raw_cases(path: Path, problems: list[str]) -> Iterator[tuple[str, Any]]:
+    """Yield (location, raw case) pairs; locations are 'file:line'. A JSONL file is read a
+    line at a time; a YAML file whole."""
+    if path.suffix == ".jsonl":
+        yield from _read_jsonl(path, problems)
+        return
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        problems.append(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-        return []
-    if path.suffix == ".jsonl":
-        return _read_jsonl(path, text, problems)
-    return _read_yaml(path, text, problems)
+        problems.append(_not_utf8(path, exc, 0))
+        return
+    yield from _read_yaml(path, text, problems)
 
 
-def _read_jsonl(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
-    rows = []
-    # JSON Lines ends records with "\n" only: str.splitlines() would also split inside
-    # strings holding U+0085, U+2028 and other Unicode line breaks (found by fuzzing).
-    for number, line in enumerate(text.split("\n"), start=1):
+def _not_utf8(path: Path, exc: UnicodeDecodeError, offset: int) -> str:
+    return f"{path}: not UTF-8 text ({exc.reason} at byte {offset + exc.start})"
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line with its "\n") of a JSONL file, read a line at a time. JSON Lines
+    ends records with "\n" only, and so does a binary file's iteration (str.splitlines()
+    would also split inside strings holding U+0085, U+2028 and other Unicode line breaks,
+    found by fuzzing; "\n" is never part of a multi-byte UTF-8 character)."""
+    with path.open("rb") as lines:
+        yield from enumerate(lines, start=1)
+
+
+def _read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[str, Any]]:
+    offset = 0  # a file that is not UTF-8 is refused whole, before any case of it is read
+    for _, raw in _jsonl_lines(path):
+        try:
+            raw.decode("utf-8")  # (with its "\n": the error is the whole file's)
+        except UnicodeDecodeError as exc:
+            problems.append(_not_utf8(path, exc, offset))
+            return
+        offset += len(raw)
+    for number, raw in _jsonl_lines(path):
+        line = raw.decode("utf-8").removesuffix("\n")
         if not line.strip():
             continue
         try:
-            rows.append((f"{path}:{number}", safe_yaml.json_loads(line)))
+            yield f"{path}:{number}", safe_yaml.json_loads(line)
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})")
         except ValueError as exc:  # (nested too deeply)
             problems.append(f"{path}:{number}: {exc}")
-    return rows
 
 
 def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:

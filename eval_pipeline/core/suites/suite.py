@@ -25,6 +25,7 @@ from eval_pipeline.core.running.memo import (
 )
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.suites.cases import (
+    CaseSet,
     CaseValidator,
     DatasetError,
     FieldNeeds,
@@ -102,7 +103,7 @@ class Suite:
         """The agent for one run with ``prompt`` on ``settings`` (factories run here)."""
         return self.build_agent(prompt, settings, self.dataset_dir)
 
-    def load_cases(self, warnings: list[str] | None = None) -> list[GoldenCase]:
+    def load_cases(self, warnings: list[str] | None = None) -> CaseSet:
         """The suite's cases; a case lacking a field its evaluators read is refused
         (DatasetError), fields none of them reads are noted in ``warnings``."""
         if self.dataset_ref is not None:

@@ -106,10 +106,11 @@ def compose(text: str) -> Node | None:
         raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
 
 
-def json_loads(text: str) -> Any:
-    """One JSON value (a line of a cases or recordings file). Nested past Python's
-    recursion limit (about 1,000 levels), ``json`` raised RecursionError, a traceback and
-    exit 1; that is a ValueError here, as malformed JSON is, so the reader names the line."""
+def json_loads(text: str | bytes) -> Any:
+    """One JSON value (a line of a cases or recordings file, a recorded body). Nested past
+    Python's recursion limit (about 1,000 levels), ``json`` raised RecursionError, a
+    traceback and exit 1; that is a ValueError here, as malformed JSON is, so the reader
+    names the line."""
     try:
         return json.loads(text)
     except RecursionError:

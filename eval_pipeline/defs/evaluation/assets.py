@@ -10,7 +10,7 @@ the files as they are.
 """
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +102,7 @@ DATASET_VALID = ("Blocks. Every case file of the suite parses and every case is 
 GOLDEN_CHECKS = {"dataset_valid": DATASET_VALID, "absence_coverage": absence.DESCRIPTION}
 
 
-def golden_dataset_checks(suite: Suite, cases: list[GoldenCase]) -> Iterator[AssetCheckResult]:
+def golden_dataset_checks(suite: Suite, cases: Sequence[GoldenCase]) -> Iterator[AssetCheckResult]:
     """dataset_valid (reached only when the cases loaded), and absence_coverage as the
     registered check decides it (core/scoring/checks/absence_coverage.py; every run's
     verdict checks it too): for a suite that declares no absence categories it tested

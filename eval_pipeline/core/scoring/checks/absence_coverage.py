@@ -15,7 +15,7 @@ from eval_pipeline.core.scoring.checks.spec import (
     not_tested,
     register,
 )
-from eval_pipeline.core.suites.cases import GoldenCase
+from eval_pipeline.core.suites.cases import CaseSet, GoldenCase
 
 MIN_SHARE = 0.25  # of the cases that expect the agent to do nothing
 DESCRIPTION = ("Blocks. At least 25% of the cases expect the agent to do nothing, and "
@@ -45,9 +45,10 @@ def coverage(cases: Sequence[GoldenCase], absence_categories: Sequence[str]) -> 
     """The suite's absence coverage; None for a suite that declares no absence categories."""
     if not absence_categories:
         return None
-    absent = [c for c in cases if c.category in absence_categories]
-    missing = tuple(a for a in absence_categories if not any(c.category == a for c in cases))
-    return Coverage(len(absent) / len(cases) if cases else 0.0, missing)
+    categories = CaseSet.of(cases).categories  # (no case made: a suite may be large)
+    absent, present = [c for c in categories if c in absence_categories], set(categories)
+    missing = tuple(a for a in absence_categories if a not in present)
+    return Coverage(len(absent) / len(categories) if categories else 0.0, missing)
 
 
 NOT_DECLARED = ("the suite declares no absence_categories (cases that expect the agent to "
