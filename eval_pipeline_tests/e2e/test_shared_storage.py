@@ -122,7 +122,7 @@ def test_two_shards_outputs_go_through_the_bucket_to_a_step_on_another_machine(
 
         ran = subprocess.run([sys.executable, "-m", "eval_pipeline_tests.crash_target",
                               "drive_thru", "v1", "2"], cwd=work, env=a, capture_output=True,
-                             text=True, timeout=600)  # fmt: skip
+                             text=True, timeout=1500)  # fmt: skip
         assert ran.returncode == 0, ran.stderr[-4000:]
 
         for key in ("DAGSTER_HOME", *dagster_pg):  # this process reads the shared instance
@@ -141,7 +141,7 @@ def test_two_shards_outputs_go_through_the_bucket_to_a_step_on_another_machine(
 
         again = subprocess.run([sys.executable, "-c", REEXECUTE, first.run_id, COLLECT],
                                cwd=work, env=b, capture_output=True, text=True,
-                               timeout=600)  # fmt: skip
+                               timeout=1500)  # fmt: skip
         assert again.returncode == 0, again.stderr[-4000:]
         second = [r for r in instance.get_runs() if r.parent_run_id == first.run_id]
         assert [r.status for r in second] == [DagsterRunStatus.SUCCESS]
