@@ -151,5 +151,5 @@ def test_two_shards_outputs_go_through_the_bucket_to_a_step_on_another_machine(
         materialization = DagsterEventType.ASSET_MATERIALIZATION
         materialized = instance.all_logs(second[0].run_id, of_type=materialization)
         (collected,) = [e.asset_materialization for e in materialized if e.step_key == COLLECT]
-        assert collected is not None and collected.metadata["shards"].value == 2
+        assert collected is not None and collected.metadata["drive_thru.shards"].value == 2
         assert not any(Path(b["DAGSTER_HOME"]).rglob("result"))
