@@ -1,6 +1,6 @@
 """`eval-pipeline`: the command line. One module per command group (the run command, the
 bisection, the demo, the doctor, init, prompts, datasets, judge, suites, instance, runs,
-baseline), each imported only when its command is named; errors become messages and exit
+baseline, nightly), each imported only when its command is named; errors become messages and exit
 codes in one place (cli/group.py); exit codes are core/errors.py's ``ExitCode``."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ COMMANDS = {
     "baseline": "eval_pipeline.cli.baseline:baseline",
     "comment": "eval_pipeline.cli.comment:comment",
     "instance": "eval_pipeline.cli.project:instance",
+    "nightly": "eval_pipeline.cli.nightly:nightly",
 }
 
 

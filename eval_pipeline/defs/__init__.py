@@ -34,6 +34,7 @@ def build_definitions(
     from eval_pipeline.defs.automation.definitions import build_automation
     from eval_pipeline.defs.evaluation.definitions import build_evaluation
     from eval_pipeline.defs.partitions import build_partitions
+    from eval_pipeline.defs.storage import step_resources
     from eval_pipeline.defs.traces.definitions import build_traces
 
     path = find_project() if project is None else _project_file(Path(project))
@@ -44,7 +45,8 @@ def build_definitions(
         evaluation.definitions(),
         build_automation(evaluation.eval_job),
         build_traces(partitions),
-        Definitions(resources=dict(resources or defaults.default_resources(path))),
+        Definitions(resources=dict(resources or defaults.default_resources(path))
+                    | step_resources()),
     )
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from dagster import DagsterLogManager, MetadataValue
 
-from eval_pipeline import settings
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
@@ -19,6 +18,7 @@ from eval_pipeline.core.store.records import ItemOutput, RunRecord
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.core.suites.cases import GoldenCase, dataset_version
 from eval_pipeline.core.suites.suite import Suite
+from eval_pipeline.defs.storage import chart_folder
 from eval_pipeline.evaluators.behavioural import calls_made, missing_calls
 
 MAX_TABLE_ROWS = 25
@@ -122,22 +122,25 @@ def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], 
 
 def summary_pictures(store: ResultsStore, result: EvalResult, suite: Suite) -> dict[str, Any]:
     """Trend and per-category change as inline Markdown tables with text bars, and as PNG
-    charts (core/reports/charts.py ``run_charts``, the CLI report's; under EVAL_HOME/charts,
-    in the metadata as data URIs that Dagster shows behind "[Show Markdown]"); flaky items
-    across repeats and across runs of this version."""
+    charts (core/reports/charts.py ``run_charts``, the CLI report's; kept under
+    EVAL_HOME/charts or in the shared bucket (defs/storage.py, ``charts_at``), and in the
+    metadata as data URIs that Dagster shows behind "[Show Markdown]"); flaky items across
+    repeats and across runs of this version."""
     run = result.run
-    drawn = charts.run_charts(store, result, settings.eval_home() / "charts" / run.suite
-                              / run.run_id)  # fmt: skip
     meta: dict[str, Any] = {}
-    if drawn.trend:
-        meta["trend"] = MetadataValue.md(charts.trend_markdown(drawn.trend, drawn.metric))
-        image = charts.markdown_image(drawn.files["trend"], f"{drawn.metric} trend")
-        meta["trend_chart"] = MetadataValue.md(image)
-    if drawn.categories:
-        table = charts.delta_markdown(drawn.categories, drawn.metric)
-        meta["category_change"] = MetadataValue.md(table)
-        image = charts.markdown_image(drawn.files["per-category delta"], "deltas")
-        meta["category_delta_chart"] = MetadataValue.md(image)
+    with chart_folder(run.suite) as folder:  # this machine's, or the shared bucket (storage.py)
+        drawn = charts.run_charts(store, result, folder.path / run.run_id)
+        if drawn.trend:
+            meta["trend"] = MetadataValue.md(charts.trend_markdown(drawn.trend, drawn.metric))
+            image = charts.markdown_image(drawn.files["trend"], f"{drawn.metric} trend")
+            meta["trend_chart"] = MetadataValue.md(image)
+        if drawn.categories:
+            table = charts.delta_markdown(drawn.categories, drawn.metric)
+            meta["category_change"] = MetadataValue.md(table)
+            image = charts.markdown_image(drawn.files["per-category delta"], "deltas")
+            meta["category_delta_chart"] = MetadataValue.md(image)
+    if drawn.files:
+        meta["charts_at"] = ", ".join(folder.kept_at)
     summary = store.read_summary(run.run_id)
     if summary is not None and (flaky := summary.flaky_items):
         meta["flaky_items"] = MetadataValue.md(rows_markdown(flaky))
