@@ -291,6 +291,7 @@ class Canary:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.connections = self.received = 0
+        self.closed = False
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -304,14 +305,20 @@ class Canary:
 
     def _read(self, conn: socket.socket) -> None:
         with conn:
-            conn.settimeout(1)
-            try:
-                while data := conn.recv(4096):
-                    self.received += len(data)
-            except OSError:
-                pass
+            conn.settimeout(0.2)
+            while not self.closed:
+                try:
+                    data = conn.recv(4096)
+                except TimeoutError:  # (a connection opened long before it writes)
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                self.received += len(data)
 
     def close(self) -> None:
+        self.closed = True
         self.listener.close()
 
 

@@ -1,6 +1,6 @@
 """A sealed process: while a replay runs, nothing leaves it but what the run may reach.
 
-In-process, on every platform (no operating-system isolation: a network namespace would
+In-process, on Linux and macOS alike (no operating-system isolation: a network namespace would
 hide an attempt, the agent seeing a network error it may swallow while the run passes, and
 would cut the results store, Langfuse and an HTTP agent's service off). Each route out is
 closed where Python can see it, and ``sealed`` installs the guards once per process (they
@@ -25,7 +25,8 @@ cannot be removed; they do nothing while no seal is open):
   import), whose ``connect`` no hook could refuse.
 - ``threading.Thread.start`` tags the thread with the item that started it (directly or
   through a thread it started): a refusal in that thread is charged to that item, and the
-  agent's threads stay sealed for their life, after the run too.
+  agent's threads stay sealed for their life, after the run too (the threads of a pool
+  that serves every item untag themselves: ``shared_thread``).
 
 A refusal is reported to the item it belongs to (core/running/agent.py ``ItemProblem``,
 kind "escaped call": an infrastructure failure, the run's verdict ERROR) and raised as
