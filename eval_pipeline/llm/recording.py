@@ -67,7 +67,7 @@ from eval_pipeline.core.running.ids import (
     translate,
     translation,
 )
-from eval_pipeline.core.running.seal import sealed
+from eval_pipeline.core.running.seal import Seal, sealed
 from eval_pipeline.core.store.records import ItemOutput
 from eval_pipeline.core.util import safe_yaml
 from eval_pipeline.core.util.redact import redact_url, scrub, scrub_answer, scrub_form
@@ -273,6 +273,7 @@ class RecordingSession:
         self.model_calls: Counter[str] = Counter()  # recorded model requests per item
         self.misses = 0
         self._stack: contextlib.ExitStack | None = None
+        self._seal: Seal | None = None  # replay: the open seal (core/running/seal.py)
 
     # --- opening and closing --------------------------------------------------------------
     def __enter__(self) -> RecordingSession:
@@ -290,7 +291,7 @@ class RecordingSession:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.path.write_text("", encoding="utf-8")  # exactly this run's requests
             else:
-                stack.enter_context(sealed(self.ours, self.rerecord))
+                self._seal = stack.enter_context(sealed(self.ours, self.rerecord))
         except BaseException:
             stack.close()
             raise
@@ -348,6 +349,16 @@ class RecordingSession:
                 "holds nothing to replay"
             )
         return problems
+
+    def escaped(self) -> list[str]:
+        """Replay: the calls the seal refused that no running item was charged with (a
+        thread left running after its item, one started outside any): each makes the run
+        ERROR, as an escaped call fails its item."""
+        strays = list(self._seal.strays) if self._seal is not None else []
+        if not strays:
+            return []
+        more = f" (and {len(strays) - 1} more)" if len(strays) > 1 else ""
+        return [f"{len(strays)} escaped call(s) outside the items: {strays[0]}{more}"]
 
     # --- vcrpy's cassette protocol ----------------------------------------------------------
     @property

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_pipeline.core import evaluation
-from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.errors import ConfigurationError, RunFailed
 from eval_pipeline.core.evaluation import FAILURES_TIER, BaselineMissing, EvalResult, RunPlan
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import PromptVersion
@@ -451,6 +451,7 @@ def run_in_process(prepared: Prepared, *, progress: Progress | None = None) -> F
         if isinstance(session, RecordingSession):
             result.problems += session.shortfall([o for o in result.outputs
                                                   if not o.source_run_id])  # fmt: skip
+            result.problems += session.escaped()
         if abandoned:
             shown = ", ".join(abandoned[:3]) + (" …" if len(abandoned) > 3 else "")
             result.warnings.append(f"{len(abandoned)} earlier run(s) whose process had ended "
@@ -471,5 +472,7 @@ class ShardWorker:
     def __call__(self, shard: Shard, updates: evaluation.ShardUpdates) -> None:
         env = Environment.from_env(self.project)
         prepared = replan(env, self.run)
-        with prepared.session():
+        with prepared.session() as session:
             produce(prepared, shard=shard, progress=evaluation.shard_progress(shard, updates))
+        if isinstance(session, RecordingSession) and (escaped := session.escaped()):
+            raise RunFailed(f"shard {shard.index}: {escaped[0]}")

@@ -9,9 +9,12 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -279,6 +282,142 @@ def test_a_replay_is_sealed_against_every_route_out_of_the_process(team, route):
                 "python": "a new process (subprocess.Popen:",
                 "os.system": "a new process (os.system: curl"}[route]  # fmt: skip
     assert expected in said, said
+
+
+class Canary:
+    """A raw TCP listener that counts the connections it accepts and the bytes it reads."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections = self.received = 0
+        self.closed = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(0.2)
+            while not self.closed:
+                try:
+                    data = conn.recv(4096)
+                except TimeoutError:  # (a connection opened long before it writes)
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                self.received += len(data)
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+
+
+# An agent that, with ESCAPE set, reaches the canary in a way the first seal did not see:
+# a spawned process, a socket opened at import, a thread it leaves running or joins, libc.
+BESIDE_AGENT = FALLBACK_AGENT.replace(
+    "import requests",
+    """import requests
+import ctypes
+import multiprocessing
+import socket
+import struct
+import threading
+import time
+import urllib.request
+
+ROUTE = os.environ.get("ESCAPE")
+PORT = int(os.environ.get("CANARY_PORT") or 0)
+# opened while the agent is imported, before the run: the replay writes to it
+EARLY = socket.create_connection(("127.0.0.1", PORT)) if ROUTE == "early socket" else None
+
+
+def poke(times):
+    for _ in range(times):
+        try:
+            with socket.create_connection(("127.0.0.1", PORT), timeout=2) as sock:
+                sock.sendall(b"poke")
+        except OSError:
+            pass
+        time.sleep(0.05)
+
+
+def by_libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.socket(socket.AF_INET, socket.SOCK_STREAM, 0)
+    # struct sockaddr_in: the family in the machine's order, then the port and address
+    address = (struct.pack("=H", socket.AF_INET) + struct.pack("!H", PORT)
+               + socket.inet_aton("127.0.0.1") + bytes(8))
+    if libc.connect(fd, ctypes.c_char_p(address), len(address)) == 0:
+        libc.write(fd, b"libc", 4)
+    libc.close(fd)
+
+
+def escape(city):
+    try:
+        if ROUTE == "multiprocessing":
+            child = multiprocessing.get_context("spawn").Process(
+                target=urllib.request.urlopen, args=(f"http://127.0.0.1:{PORT}/{city}", None, 2))
+            child.start()
+            child.join(20)
+        elif ROUTE == "early socket":
+            EARLY.sendall(f"GET /{city} HTTP/1.0\\r\\n\\r\\n".encode())
+        elif ROUTE == "left thread":
+            threading.Thread(target=poke, args=(60,), daemon=True).start()
+        elif ROUTE == "joined thread":
+            worker = threading.Thread(target=poke, args=(1,))
+            worker.start()
+            worker.join()
+        elif ROUTE == "ctypes":
+            by_libc()
+    except Exception:
+        pass  # a defensive agent: the refusal must fail the item all the same
+""",
+).replace(
+    """    called = ["get_weather"]""",
+    """    escape(city)
+    called = ["get_weather"]""",
+)
+
+
+@pytest.mark.parametrize("route, said", [
+    ("multiprocessing", "a new process (multiprocessing"),
+    ("early socket", "data on a connection to 127.0.0.1:{port} opened before the replay"),
+    ("left thread", "a connection to 127.0.0.1:{port} from a thread the agent started"),
+    ("joined thread", "a connection to 127.0.0.1:{port} from a thread the agent started"),
+    ("ctypes", "a C call to connect() through ctypes"),
+])  # fmt: skip
+def test_a_replay_is_sealed_against_routes_beside_the_item(team, route, said):
+    """A spawned process whose child calls urlopen, a socket opened at import and written
+    to by each item, a thread an item leaves running or joins, libc's connect through
+    ctypes: each reached the canary during a replay, or was refused without failing
+    anything, and the run passed. Now nothing reaches it and the run is ERROR (exit 2),
+    naming the route; the model is down while it replays."""
+    team.suite("beside", "beside.agent:answer", BESIDE_AGENT)
+    recorded = team.cli("run", "--suite", "beside", "--record")
+    assert recorded.returncode in (0, 1), recorded.stdout + recorded.stderr
+    canary = Canary()
+    env = team.env(endpoint=False) | {"ESCAPE": route, "CANARY_PORT": str(canary.port)}
+    try:
+        replayed = subprocess.run([CLI, "run", "--suite", "beside", "--replay"], cwd=team.root,
+                                  env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        time.sleep(1.5)  # (what a left thread or a child would still send)
+    finally:
+        canary.close()
+    shown = " ".join((replayed.stdout + replayed.stderr).split())
+    reached = (canary.connections - (route == "early socket"), canary.received)  # (at import)
+    assert (replayed.returncode, reached) == (2, (0, 0)), f"exit {replayed.returncode}, " \
+        f"(connections, bytes) reached the canary: {reached}; {shown[-2000:]}"  # fmt: skip
+    assert said.format(port=canary.port) in shown, shown
 
 
 def test_a_recording_edited_by_hand_copied_or_older_is_refused_with_the_command(team):

@@ -50,12 +50,18 @@ def produce_in_processes(
     """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
     gets), all at once (the caller checks the outputs complete: service ``check_produced``).
     The workers end with this process (a ``kill -9`` of it leaves none calling the model)."""
+    with seal.ours():  # (a replay's seal refuses every other process: these are ours)
+        _produce(store, plan_, worker, progress)
+
+
+def _produce(store: ResultsStore, plan_: RunPlan, worker: ShardEntry,
+             progress: Progress | None) -> None:  # fmt: skip
     context = multiprocessing.get_context("spawn")
     updates = context.Queue()
     done = [0] * len(plan_.shards)
     pool = ProcessPoolExecutor(len(plan_.shards), mp_context=context, initializer=_started,
                                initargs=(updates, os.getpid()))  # fmt: skip
-    with seal.ours(), failure_recorded(store, plan_.run.run_id), pool:
+    with failure_recorded(store, plan_.run.run_id), pool:
         futures = [pool.submit(_run_shard, worker, shard) for shard in plan_.shards]
         while not all(f.done() for f in futures) or not updates.empty():
             try:

@@ -9,6 +9,7 @@ llm/usage.py), so tokens are counted for every call, an item that failed half-wa
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -167,9 +168,22 @@ class ItemScope:
     # What the item had produced so far (a conversation's finished turns), kept with the
     # error when the attempt fails, the item timeout included.
     progress: dict[str, Any] = field(default_factory=dict)
+    _ended: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def report(self, problem: ItemProblem) -> None:
-        self.problems.append(problem)
+    def report(self, problem: ItemProblem) -> bool:
+        """Fail the item with ``problem``; False when the item had ended (a thread it left
+        running reports late): then it is the caller's to report elsewhere."""
+        with self._lock:
+            if self._ended.is_set():
+                return False
+            self.problems.append(problem)
+            return True
+
+    def end(self) -> None:
+        """The item's attempt is over: what is reported after this cannot fail it."""
+        with self._lock:
+            self._ended.set()
 
 
 current_item: ContextVar[ItemScope | None] = ContextVar("eval_current_item", default=None)
@@ -182,6 +196,7 @@ def item_scope(scope: ItemScope) -> Iterator[ItemScope]:
         yield scope
     finally:
         current_item.reset(token)
+        scope.end()
 
 
 def item_seed(case_id: str, repeat: int, base: int = 0, attempt: int = 1) -> int:

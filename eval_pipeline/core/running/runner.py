@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from eval_pipeline.core.errors import USER_CODE_FAILURES
 from eval_pipeline.core.options import DEFAULTS
+from eval_pipeline.core.running import seal
 from eval_pipeline.core.running.agent import (
     Agent,
     ItemScope,
@@ -289,9 +290,11 @@ def _evaluation_loop() -> asyncio.AbstractEventLoop:
         loop = _LOOP[0]
         if loop is None:
             loop = asyncio.new_event_loop()
-            loop.set_default_executor(
-                ThreadPoolExecutor(max_workers=EXECUTOR_THREADS, thread_name_prefix="eval-item")
+            pool = ThreadPoolExecutor(  # (its threads serve every item: seal.shared_thread)
+                max_workers=EXECUTOR_THREADS, thread_name_prefix="eval-item",
+                initializer=seal.shared_thread,
             )
+            loop.set_default_executor(pool)
             thread = threading.Thread(target=loop.run_forever, name="eval-loop", daemon=True)
             thread.start()
             _LOOP[0], _LOOP_THREAD[0] = loop, thread
