@@ -27,6 +27,21 @@ class VerdictRow:
         stamp = self.run.finished_at or self.run.started_at
         return stamp.strftime("%Y-%m-%d %H:%M")
 
+    def cells(self) -> dict[str, str]:
+        """The row as plain text, column by column (Dagster's table, inline where
+        eval_summary opens): its verdict marked with its colour (``MARKS``)."""
+        run, said = self.run, self.said
+        verdict = f"{MARKS.get(said.verdict, '')} {said.verdict}".strip()
+        return {"suite": run.suite, "version": run.prompt_version, "tier": run.tier,
+                "verdict": verdict + (f": {said.reason[:80]}" if said.reason else ""),
+                "metric": said.metric or "–", "Δ": said.delta_text,
+                "interval": said.interval_text, "decided": self.decided,
+                "run": run.run_id}  # fmt: skip
+
+
+# Each verdict's colour, as text can carry it (a Dagster table cell shows plain text)
+MARKS = {"PASS": "🟢", "FAIL": "🔴", "UNDECIDED": "🟡", "ERROR": "⚫"}
+
 
 def latest_verdicts(store: ResultsStore, suite: str | None = None) -> list[VerdictRow]:
     return [VerdictRow(run, said) for run, said in store.latest_verdicts(suite)]

@@ -44,6 +44,7 @@ from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.defs.evaluation.execution import separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
+from eval_pipeline.defs.evaluation.run_tags import tag_started
 from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -159,6 +160,7 @@ def plan_shards(
     """Record the run (its cases, prompt, model, baseline) and split its items into shards."""
     env = environment(services, llm, results_store)
     suite_name, version_key = partition_keys(context)
+    tag_started(context.instance, context.run.run_id, context.run.tags, suite_name, version_key)
     store = env.store()
     for stale in service.abandon_ended(store, dagster_run_ended(context), suite=suite_name,
                                        prompt_version=version_key):  # fmt: skip
