@@ -158,11 +158,22 @@ def views(url: str) -> dict[str, str]:
         "dagster-checks": "/assets/eval_summary?view=checks",
         "dagster-check-partitions": "/assets/eval_summary?view=checks&checkDetail=paired_gate",
         "dagster-partitions": "/assets/eval_summary?view=partitions",
+        "dagster-partition-pass": "/assets/eval_summary?view=partitions&partition=drive_thru%2Fv1",
+        "dagster-partition-fail": "/assets/eval_summary?view=partitions&partition=drive_thru%2Fv2",
+        "dagster-partition-undecided":
+            "/assets/eval_summary?view=partitions&partition=drive_thru%2Fv3",
         "dagster-runs": "/runs",
         "dagster-runs-undecided": "/runs?q%5B0%5D=tag%3Aeval%2Fverdict%3DUNDECIDED",
         "dagster-run-undecided": f"/runs/{undecided}",
         "dagster-run-fail": f"/runs/{fail}",
     }
+
+
+def emoji_font() -> bool:
+    """Whether Chromium can draw the verdict marks (🟢 🔴 🟡): without a colour emoji font
+    they are boxes in the screenshots (not in a desktop browser)."""
+    found = subprocess.run(["fc-list"], capture_output=True, text=True, check=False).stdout
+    return "emoji" in found.lower()
 
 
 def screenshot(url: str, path: Path) -> None:
@@ -185,6 +196,9 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="dagster-screenshots-"))
     env = scenario(folder) if not (folder / "home").exists() else _env(folder)
     args.out.mkdir(parents=True, exist_ok=True)
+    if not emoji_font():
+        print("no colour emoji font (e.g. Debian's fonts-noto-color-emoji): the verdict marks "
+              "show as boxes", file=sys.stderr)  # fmt: skip
     with webserver(folder, env) as url:
         for name, path in views(url).items():
             screenshot(url + path, args.out / f"{name}.png")

@@ -31,12 +31,11 @@ class VerdictRow:
         """The row as plain text, column by column (Dagster's table, inline where
         eval_summary opens): its verdict marked with its colour (``MARKS``)."""
         run, said = self.run, self.said
-        verdict = f"{MARKS.get(said.verdict, '')} {said.verdict}".strip()
-        return {"suite": run.suite, "version": run.prompt_version, "tier": run.tier,
-                "verdict": verdict + (f": {said.reason[:80]}" if said.reason else ""),
-                "metric": said.metric or "–", "Δ": said.delta_text,
-                "interval": said.interval_text, "decided": self.decided,
-                "run": run.run_id}  # fmt: skip
+        backed = f"{said.metric} Δ {said.delta_text} {said.interval_text}" if said.metric else "–"
+        return {"suite": run.suite, "version": run.prompt_version,
+                "verdict": f"{MARKS.get(said.verdict, '')} {said.verdict}".strip(),
+                "backed by": backed, "decided": self.decided, "tier": run.tier,
+                "why": said.reason[:120] or "–", "run": run.run_id}  # fmt: skip
 
 
 # Each verdict's colour, as text can carry it (a Dagster table cell shows plain text)

@@ -312,14 +312,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             raise Failure(description=said, allow_retries=False,
                           metadata={"verdict": view.verdict.value, "run_id": run_id})  # fmt: skip
         # A verdict reached is the run's finding, not its failure: the run succeeds (its
-        # untested checks show "Skipped", not "Execution failed") and says it in its log
-        if view.verdict is Verdict.FAIL or (view.verdict is Verdict.UNDECIDED
-                                            and result.exit_code):  # fmt: skip
-            context.log.error(said)
-        elif view.verdict is Verdict.UNDECIDED:
-            context.log.warning(said)
-        else:
-            context.log.info(said)
+        # untested checks show "Skipped", not "Execution failed") and says it in its log,
+        # in the check's colours (an UNDECIDED that blocks says so in its words)
+        log = {Verdict.FAIL: context.log.error, Verdict.UNDECIDED: context.log.warning}
+        log.get(view.verdict, context.log.info)(said)
 
     return EvaluationAssets(golden_dataset, langfuse_dataset, agent_run_outputs, item_scores,
                             eval_summary)  # fmt: skip
