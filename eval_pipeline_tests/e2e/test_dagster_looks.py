@@ -91,7 +91,7 @@ def test_pass_fail_undecided_and_not_tested_each_have_their_look_in_dagster(tmp_
             assert label in LOOKS[look], (asset, name, look, evaluation)
             found.setdefault(execution["runId"], []).append(label)
             looks[label] += 1
-    assert set(looks) == {"PASS", "FAIL", "UNDECIDED", "not tested"}, looks
+    assert {"PASS", "FAIL", "UNDECIDED", "not tested"} <= set(looks), looks
     for run_id, labels in found.items():
         verdict = verdict_of[run_id]
         assert ("FAIL" in labels) == (verdict == "FAIL"), (verdict, labels)

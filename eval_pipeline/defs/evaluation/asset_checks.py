@@ -133,8 +133,9 @@ def deciding(gated: GateCheckResult, primary: str | None) -> str:
     Δ -0.650 [-0.828, -0.022]"), as the verdict's own is chosen (rows.py ``backing_row``);
     "" when it compared none."""
     paired = [r for r in gated.rows if isinstance(r, PairedRow)]
-    undecided = [r for r in paired if r.outcome == "warn"] if gated.undecided else []
-    row = backing_row(paired, undecided, primary) or (paired[0] if paired else None)
+    # (rows that warn: a metric it could not decide, or a category that got worse)
+    flagged = [r for r in paired if r.outcome == "warn"] if gated.outcome != "pass" else []
+    row = backing_row(paired, flagged, primary) or (paired[0] if paired else None)
     if row is None:
         return ""
     return " ".join(filter(None, (row.subject, "Δ", row.delta_text, row.interval_text)))
