@@ -179,7 +179,7 @@ def emoji_font() -> bool:
 def screenshot(url: str, path: Path) -> None:
     subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
                     "--disable-background-networking", "--hide-scrollbars",
-                    "--window-size=1600,1000", "--virtual-time-budget=20000",
+                    "--window-size=1800,1100", "--virtual-time-budget=20000",
                     f"--screenshot={path}", url],
                    check=True, capture_output=True, timeout=180)  # fmt: skip
 

@@ -34,8 +34,8 @@ class VerdictRow:
         backed = f"{said.metric} Δ {said.delta_text} {said.interval_text}" if said.metric else "–"
         return {"suite": run.suite, "version": run.prompt_version,
                 "verdict": f"{MARKS.get(said.verdict, '')} {said.verdict}".strip(),
-                "backed by": backed, "decided": self.decided, "tier": run.tier,
-                "why": said.reason[:120] or "–", "run": run.run_id}  # fmt: skip
+                "backed by": backed, "why": said.reason[:120] or "–",
+                "decided": self.decided, "tier": run.tier, "run": run.run_id}  # fmt: skip
 
 
 # Each verdict's colour, as text can carry it (a Dagster table cell shows plain text)

@@ -253,7 +253,7 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             lines = "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in not_tested.items())
             pictures["checks_not_tested"] = MetadataValue.md(lines)
         # Which suite and version passed, every one, not one check at a time: the table
-        # leads the metadata, so the asset's Overview opens on it (the latest run's copy)
+        # follows the verdict, so the asset's Overview opens on it (the latest run's copy)
         verdicts = latest_verdicts(store)
         pictures["verdicts_with_run_links"] = MetadataValue.md(verdicts_markdown(verdicts))
         if result.gate is not None and result.gate.notes:
@@ -264,10 +264,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             metadata=plotted_per_suite(
                 run.suite,
                 {
+                    "verdict": view.verdict.value,  # (first: a partition's detail opens on it)
                     "verdicts": verdicts_table(verdicts),
                     **writeback,
                     "run_id": run_id,
-                    "verdict": view.verdict.value,
                     "primary_metric": suite.thresholds.primary_metric,
                     "primary_value": primary if primary is not None else float("nan"),
                     **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
