@@ -308,7 +308,9 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
     changed = evaluate(instance, resources, "v2", tier="full")  # against v1 on the old cases
     gate = checks(changed)["paired_gate"]
-    assert changed.success and gate.severity.value == "ERROR"
+    # a baseline it cannot be compared with: ERROR, the one verdict that fails the run
+    assert not changed.success and gate.severity.value == "ERROR"
+    assert instance.get_run_by_id(changed.run_id).tags["eval/verdict"] == "ERROR"
     assert gate.description.startswith("FAIL — drive_thru v2: not comparable: dataset changed")
     # v1's own run on the new cases is not compared with v1's on the old ones (that was
     # ERROR, never a baseline, and every later run "not comparable"): it becomes the baseline
