@@ -40,8 +40,14 @@ SUITE_NAMES = tuple(yaml.safe_load(PROJECT.read_text())["suites"])  # in the fil
 def benchmark(name: str) -> Any:
     """benchmarks/NAME.py as a module (its simulations are what some tests run, on fewer
     runs), loaded once."""
+    return load_module(ROOT / "benchmarks" / f"{name}.py")
+
+
+def load_module(path: Path) -> Any:
+    """A script of this repository (benchmarks/, scripts/) as a module, loaded once."""
+    name = path.stem
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # (its dataclasses look their module up)
         spec.loader.exec_module(module)

@@ -171,7 +171,8 @@ class Demo:
         add_partitions(self.instance, [partition])
         config = {**QUIET, "ops": {"agent_run_outputs": {"config": {"tier": tier}}}}
         ran = self.jobs.run("eval_job", partition.key, config,
-                            {"eval/label": label, "eval/tier": tier})  # fmt: skip
+                            {"eval/label": label, "eval/tier": tier,
+                             "eval/trigger": "demo"})  # fmt: skip
         runs = self.store.list_runs(suite=suite.name, prompt_version=key, tier=tier, limit=1)
         summary = self.store.read_summary(runs[0].run_id) if runs else None
         verdict = self.store.read_verdict(runs[0].run_id) if runs else None

@@ -50,7 +50,8 @@ def test_cli_api_and_dagster_store_the_same_run(tmp_path, monkeypatch):
             instance=instance, resources=resources, raise_on_error=False,
             run_config={"ops": {"agent_run_outputs": {"config": OPTIONS}}},
         )  # fmt: skip
-    assert not dagster.success  # the blocking gate stopped it, as the CLI exited 1
+        tags = instance.get_run_by_id(dagster.run_id).tags
+    assert tags["eval/verdict"] == "FAIL"  # the gate failed it, as the CLI exited 1
 
     store = ResultsStore(f"sqlite:///{tmp_path / 'results.sqlite'}")
     runs = store.list_runs(suite="drive_thru", prompt_version="v2")

@@ -1,6 +1,8 @@
 """The asset graph on a real (temporary) Dagster instance: checks, gating, bad input."""
 
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,14 +98,15 @@ def test_graph_materializes_and_checks_pass(env):
     found = checks(result)
     thresholds = ("min_mean_scores", "all_items_pass", "category_floors")
     assert {n: found[n].passed for n in thresholds} == dict.fromkeys(thresholds, True)
-    assert found["min_mean_scores"].description.startswith("drive_thru v1: ")
+    assert found["min_mean_scores"].description.startswith("PASS — drive_thru v1: ")
     assert found["min_mean_scores"].metadata["partition"].value == "drive_thru v1"
     assert found["min_mean_scores"].metadata["drive_thru.order_correctness mean"].value == 1.0
     assert found["min_mean_scores"].metadata["drive_thru.order_correctness minimum"].value == 0.85
-    # nothing to compare with: the gate checks tested nothing, and say so first (N/A)
+    # nothing to compare with: the gate checks tested nothing, and get no result (the UI
+    # shows them skipped, never passed); the materialization says why
     gates = ("paired_gate", "binary_gate", "category_deltas", "cost_latency")
-    assert {found[n].metadata["outcome"].value for n in gates} == {"N/A"}
-    assert all(found[n].description.startswith("N/A — drive_thru v1: not tested") for n in gates)
+    assert not set(gates) & set(found), found
+    assert instance.get_run_by_id(result.run_id).tags["eval/verdict"] == "PASS"
     meta = materialized(result, "eval_summary")
     untested = meta["checks_not_tested"].value
     assert all(f"**{n}**: no baseline yet" in untested for n in gates), untested
@@ -118,27 +121,41 @@ def test_graph_materializes_and_checks_pass(env):
     assert "| simple |" in meta["by_category"].value
 
 
-def test_failing_blocking_check_fails_the_run(env):
+def verdict_logged(instance, run_id: str) -> tuple[str, str]:
+    """The level and text of the run's verdict line in its log (eval_summary's)."""
+    lines = [(e.level, e.user_message) for e in instance.all_logs(run_id)
+             if e.dagster_event is None and e.step_key == "eval_summary"]  # fmt: skip
+    (found,) = [(logging.getLevelName(level), text) for level, text in lines
+                if re.match(r"\w+ v\d+: (PASS|FAIL|UNDECIDED|ERROR)\b", text)]  # fmt: skip
+    return found
+
+
+def test_a_failing_blocking_check_is_red_and_the_run_says_fail_without_failing(env):
+    """A FAIL is the run's finding, not its failure: the check fails with ERROR (red), the
+    run is tagged eval/verdict=FAIL and logs why at ERROR, and it succeeds, so the checks
+    that tested nothing get no result ("Skipped"; in a failed run Dagster shows them as
+    "Execution failed"). Before: the run failed with a stack trace, and the untested
+    checks passed, saying N/A first."""
     instance, resources, tmp_path = env
     thresholds = tmp_path / "datasets" / "drive_thru" / "thresholds.yaml"
     thresholds.write_text(
         "primary_metric: order_correctness\nmin_mean: {order_correctness: 0.95}\n"
     )
     result = evaluate(instance, resources, "v2", tier="full")
-    assert not result.success
+    assert result.success
+    assert instance.get_run_by_id(result.run_id).tags["eval/verdict"] == "FAIL"
     found = checks(result)
     assert found["min_mean_scores"].passed is False
     assert found["min_mean_scores"].severity.value == "ERROR"
-    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    message = failure.event_specific_data.error.message
+    assert found["min_mean_scores"].description.startswith("FAIL — drive_thru v2: ")
+    level, message = verdict_logged(instance, result.run_id)
+    assert level == "ERROR", message
     assert "drive_thru v2: FAIL — blocking checks failed: min_mean_scores" in message
     assert "order_correctness 0.8936 < 0.95" in message  # the numbers, not just a name
-    # Dagster shows a check without a result as "Execution failed", and one that failed
-    # in the colours of a failure: a check that tested nothing passes, saying N/A first.
-    floors = found["category_floors"]  # these thresholds set no floors
-    assert floors.passed is True and floors.metadata["outcome"].value == "N/A"
-    assert floors.description.startswith("N/A — drive_thru v2: not tested")
-    assert found["paired_gate"].description.startswith("N/A — drive_thru v2: not tested: ")
+    # these thresholds set no floors, and there is no baseline: no result, "Skipped"
+    assert "category_floors" not in found and "paired_gate" not in found
+    untested = materialized(result, "eval_summary")["checks_not_tested"].value
+    assert "**category_floors**" in untested and "**paired_gate**" in untested
 
 
 def test_golden_dataset_check_results(env):
@@ -151,7 +168,7 @@ def test_golden_dataset_check_results(env):
     # Each result names its partition; each check says what it tests (it said nothing).
     for name in ("dataset_valid", "absence_coverage"):
         assert found[name].metadata["partition"].value == "drive_thru"
-        assert found[name].description.startswith(("drive_thru:", "PASS — drive_thru:"))
+        assert found[name].description.startswith("PASS — drive_thru: ")
     specs = {spec.name: spec for spec in golden_dataset.check_specs}
     assert specs["absence_coverage"].description.startswith("Blocks. At least 25%")
     assert specs["dataset_valid"].description.startswith("Blocks. Every case file")
@@ -162,11 +179,9 @@ def test_absence_coverage_is_not_a_pass_for_a_suite_without_absence_categories(e
     instance, resources, _ = env
     result = materialize([golden_dataset], partition_key="product_discovery",
                          instance=instance, resources=resources)  # fmt: skip
-    coverage = checks(result)["absence_coverage"]
-    assert coverage.metadata["outcome"].value == "N/A" and "share_expecting_nothing" not in (
-        coverage.metadata
-    )  # no number that reads as a measured pass
-    assert coverage.description.startswith("N/A — product_discovery: not tested")
+    assert result.success and "absence_coverage" not in checks(result)  # "Skipped"
+    untested = result.asset_materializations_for_node("golden_dataset")[0].metadata
+    assert "**absence_coverage**: not tested" in untested["checks_not_tested"].value
 
 
 def test_malformed_dataset_fails_before_any_llm_call(env):
@@ -249,10 +264,15 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     baseline = evaluate(instance, resources, "v1", tier="full")
     assert baseline.success
     worse = evaluate(instance, resources, "v2", tier="full")
-    assert not worse.success  # the blocking gate stopped the run
+    assert worse.success  # the gate's finding, not the run's failure
+    assert instance.get_run_by_id(worse.run_id).tags["eval/verdict"] == "FAIL"
     gate = checks(worse)["paired_gate"]
     assert not gate.passed and gate.severity.value == "ERROR"
-    assert gate.description.startswith("FAIL — drive_thru v2: margin 0.15")
+    # it leads with the metric that decided it, its Δ and interval
+    lead = (f"FAIL — drive_thru v2: tool_call_accuracy Δ "
+            f"{gate.metadata['drive_thru.tool_call_accuracy Δ'].value:+.3f} "
+            f"{gate.metadata['tool_call_accuracy CI'].value}; margin 0.15")  # fmt: skip
+    assert gate.description.startswith(lead), gate.description
     meta = gate.metadata  # every number named by its suite and metric
     assert meta["partition"].value == "drive_thru v2" and meta["outcome"].value == "FAIL"
     assert meta["drive_thru.tool_call_accuracy Δ"].value < 0
@@ -264,8 +284,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     categories = checks(worse)["category_deltas"].metadata
     assert "drive_thru.not_on_menu Δ" in categories
     assert categories["drive_thru.not_on_menu n"].value >= 5
-    failure = next(e for e in worse.all_events if e.event_type_value == "STEP_FAILURE")
-    message = failure.event_specific_data.error.message
+    _, message = verdict_logged(instance, worse.run_id)
     # the sequential gate's evidence: each metric's Δ and confidence interval, how many pairs
     # (the pairs drawn first follow the agent's fingerprint, installed packages included, so
     # the Δ up to the decision is the one the metadata shows, not a figure fixed here)
@@ -277,7 +296,7 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     found = checks(same)
     assert same.success and found["paired_gate"].passed
     # the sequential gate decides pass/fail metrics itself: binary_gate tests nothing
-    assert found["binary_gate"].metadata["outcome"].value == "N/A"
+    assert "binary_gate" not in found
     assert found["paired_gate"].metadata["baseline_run_id"].value != "none"
     pictures = materialized(same, "eval_summary")
     assert pictures["trend_chart"].value.startswith("![order_correctness trend](data:image/png")
@@ -289,14 +308,17 @@ def test_gate_fails_a_worse_version_passes_itself_and_refuses_a_changed_dataset(
     cases.write_text(cases.read_text().replace("I'll have an Egg McMuffin", "An Egg McMuffin"))
     changed = evaluate(instance, resources, "v2", tier="full")  # against v1 on the old cases
     gate = checks(changed)["paired_gate"]
+    # a baseline it cannot be compared with: ERROR, the one verdict that fails the run
     assert not changed.success and gate.severity.value == "ERROR"
+    assert instance.get_run_by_id(changed.run_id).tags["eval/verdict"] == "ERROR"
     assert gate.description.startswith("FAIL — drive_thru v2: not comparable: dataset changed")
     # v1's own run on the new cases is not compared with v1's on the old ones (that was
     # ERROR, never a baseline, and every later run "not comparable"): it becomes the baseline
     rebased = evaluate(instance, resources, "v1", tier="full")
-    gate = checks(rebased)["paired_gate"]
-    assert gate.description.startswith("N/A — drive_thru v1: not tested: no baseline on these "
-                                       "cases yet: the previous run of v1")  # fmt: skip
+    assert "paired_gate" not in checks(rebased)  # tested nothing: "Skipped"
+    untested = materialized(rebased, "eval_summary")["checks_not_tested"].value
+    assert ("**paired_gate**: no baseline on these cases yet: the previous run of v1"
+            in untested), untested  # fmt: skip
 
 
 def test_the_run_config_takes_every_run_option_as_the_cli_does(env):
@@ -370,11 +392,15 @@ def test_a_budget_in_the_run_config_stops_the_dagster_run_and_is_never_a_pass(en
     """max_calls in the run config (the same RunOptions field as --max-calls): the shard
     starts no item once the run has spent it, collect_outputs accepts the items it left
     unstarted, and the run — its thresholds checked on a few cases, no gate — is UNDECIDED:
-    the Dagster run fails (on_undecided: fail) and eval_summary says why."""
+    it blocks (on_undecided: fail, exit 3), says why at ERROR in its log, and is tagged so,
+    but it is not a failed Dagster run with a stack trace."""
     instance, resources, tmp_path = env
     stopped = evaluate(instance, resources, "v1", tier="full", suite="order_management",
                        max_calls=3, concurrency=1)  # fmt: skip
-    assert not stopped.success
+    assert stopped.success
+    assert instance.get_run_by_id(stopped.run_id).tags["eval/verdict"] == "UNDECIDED"
+    level, said = verdict_logged(instance, stopped.run_id)
+    assert level == "WARNING" and "UNDECIDED — the gate could not tell; it blocks" in said
     summary = next(e for e in stopped.get_asset_materialization_events()
                    if e.asset_key.path == ["eval_summary"]).materialization.metadata  # fmt: skip
     assert summary["verdict"].value == "UNDECIDED"

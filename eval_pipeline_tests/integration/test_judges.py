@@ -113,14 +113,15 @@ def test_the_agreement_check_warns_for_the_weak_judge(tmp_path):
                              resources=resources)  # fmt: skip
         (check,) = result.get_asset_check_evaluations()
         assert not check.passed and check.severity.value == "WARN"
-        assert check.description.startswith("WARN — below kappa 0.4: helpfulness — ")
+        assert check.description.startswith(f"WARN — {SUITE}: below kappa 0.4: helpfulness; ")
         assert check.metadata["partition"].value == SUITE
         meta = materialized(result, "judge_calibration")
         assert meta["tone kappa"].value == pytest.approx(0.666667)
         assert meta["judge_calls"].value == 32
-        # a suite without labelled judges materializes and tests nothing: N/A, said first
+        # a suite without labelled judges materializes and tests nothing: no result
+        # ("Skipped"), never a pass; its metadata says why
         quiet = materialize([asset], partition_key="drive_thru", instance=instance,
                             resources=resources)  # fmt: skip
-        (untested,) = quiet.get_asset_check_evaluations()
-        assert untested.metadata["outcome"].value == "N/A"
-        assert untested.description.startswith("N/A — drive_thru: not tested: ")
+        assert quiet.get_asset_check_evaluations() == []
+        untested = materialized(quiet, "judge_calibration")["checks_not_tested"].value
+        assert untested.startswith("- **judge_agreement**: not tested: ")

@@ -61,7 +61,7 @@ def test_every_surface_renders_the_results_file_alone(tmp_path):
     from eval_pipeline.defs.evaluation.asset_checks import (
         CheckedPartition,
         check_results,
-        failure_message,
+        verdict_message,
     )
     from eval_pipeline_tests.integration.test_verdict_properties import EDGES, make_runs, verdict_of
 
@@ -76,7 +76,7 @@ def test_every_surface_renders_the_results_file_alone(tmp_path):
                 write_markdown(folder / "r.md", view).read_text(),
                 repr([(c.check_name, c.passed, c.severity, c.description, c.metadata)
                       for c in checks]), repr(skipped),
-                failure_message(view, partition)]  # fmt: skip
+                verdict_message(view, partition)]  # fmt: skip
 
     verdicts = set()
     for i, spec in enumerate(EDGES):

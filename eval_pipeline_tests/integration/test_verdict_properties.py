@@ -9,7 +9,8 @@ results, the verdicts table and the PR comment. The properties:
 
 - no exception;
 - one verdict on every surface (the last line, the results file, Markdown, the verdicts
-  table, the PR comment; JUnit and Dagster fail a check exactly when the verdict blocks),
+  table, the PR comment; JUnit fails a check exactly when the verdict blocks, Dagster
+  fails one with ERROR exactly when it is FAIL or ERROR),
   and one "decided after N of M cases" line;
 - per metric one outcome, one Δ and one interval, the same on every surface that shows
   them (the verdicts views: those of the metric that backs the verdict);
@@ -788,8 +789,9 @@ def _one_verdict(s: Surfaces, blocks: bool, expect: Expect) -> None:
     if s.dagster:
         errors = [c.check_name for c in s.dagster if not c.passed
                   and c.severity.value == "ERROR"]  # fmt: skip
-        expect(prop, bool(errors) == blocks, f"Dagster: {errors} blocking, verdict {verdict} "
-               f"exit {s.json['exit_code']}")  # fmt: skip
+        red = verdict in ("FAIL", "ERROR")  # (UNDECIDED blocks too, in yellow: a warning)
+        expect(prop, bool(errors) == red, f"Dagster: {errors} failed with ERROR, verdict "
+               f"{verdict} exit {s.json['exit_code']}")  # fmt: skip
         if verdict == "UNDECIDED":
             expect(prop, any(c.description.startswith("UNDECIDED") for c in s.dagster),
                    "Dagster: no check says UNDECIDED")  # fmt: skip

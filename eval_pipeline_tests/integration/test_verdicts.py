@@ -444,15 +444,16 @@ def test_the_sequential_gate_goes_on_until_it_knows(project, tmp_path):
 
 def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
     """The undecided order_management smoke gate (fixed) through the Python API: UNDECIDED exits 3
-    and the paired_gate asset check fails (blocking) saying UNDECIDED; with
-    on_undecided="warn" it warns and the exit is 0. (Test written by a helper on another
-    branch, adapted.)"""
+    and the paired_gate asset check fails saying UNDECIDED; with on_undecided="warn" the
+    exit is 0. Either way its Dagster look is a warning (yellow), not FAIL's red ERROR,
+    leading with the undecided metric, its Δ and interval; whether it blocks is in its
+    metadata and the run's log. (Test written by a helper on another branch, adapted.)"""
     from eval_pipeline import api
     from eval_pipeline.core.reports.result_file import ResultFile
     from eval_pipeline.defs.evaluation.asset_checks import (
         CheckedPartition,
         check_results,
-        failure_message,
+        verdict_message,
     )
 
     partition = CheckedPartition("order_management", "v2")
@@ -462,19 +463,24 @@ def test_the_dagster_check_and_python_api_never_pass_an_undecided_gate(project):
                               baseline_label="production", on_undecided=policy,
                               gate="fixed")  # fmt: skip
         assert result.verdict == "UNDECIDED" and result.exit_code == code
-        checks, _ = check_results(ResultFile.of(result), partition)
+        view = ResultFile.of(result)
+        checks, _ = check_results(view, partition)
         paired = next(c for c in checks if c.check_name == "paired_gate")
-        assert not paired.passed and "UNDECIDED" in paired.description
-        assert paired.severity.value == ("ERROR" if policy == "fail" else "WARN")
-    view = ResultFile.of(result)
-    assert failure_message(view, partition).startswith("order_management v2: UNDECIDED")
+        said = result.verdict_record()
+        lead = f"UNDECIDED — order_management v2: {said.metric} Δ {said.delta_text} "
+        assert not paired.passed and paired.description.startswith(lead), paired.description
+        assert paired.severity.value == "WARN"
+        assert paired.metadata["on_undecided"].value == policy
+        blocks = "it blocks as a FAIL does" if policy == "fail" else "it does not block"
+        assert f"order_management v2: UNDECIDED — the gate could not tell; {blocks}" in (
+            verdict_message(view, partition))  # fmt: skip
     # The verdicts view shows the Δ of a metric the gate could not decide, not one it did
     said = result.verdict_record()
     assert said.metric in {row.metric for row in result.undecided_rows}, said
     # A run that FAILs a threshold while its gate could not tell says both: before, the
     # step failure listed min_mean_scores only, and a reader took the gate for a finding.
     failing = view.model_copy(update={"verdict": "FAIL", "failed": ["min_mean_scores"]})
-    said = failure_message(failing, partition)
+    said = verdict_message(failing, partition)
     assert said.startswith("order_management v2: FAIL — blocking checks failed: min_mean_scores")
     assert "- undecided (not a regression found): " in said
 

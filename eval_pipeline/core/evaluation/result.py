@@ -13,7 +13,7 @@ from eval_pipeline.core.running.failures import NOT_THE_AGENT
 from eval_pipeline.core.scoring import gate as gating
 from eval_pipeline.core.scoring.checks import ThresholdCheck, spec
 from eval_pipeline.core.scoring.reducers import margin_scale
-from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow
+from eval_pipeline.core.scoring.rows import BinaryRow, PairedRow, backing_row
 from eval_pipeline.core.scoring.summary import Summary
 from eval_pipeline.core.scoring.thresholds import Thresholds
 from eval_pipeline.core.store.records import (
@@ -192,21 +192,13 @@ class EvalResult:
 
     def verdict_record(self) -> VerdictRecord:
         """The verdict as the results store keeps it, with the paired Δ and interval of the
-        metric that backs it: the largest drop among the metrics the gate found worse, else
-        the undecided metric that could be worst (lowest bound), else the primary metric
-        (when the gate compared it). Before, a FAIL on tool_protocol_every_turn (Δ −0.367)
-        showed the primary's Δ +0.000 [−0.147, +0.210]."""
+        metric that backs it (rows.py ``backing_row``, over the gate's metrics, not its
+        categories)."""
         primary = self.thresholds.primary_metric
         rows = [r for c in (self.gate.checks if self.gate else ()) for r in c.rows
                 if isinstance(r, PairedRow) and r.category is None]  # fmt: skip
-        worse = [r for r in rows if r.outcome == "fail"]
         undecided = [r for r in self.undecided_rows if r.category is None]
-        if worse:
-            row: PairedRow | None = min(worse, key=lambda r: r.delta)
-        elif undecided:
-            row = min(undecided, key=lambda r: r.delta if r.ci_low is None else r.ci_low)
-        else:
-            row = next((r for r in rows if r.metric == primary), None)
+        row = backing_row(rows, undecided, primary)
         return VerdictRecord(
             run_id=self.run.run_id, verdict=self.verdict, reason=self.reason,
             metric=row.metric if row else None, delta=row.delta if row else None,

@@ -27,6 +27,20 @@ class VerdictRow:
         stamp = self.run.finished_at or self.run.started_at
         return stamp.strftime("%Y-%m-%d %H:%M")
 
+    def cells(self) -> dict[str, str]:
+        """The row as plain text, column by column (Dagster's table, inline where
+        eval_summary opens): its verdict marked with its colour (``MARKS``)."""
+        run, said = self.run, self.said
+        backed = f"{said.metric} Δ {said.delta_text} {said.interval_text}" if said.metric else "–"
+        return {"suite": run.suite, "version": run.prompt_version,
+                "verdict": f"{MARKS.get(said.verdict, '')} {said.verdict}".strip(),
+                "backed by": backed, "why": said.reason[:120] or "–",
+                "decided": self.decided, "tier": run.tier, "run": run.run_id}  # fmt: skip
+
+
+# Each verdict's colour, as text can carry it (a Dagster table cell shows plain text)
+MARKS = {"PASS": "🟢", "FAIL": "🔴", "UNDECIDED": "🟡", "ERROR": "⚫"}
+
 
 def latest_verdicts(store: ResultsStore, suite: str | None = None) -> list[VerdictRow]:
     return [VerdictRow(run, said) for run, said in store.latest_verdicts(suite)]

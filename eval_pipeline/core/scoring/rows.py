@@ -10,6 +10,7 @@ the one way a Δ and its interval are written (rounded once, here).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -163,6 +164,21 @@ class PairedRow(Row):
         if self.learned:
             numbers[f"{subject} established"] = self.learned
         return numbers
+
+
+def backing_row(
+    paired: Sequence[PairedRow], undecided: Sequence[PairedRow], primary: str | None
+) -> PairedRow | None:
+    """The row that backs a gate's finding: the largest drop among the rows found worse,
+    else the undecided row that could be worst (lowest bound), else the primary metric's
+    (when it was compared). Before, a FAIL on tool_protocol_every_turn (Δ −0.367) showed
+    the primary's Δ +0.000 [−0.147, +0.210]."""
+    worse = [r for r in paired if r.outcome == "fail"]
+    if worse:
+        return min(worse, key=lambda r: r.delta)
+    if undecided:
+        return min(undecided, key=lambda r: r.delta if r.ci_low is None else r.ci_low)
+    return next((r for r in paired if r.metric == primary), None)
 
 
 class BinaryRow(Row):

@@ -19,6 +19,7 @@ from dagster import (
     AssetCheckResult,
     AssetExecutionContext,
     AssetIn,
+    AssetOut,
     AssetsDefinition,
     AssetSpec,
     BetaWarning,
@@ -34,6 +35,7 @@ from dagster import (
 
 from eval_pipeline import service
 from eval_pipeline.core.errors import explanation_failed
+from eval_pipeline.core.evaluation import Verdict
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.reports.verdict_table import latest_verdicts, verdicts_markdown
 from eval_pipeline.core.scoring.apply import values_by_evaluator
@@ -46,8 +48,8 @@ from eval_pipeline.defs.evaluation.asset_checks import (
     check_result,
     check_results,
     check_specs,
-    failure_message,
     not_tested,
+    verdict_message,
 )
 from eval_pipeline.defs.evaluation.execution import not_to_be_retried
 from eval_pipeline.defs.evaluation.metadata import (
@@ -56,8 +58,10 @@ from eval_pipeline.defs.evaluation.metadata import (
     steps_metadata,
     summary_pictures,
     tools_metadata,
+    verdicts_table,
 )
 from eval_pipeline.defs.evaluation.outputs import build_agent_run_outputs
+from eval_pipeline.defs.evaluation.run_tags import tag_verdict
 from eval_pipeline.defs.partitions import Partitions, partitioned_check, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -73,7 +77,8 @@ GROUP = "evaluation"
 SUMMARY_DESCRIPTION = (
     "Aggregate the run, mark it complete, write its scores back to Langfuse, then judge it: "
     "the suite's thresholds and, item by item, the regression gate against its baseline run "
-    "(core/scoring/gate.py). A failing blocking check fails the run with its numbers."
+    "(core/scoring/gate.py). Its checks are the verdict: ✓ PASS, ✗ FAIL, ⚠ UNDECIDED (or a "
+    "warning), skipped: not tested; the run's `eval/verdict` tag says it for the run."
 )
 # Each evaluation (suite/version) reads its suite's cases. Dagster 1.13 has no built-in
 # mapping from a key "drive_thru/v3" to the suite partition "drive_thru", and custom
@@ -97,6 +102,10 @@ class EvaluationAssets:
         return [self.agent_run_outputs, self.item_scores, self.eval_summary]
 
 
+GOLDEN_DESCRIPTION = (
+    "The suite's golden cases, validated (a bad file fails here, before any LLM call); from "
+    "its folder, or from Langfuse for `dataset: langfuse:…` (`dataset_source`)."
+)
 DATASET_VALID = ("Blocks. Every case file of the suite parses and every case is valid: its "
                  "fields, its category, and the fields its evaluators read.")  # fmt: skip
 GOLDEN_CHECKS = {"dataset_valid": DATASET_VALID, "absence_coverage": absence.DESCRIPTION}
@@ -106,49 +115,50 @@ def golden_dataset_checks(suite: Suite, cases: Sequence[GoldenCase]) -> Iterator
     """dataset_valid (reached only when the cases loaded), and absence_coverage as the
     registered check decides it (core/scoring/checks/absence_coverage.py; every run's
     verdict checks it too): for a suite that declares no absence categories it tested
-    nothing, so it says N/A, as eval_summary's untested checks do, never a pass with a
-    share of 0."""
+    nothing, so it gets no result ("Skipped", as eval_summary's untested checks), never a
+    pass with a share of 0."""
     partition = CheckedPartition(suite.name)
-    yield AssetCheckResult(
-        check_name="dataset_valid", passed=True,
-        description=f"{partition}: {len(cases)} valid cases",
-        metadata=plotted_per_suite(suite.name, {"partition": suite.name, "cases": len(cases),
-                  "dataset_version": dataset_version(cases)}),
-    )  # fmt: skip
+    yield check_result("golden_dataset", "dataset_valid", "PASS", f"{len(cases)} valid cases",
+                       partition, {"cases": len(cases),
+                                   "dataset_version": dataset_version(cases)}, [])  # fmt: skip
     found = absence.coverage(cases, suite.absence_categories)
     if found is None:
-        yield check_result("golden_dataset", "absence_coverage", "N/A",
-                           not_tested(absence.NOT_DECLARED), partition, {}, [])  # fmt: skip
         return
-    yield AssetCheckResult(
-        check_name="absence_coverage", passed=found.passed,
-        description=f"{'PASS' if found.passed else 'FAIL'} — {partition}: {found.line()}",
-        metadata=plotted_per_suite(suite.name, {"partition": suite.name,
-                  "share_expecting_nothing": found.share,
-                  "missing_absence_categories": ", ".join(found.missing) or "none"}),
+    yield check_result(
+        "golden_dataset", "absence_coverage", "PASS" if found.passed else "FAIL", found.line(),
+        partition, {"share_expecting_nothing": found.share,
+                    "missing_absence_categories": ", ".join(found.missing) or "none"}, [],
     )  # fmt: skip
 
 
 def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
-    @asset(
-        group_name=GROUP,
+    @multi_asset(
+        outs={"golden_dataset": AssetOut(group_name=GROUP, description=GOLDEN_DESCRIPTION)},
         partitions_def=partitions.suites,
+        # absence_coverage blocks every run's verdict (as eval_summary's checks, not in
+        # Dagster's sense: a suite without absence categories gives it no result)
         check_specs=[
-            partitioned_check(name, "golden_dataset", text, partitions.suites, blocking=True)
+            partitioned_check(
+                name, "golden_dataset", text, partitions.suites, blocking=name == "dataset_valid"
+            )
             for name, text in GOLDEN_CHECKS.items()
         ],
+        can_subset=True,  # a check that tested nothing yields no result: shown skipped
     )
     def golden_dataset(context: AssetExecutionContext, services: ServicesResource):
-        """The suite's golden cases, validated (a bad file fails here, before any LLM call);
-        from its folder, or from Langfuse for `dataset: langfuse:…` (`dataset_source`)."""
-        # (Markdown, not reST: Dagster shows this docstring as the asset's description)
         suite = services.suite(context.partition_key)
         cases = suite.load_cases()
+        metadata = dataset_metadata(suite, cases)
+        if not suite.absence_categories:
+            metadata["checks_not_tested"] = MetadataValue.md(
+                f"- **absence_coverage**: {md_escape(not_tested(absence.NOT_DECLARED))}")
         with warnings.catch_warnings():  # beta in Dagster 1.13, and what the mapping needs
             warnings.simplefilter("ignore", BetaWarning)
             version = DataVersion(dataset_version(cases))
-            yield Output(cases, metadata=dataset_metadata(suite, cases), data_version=version)
-        yield from golden_dataset_checks(suite, cases)
+            yield Output(cases, output_name="golden_dataset", metadata=metadata,
+                         data_version=version)  # fmt: skip
+        selected = {key.name for key in context.selected_asset_check_keys}
+        yield from (c for c in golden_dataset_checks(suite, cases) if c.check_name in selected)
 
     @asset(group_name=GROUP, partitions_def=partitions.suites, deps=[golden_dataset])
     def langfuse_dataset(
@@ -243,8 +253,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         if not_tested:
             lines = "\n".join(f"- **{k}**: {md_escape(v)}" for k, v in not_tested.items())
             pictures["checks_not_tested"] = MetadataValue.md(lines)
-        # Which suite and version passed, every one, not one check at a time
-        pictures["verdicts"] = MetadataValue.md(verdicts_markdown(latest_verdicts(store)))
+        # Which suite and version passed, every one, not one check at a time: the table
+        # follows the verdict, so the asset's Overview opens on it (the latest run's copy)
+        verdicts = latest_verdicts(store)
+        pictures["verdicts_with_run_links"] = MetadataValue.md(verdicts_markdown(verdicts))
         if result.gate is not None and result.gate.notes:
             pictures["gate_note"] = "; ".join(result.gate.notes)
         primary = summary.metric(suite.thresholds.primary_metric)
@@ -253,9 +265,10 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
             metadata=plotted_per_suite(
                 run.suite,
                 {
+                    "verdict": view.verdict.value,  # (first: a partition's detail opens on it)
+                    "verdicts": verdicts_table(verdicts),
                     **writeback,
                     "run_id": run_id,
-                    "verdict": view.verdict.value,
                     "primary_metric": suite.thresholds.primary_metric,
                     "primary_value": primary if primary is not None else float("nan"),
                     **{f"mean_{k}": v for k, v in summary.metrics.items() if v is not None},
@@ -294,11 +307,17 @@ def build_evaluation_assets(partitions: Partitions) -> EvaluationAssets:
         )
         selected = {key.name for key in context.selected_asset_check_keys}
         yield from (check for check in checks if check.check_name in selected)
-        if result.exit_code:  # the run fails with why, not a bare "check failed"
+        tag_verdict(context.instance, context.run.run_id, view.verdict.value)
+        said = verdict_message(view, partition)
+        if view.verdict is Verdict.ERROR:  # the agent could not be measured: the run failed
             not_to_be_retried(context)  # (its verdict is its answer)
-            raise Failure(description=failure_message(view, partition),
-                          metadata={"verdict": result.verdict.value, "run_id": run_id},
-                          allow_retries=False)  # fmt: skip
+            raise Failure(description=said, allow_retries=False,
+                          metadata={"verdict": view.verdict.value, "run_id": run_id})  # fmt: skip
+        # A verdict reached is the run's finding, not its failure: the run succeeds (its
+        # untested checks show "Skipped", not "Execution failed") and says it in its log,
+        # in the check's colours (an UNDECIDED that blocks says so in its words)
+        log = {Verdict.FAIL: context.log.error, Verdict.UNDECIDED: context.log.warning}
+        log.get(view.verdict, context.log.info)(said)
 
     return EvaluationAssets(golden_dataset, langfuse_dataset, agent_run_outputs, item_scores,
                             eval_summary)  # fmt: skip

@@ -21,6 +21,7 @@ from eval_pipeline import service, settings
 from eval_pipeline.core.options import RunOptions
 from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.reports.charts import fit_inline
+from eval_pipeline.core.scoring.summary import md_escape
 from eval_pipeline.core.traces.rerun import RerunReport, latest_failures, rerun_report
 from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
 from eval_pipeline.defs.evaluation.outputs import partition_keys
@@ -66,13 +67,10 @@ def build_failure_rerun(partitions: Partitions, group: str) -> AssetsDefinition:
         if path is None or not cases:  # (no file: no cases)
             why = ("no production failures to run again (production_failures has not run for "
                    "this suite, or found none)")  # fmt: skip
-            yield MaterializeResult(
-                asset_key=ASSET, metadata=plotted_per_suite(suite_name, {"rerun": 0, "note": why})
-            )
-            if CHECK in {k.name for k in context.selected_asset_check_keys}:  # (not a failure)
-                yield check_result(ASSET, CHECK, "N/A", not_tested(why),
-                                   CheckedPartition(suite_name, version_key), {}, [])  # fmt: skip
-            return
+            yield MaterializeResult(asset_key=ASSET, metadata=plotted_per_suite(
+                suite_name, {"rerun": 0, "note": why, "checks_not_tested": MetadataValue.md(
+                    f"- **{CHECK}**: {md_escape(not_tested(why))}")}))  # fmt: skip
+            return  # (rerun_fixes tested nothing: no result, "Skipped" in the UI)
         env = environment(services, llm, results_store)
         request = RunRequest(suite_name, RunOptions(shards=1),
                              parse_version_key(version_key) or None,

@@ -5,8 +5,6 @@ labelled set with each judge that has labels (core/analysis/calibration.py) and 
 from typing import Any
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetExecutionContext,
     AssetOut,
     AssetsDefinition,
@@ -51,27 +49,21 @@ def build_judge_calibration(partitions: Partitions, group: str) -> AssetsDefinit
                          if r.agreement.kappa is not None}  # fmt: skip
             metadata["judge_calls"] = sum(r.judge_calls for r in results)
             metadata["judge_cost_usd"] = sum(r.judge_cost_usd for r in results)
+        if not results:  # (judge_agreement tested nothing: no result, "Skipped" in the UI)
+            metadata["checks_not_tested"] = MetadataValue.md(f"- **{CHECK}**: " + not_tested(
+                "the suite has no labelled rubric to calibrate its judges on"))  # fmt: skip
         yield MaterializeResult(asset_key=ASSET, metadata=metadata)
-        if CHECK not in {k.name for k in context.selected_asset_check_keys}:
-            return
-        if not results:
-            yield check_result(ASSET, CHECK, "N/A", not_tested(
-                "the suite has no labelled rubric to calibrate its judges on"),
-                CheckedPartition(context.partition_key), {}, [])  # fmt: skip
+        if not results or CHECK not in {k.name for k in context.selected_asset_check_keys}:
             return
         low = [r for r in results if r.below_floor]
-        partition = context.partition_key
-        text = f"{partition}: " + "; ".join(
-            f"{r.rubric}: {r.agreement.line()}" for r in results
-        )  # fmt: skip
-        yield AssetCheckResult(
-            asset_key=ASSET, check_name=CHECK, passed=not low,
-            severity=AssetCheckSeverity.WARN,
-            description=(f"WARN — below kappa {results[0].min_kappa:g}: "
-                         f"{', '.join(r.rubric for r in low)} — " if low else "") + text[:800],
-            metadata={"partition": partition, "below_floor": ", ".join(r.rubric for r in low)
-                      or "none", "details": MetadataValue.md(_table(results))},
-        )  # fmt: skip
+        agreement = "; ".join(f"{r.rubric}: {r.agreement.line()}" for r in results)
+        if low:
+            agreement = (f"below kappa {results[0].min_kappa:g}: "
+                         f"{', '.join(r.rubric for r in low)}; {agreement}")  # fmt: skip
+        yield check_result(ASSET, CHECK, "WARN" if low else "PASS", agreement,
+                           CheckedPartition(context.partition_key),
+                           {"below_floor": ", ".join(r.rubric for r in low) or "none"},
+                           [], tables={"details": _table(results)})  # fmt: skip
 
     return judge_calibration
 

@@ -6,11 +6,19 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dagster import DagsterLogManager, MetadataValue
+from dagster import (
+    DagsterLogManager,
+    MetadataValue,
+    TableColumn,
+    TableMetadataValue,
+    TableRecord,
+    TableSchema,
+)
 
 from eval_pipeline.core.evaluation import EvalResult
 from eval_pipeline.core.reports import charts
 from eval_pipeline.core.reports.exports import errors_markdown
+from eval_pipeline.core.reports.verdict_table import VerdictRow
 from eval_pipeline.core.scoring.rows import Row
 from eval_pipeline.core.scoring.summary import Summary, md_escape, summarize
 from eval_pipeline.core.store.baselines import flips_across_runs
@@ -105,6 +113,18 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return "" if value is None else str(value)[:200]
+
+
+def verdicts_table(rows: Sequence[VerdictRow]) -> TableMetadataValue:
+    """Every suite × version's latest verdict as a Dagster table: shown inline (a Markdown
+    value longer than 1000 characters is a "[Show Markdown]" button), its verdicts marked
+    with their colours."""
+    cells = [row.cells() for row in rows]
+    names = list(cells[0]) if cells else ["suite", "version", "verdict"]
+    return MetadataValue.table(
+        records=[TableRecord(row) for row in cells],
+        schema=TableSchema(columns=[TableColumn(name, "string") for name in names]),
+    )
 
 
 def progress_logger(log: DagsterLogManager, label: str) -> Callable[[int, int], None]:

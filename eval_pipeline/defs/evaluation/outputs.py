@@ -51,6 +51,7 @@ from eval_pipeline.core.prompts.labels import parse_version_key
 from eval_pipeline.core.running.shards import Shard
 from eval_pipeline.defs.evaluation.execution import not_to_be_retried, separate_processes
 from eval_pipeline.defs.evaluation.metadata import outputs_metadata, progress_logger
+from eval_pipeline.defs.evaluation.run_tags import tag_started
 from eval_pipeline.defs.partitions import EvalPartition, plotted_per_suite
 from eval_pipeline.defs.resources import (
     LLMResource,
@@ -169,6 +170,7 @@ def plan_shards(
     """Record the run (its cases, prompt, model, baseline) and split its items into shards."""
     env = environment(services, llm, results_store)
     suite_name, version_key = partition_keys(context)
+    tag_started(context.instance, context.run.run_id, context.run.tags, suite_name, version_key)
     store = env.store()
     ended = dagster_run_ended(context.instance, context.run.run_id)
     for stale in service.abandon_ended(store, ended, suite=suite_name,

@@ -38,7 +38,7 @@ from eval_pipeline.core.traces.daily_checks import MIN_DAYS, DayStats, check_dro
 from eval_pipeline.core.traces.observations import TraceRecord, score_traces
 from eval_pipeline.core.traces.rerun import failure_cases, lineage, write_failures
 from eval_pipeline.core.traces.sampling import SamplingConfig, sample
-from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result, not_tested
+from eval_pipeline.defs.evaluation.asset_checks import CheckedPartition, check_result
 from eval_pipeline.defs.partitions import (
     Partitions,
     partitioned_check,
@@ -235,9 +235,7 @@ def build_trace_assets(partitions: Partitions) -> list[AssetsDefinition]:
         for name, outcome in outcomes.items():
             if name not in selected:
                 continue
-            if not outcome.tested:
-                yield check_result("trace_scores", name, "N/A", not_tested(outcome.description),
-                                   partition, {}, [])  # fmt: skip
+            if not outcome.tested:  # (no result: "Skipped"; checks_not_tested says why)
                 continue
             yield check_result("trace_scores", name, outcome.label(blocking),
                                outcome.description, partition,
