@@ -61,10 +61,11 @@ def declared_head() -> str | None:
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 names = {t.id for t in node.targets if isinstance(t, ast.Name)}
-                if "revision" in names:
-                    revisions.add(node.value.value)
-                if "down_revision" in names and node.value.value is not None:
-                    follows.add(node.value.value)
+                value = node.value.value
+                if "revision" in names and isinstance(value, str):
+                    revisions.add(value)
+                if "down_revision" in names and isinstance(value, str):
+                    follows.add(value)
     heads = revisions - follows
     return heads.pop() if len(heads) == 1 else None
 
