@@ -7,6 +7,10 @@ the numbers with the teardown report; whoever prints the summary (the controller
 one process without xdist) lists the N costliest tests and every module's total. A
 session- or module-scoped fixture counts in the first test that uses it. Processes a test
 started and did not wait for (a daemon killed at teardown) are not counted.
+
+Name the tests' folder (``pytest -n auto --cpu-report 30 eval_pipeline_tests``): pytest
+reads the conftest that defines the option before parsing options only for the paths it is
+given (not for ``testpaths``).
 """
 
 import resource
