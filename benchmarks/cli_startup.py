@@ -2,6 +2,7 @@
 against another (``--before``, e.g. a second checkout of main), alternated in one run.
 
     .venv/bin/python benchmarks/cli_startup.py --before /path/to/other/checkout [--runs 5]
+        [--only COMMAND ...]
 
 CPU, not wall time: the tests spawn the CLI hundreds of times on a shared machine, where
 the wall clock says more about the load than about the command. Each command runs from a
@@ -58,13 +59,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout to compare against")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", nargs="+", choices=sorted(COMMANDS), default=list(COMMANDS),
+                        help="measure these commands only")  # fmt: skip
     args = parser.parse_args()
+    commands = {name: COMMANDS[name] for name in args.only}
     trees = ({"before": args.before.resolve()} if args.before else {}) | {"after": HERE}
     with tempfile.TemporaryDirectory(prefix="cli-startup-") as tmp:
         projects = {name: project_copy(tree, Path(tmp) / name) for name, tree in trees.items()}
         costs: dict[tuple[str, str], list[float]] = {}
         for run in range(args.runs):
-            for command, argv in COMMANDS.items():
+            for command, argv in commands.items():
                 for name, tree in trees.items():  # alternated: the same load for both
                     home = Path(tmp) / f"home-{name}-{run}"  # (a fresh store each run)
                     costs.setdefault((command, name), []).append(
@@ -75,7 +79,7 @@ def main() -> None:
                                                        else " |")  # fmt: skip
     print(header)
     print("|---" * (len(columns) + 1 + bool(args.before)) + "|")
-    for command in COMMANDS:
+    for command in commands:
         medians = {name: statistics.median(costs[command, name]) for name in columns}
         cells = " | ".join(f"{medians[name]:.2f}" for name in columns)
         ratio = f" | {medians['after'] / medians['before']:.2f}" if args.before else ""
