@@ -8,6 +8,9 @@ import pytest
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 from eval_pipeline_tests.pg import PostgresUnavailable, fresh_database, local_cluster
 
+# `--cpu-report N`: the tests and modules that cost the most CPU (cpu_report.py)
+pytest_plugins = ["eval_pipeline_tests.cpu_report"]
+
 
 def pytest_configure(config):
     """Reports as wide wherever the tests run, before anything imports the CLI: rich fixes

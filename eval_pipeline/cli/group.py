@@ -30,11 +30,13 @@ def says_verdict(ctx: click.Context) -> None:
 class Group(click.Group):
     """A command group whose commands live in modules of their own, imported only when
     named (``eval-pipeline run`` does not import Dagster; click's "lazily loading
-    subcommands" pattern), and whose commands' errors are reported by ``report``."""
+    subcommands" pattern; the group's ``--help`` lists them from their lines in ``lazy``,
+    importing none), and whose commands' errors are reported by ``report``."""
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any):
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
+                 **kwargs: Any):  # fmt: skip
         super().__init__(*args, **kwargs)
-        self.lazy = lazy or {}  # command name → "module:attribute"
+        self.lazy = lazy or {}  # command name → ("module:attribute", its line in --help)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
@@ -42,8 +44,20 @@ class Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.lazy:
             return super().get_command(ctx, cmd_name)
-        module, _, attribute = self.lazy[cmd_name].partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        target, summary = self.lazy[cmd_name]
+        module, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        command.short_help = summary
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their lines, as click lists them, without importing any."""
+        rows = [(name, self.lazy[name][1] if name in self.lazy
+                 else self.commands[name].get_short_help_str())
+                for name in self.list_commands(ctx)]  # fmt: skip
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         previous = _stop_on_sigterm()

@@ -153,7 +153,7 @@ def writable(flag: str, path: Path | None) -> None:
 def _write_files(store, result, json_path, junit_path, report_path) -> list[str]:
     """Write the files asked for; what could not be written (a full disk, /dev/full), one
     line each naming the flag, the file and the OS error."""
-    from eval_pipeline.core.reports import charts, exports
+    from eval_pipeline.core.reports import exports
     from eval_pipeline.core.reports.result_file import ResultFile
 
     view = ResultFile.of(result)  # what every file renders
@@ -170,6 +170,8 @@ def _write_files(store, result, json_path, junit_path, report_path) -> list[str]
     if junit_path:
         write("--junit", "JUnit", junit_path, lambda: exports.write_junit(junit_path, view))
     if report_path:
+        from eval_pipeline.core.reports import charts  # (matplotlib: ~0.8 s CPU, for --report)
+
         try:
             result.charts |= charts.run_charts(store, result, report_path.with_suffix("")).files
         except Exception as exc:  # (a chart explains a verdict, never decides it)

@@ -126,6 +126,13 @@ def test_newcomer_benchmark_times_the_smoke_run():
     assert "`eval-pipeline run --suite drive_thru --tier smoke`" in out
 
 
+def test_cli_startup_benchmark_compares_two_checkouts():
+    out = bench("cli_startup.py", "--before", str(ROOT), "--runs", "1", "--only=--help")
+    (row,) = table_rows(out, "`eval-pipeline --help`")
+    before, after, ratio = (float(cell) for cell in row[1:])
+    assert 0 < before < 5 and 0 < after < 5 and ratio > 0
+
+
 def test_sequential_gate_benchmark_compares_three_gates_against_the_floor():
     out = bench("sequential_gate.py", "--runs", "20", "--cases", "50", "--cap", "60")
     rows = table_rows(out, "50")

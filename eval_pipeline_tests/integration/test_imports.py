@@ -99,6 +99,28 @@ def test_the_public_names_resolve_and_import_cheaply():
     assert out.stdout.split() == ["False", "False"]  # `import eval_pipeline` stays cheap
 
 
+HEAVY = ("dagster", "scipy", "pandas", "langfuse", "sqlalchemy", "langchain_core", "langgraph")
+
+
+def test_the_cli_lists_its_commands_without_importing_them():
+    """`eval-pipeline --help` imports no command module and none of their heavy
+    dependencies (it took 5.5 s of imports); the report a verdict prints needs
+    scipy.special's distribution functions, never scipy.stats (~0.5 s a process)."""
+    code = (
+        "import sys\nfrom eval_pipeline.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('HELP', *[m for m in {HEAVY!r} if m in sys.modules])\n"
+        "print('COMMANDS', *[m for m in sys.modules if m.startswith('eval_pipeline.cli.')])\n"
+        "import eval_pipeline.cli.report\n"
+        "print('REPORT', 'scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines() if line}
+    assert lines["HELP"] == [] and lines["COMMANDS"] == ["eval_pipeline.cli.group"], out.stdout
+    assert "  run  " in out.stdout and "verdicts" in out.stdout  # every command still listed
+    assert lines["REPORT"] == ["False"]
+
+
 def _deep_imports(source: str) -> list[str]:
     """``from eval_pipeline.x import …`` / ``import eval_pipeline.x`` outside the public
     modules."""

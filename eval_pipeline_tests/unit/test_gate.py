@@ -345,3 +345,17 @@ def test_the_gates_word_is_a_verdicts_word():
     assert said(fails, *worse) == "FAIL" and said(cannot, *tied) == "UNDECIDED"
     same = compare_runs(record("b"), record("c"), data({}), data({}), THRESHOLDS, CATEGORIES)
     assert said(same, *data({})) == "PASS" and said(None, *data({})) is None
+
+
+def test_the_installed_fingerprint_is_every_distributions_name_and_version():
+    """Read from the metadata's headers alone (the bodies, READMEs, cost every run ~0.3 s
+    to parse): the same names and versions as importlib.metadata's full parse, so the
+    code_version and the memo keys of existing stores stay as they were."""
+    import hashlib
+    import importlib.metadata
+
+    from eval_pipeline.core.running.memo import installed_fingerprint
+
+    full = sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}"
+                   for d in importlib.metadata.distributions()})  # fmt: skip
+    assert installed_fingerprint() == hashlib.sha256("\n".join(full).encode()).hexdigest()[:8]

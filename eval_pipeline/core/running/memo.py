@@ -18,6 +18,7 @@ outputs are memoized: an error is always retried on the next run.
 from __future__ import annotations
 
 import asyncio
+import email.message
 import functools
 import hashlib
 import importlib.metadata
@@ -62,9 +63,19 @@ def source_fingerprint(paths: Iterable[Path]) -> str:
 def installed_fingerprint() -> str:
     """Hash of every installed distribution's name and version (importlib.metadata): the
     agent's dependencies, whatever it imports."""
-    found = sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}"
-                    for d in importlib.metadata.distributions()})  # fmt: skip
-    return hashlib.sha256("\n".join(found).encode()).hexdigest()[:8]
+    found = set()
+    for dist in importlib.metadata.distributions():
+        headers = _metadata_headers(dist)
+        found.add(f"{(headers['Name'] or '').lower()}=={headers['Version']}")
+    return hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest()[:8]
+
+
+def _metadata_headers(dist: importlib.metadata.Distribution) -> email.message.Message:
+    """A distribution's metadata headers, the ``Name`` and ``Version`` its ``metadata``
+    gives, parsed without the body after them (a README: parsing every installed package's
+    took ~0.3 s of CPU in every run)."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    return email.message_from_string(text.split("\n\n", 1)[0])
 
 
 def dataset_resources(dataset_dir: Path) -> list[Path]:
