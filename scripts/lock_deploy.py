@@ -3,7 +3,8 @@
     python scripts/lock_deploy.py
 
 pip resolves the project's dependencies with the ``k8s`` extra (a Kubernetes Job per
-step, docs/kubernetes.md; no test extras) for this interpreter and
+step, docs/kubernetes.md) and the ``s3`` extra (step outputs, charts and compute logs in a
+bucket every machine reads, docs/deployment.md), no test extras, for this interpreter and
 platform without installing anything (``pip install --dry-run --report``); the Dockerfile
 installs the lock with ``--require-hashes`` and then the project with ``--no-deps``, so an
 image build never resolves anything. Run it on linux/amd64 with the image's Python minor
@@ -27,7 +28,7 @@ def resolve() -> dict:
         report = Path(tmp) / "report.json"
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-             "--quiet", "--report", str(report), f"{ROOT}[k8s]"],
+             "--quiet", "--report", str(report), f"{ROOT}[k8s,s3]"],
             check=True,
         )  # fmt: skip
         return json.loads(report.read_text())

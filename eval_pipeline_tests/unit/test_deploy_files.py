@@ -72,6 +72,7 @@ def test_lock_pins_every_dependency_within_pyproject_ranges():
         assert requirement.specifier.contains(pins[name], prereleases=True), (name, pins[name])
     assert "psycopg2-binary" in pins  # the driver deploy/dagster.yaml names for Dagster storage
     assert "dagster-k8s" in pins  # EVAL_EXECUTOR=k8s: a pod per shard (docs/kubernetes.md)
+    assert "dagster-aws" in pins  # EVAL_S3_BUCKET: steps' data shared (docs/deployment.md)
     assert not set(pins) & {"pytest", "ruff", "hypothesis"}  # no test tools in the image
 
 
