@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from eval_pipeline.settings import copy_examples_project
 
 HERE = Path(__file__).resolve().parents[1]
 COMMANDS = {
@@ -45,16 +46,6 @@ def cpu_seconds(tree: Path, args: list[str], project: Path, home: Path) -> float
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def project_copy(tree: Path, into: Path) -> Path:
-    examples = tree / "examples"
-    into.mkdir(parents=True)
-    shutil.copy(examples / "eval-pipeline.yaml", into)
-    for part in ("datasets", "prompts", "eval_examples"):
-        shutil.copytree(examples / part, into / part,
-                        ignore=shutil.ignore_patterns("__pycache__", ".eval_home"))  # fmt: skip
-    return into / "eval-pipeline.yaml"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout to compare against")
@@ -65,7 +56,8 @@ def main() -> None:
     commands = {name: COMMANDS[name] for name in args.only}
     trees = ({"before": args.before.resolve()} if args.before else {}) | {"after": HERE}
     with tempfile.TemporaryDirectory(prefix="cli-startup-") as tmp:
-        projects = {name: project_copy(tree, Path(tmp) / name) for name, tree in trees.items()}
+        projects = {name: copy_examples_project(Path(tmp) / name, tree / "examples")
+                    for name, tree in trees.items()}  # fmt: skip
         costs: dict[tuple[str, str], list[float]] = {}
         for run in range(args.runs):
             for command, argv in commands.items():

@@ -8,6 +8,7 @@ or named by ``--project`` / ``EVAL_PROJECT``; everything a run writes by default
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
@@ -39,6 +40,23 @@ def examples_project() -> Path | None:
     the package); None when the package was installed without them."""
     found = PACKAGE_ROOT.parent / "examples" / PROJECT_FILE
     return found if found.is_file() else None
+
+
+EXAMPLES_PARTS = ("datasets", "prompts", "eval_examples")
+
+
+def copy_examples_project(into: Path, examples: Path | None = None) -> Path:
+    """A copy of the examples' project (its file, datasets, prompts and code, without
+    caches or a store) in ``into``, to edit or run apart from the checkout: tests, the
+    benchmarks and the screenshot script use it. ``examples`` is another checkout's
+    examples folder (default: this one's). The copied project file."""
+    source = examples or PACKAGE_ROOT.parent / "examples"
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source / PROJECT_FILE, into / PROJECT_FILE)
+    for part in EXAMPLES_PARTS:
+        shutil.copytree(source / part, into / part,
+                        ignore=shutil.ignore_patterns("__pycache__", ".eval_home"))  # fmt: skip
+    return into / PROJECT_FILE
 
 
 def fall_back_to_examples() -> Path | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from eval_pipeline.defs.resources import (
 )
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry
 from eval_pipeline.llm.model_settings import LLMSettings
+from eval_pipeline.settings import copy_examples_project
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -92,14 +92,7 @@ def agent(name: str, version: int | None = None, settings: LLMSettings | None = 
 
 def copy_project(tmp_path: Path) -> Path:
     """The examples' project file, datasets, prompts and code, copied: tests edit the copy."""
-    folder = tmp_path / "project"
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(PROJECT, folder / PROJECT.name)
-    for part in ("datasets", "prompts", "eval_examples"):
-        shutil.copytree(
-            EXAMPLES / part, folder / part, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    return folder / PROJECT.name
+    return copy_examples_project(tmp_path / "project")
 
 
 def eval_resources(

@@ -32,8 +32,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from eval_pipeline.settings import copy_examples_project
+
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
 CHROMIUM = Path("/usr/bin/chromium")
 PROMPT = "drive-thru/orchestrator"  # the label that moves (drive_thru, drive_thru_conversations)
@@ -47,12 +48,7 @@ CONFIG_ENV = ("EVAL_LLM_BASE_URL", "EVAL_LLM_API_KEY", "OPENAI_API_KEY", "EVAL_R
 def scenario(folder: Path) -> dict[str, str]:
     """The demo and one label move in ``folder`` (a copy of the examples' project, its own
     EVAL_HOME and DAGSTER_HOME); the environment that reads them."""
-    project = folder / "project"
-    project.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "eval-pipeline.yaml", project)
-    for part in ("datasets", "prompts", "eval_examples"):
-        shutil.copytree(EXAMPLES / part, project / part,
-                        ignore=shutil.ignore_patterns("__pycache__", ".eval_home"))  # fmt: skip
+    project = copy_examples_project(folder / "project").parent
     home = folder / "home"
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
     env |= {"EVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),

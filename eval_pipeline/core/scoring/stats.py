@@ -155,13 +155,6 @@ def cases_needed(sd: float, margin: float, alpha: float, power: float = 0.8) -> 
             return n
         n += 1
     return None
-    n = MIN_PAIRED_N
-    while n < 1_000_000:
-        t = float(stdtrit(n - 1, 1 - alpha)) + float(stdtrit(n - 1, power))
-        if t * sd / math.sqrt(n) <= margin:
-            return n
-        n = max(n + 1, int(n * 1.05))
-    return None
 
 
 def mcnemar_exact(baseline_pass: Sequence[bool], candidate_pass: Sequence[bool]) -> float:
