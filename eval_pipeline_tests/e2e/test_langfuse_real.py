@@ -184,6 +184,16 @@ class Server:
             return answer.status_code, item["error"]["json"]["message"]
         return answer.status_code, item["result"]["data"]["json"]
 
+    def trpc_mutation(self, procedure: str, payload: dict[str, Any]) -> Any:
+        """A tRPC mutation as the UI sends it: its data (an error fails the test)."""
+        if self.ui is None:
+            pytest.skip("set EVAL_TEST_LANGFUSE_UI_LOGIN=email:password to act as the UI does")
+        answer = self.ui.post(f"/api/trpc/{procedure}", params={"batch": "1"},
+                              json={"0": {"json": payload}})  # fmt: skip
+        item = answer.json()[0]
+        assert "error" not in item, (procedure, item["error"]["json"]["message"])
+        return item["result"]["data"]["json"]
+
     def project_id(self) -> str:
         return self.get("/projects")["data"][0]["id"]
 
@@ -663,6 +673,55 @@ def test_the_home_dashboards_default_filter_leaves_evaluation_traffic_out(ran, s
     assert status == 200, options
     assert ENVIRONMENT in {o["environment"] for o in options}  # evaluation traffic is there
     assert not home_dashboard_shows(ENVIRONMENT)
+
+
+HOME = "langfuse-home-dashboard"  # the curated Home dashboard (LANGFUSE_HOME_DASHBOARD_ID)
+WITHOUT_EVALUATIONS = {"type": "stringOptions", "column": "environment",
+                       "operator": "none of", "value": [ENVIRONMENT]}  # fmt: skip
+
+
+def environments_counted(server: Server, filters: list[dict[str, Any]]) -> dict[str, int]:
+    """Traces per environment, as a Home dashboard widget queries them under ``filters``
+    (dashboard.executeQuery, the v2 views the v4 UI reads)."""
+    now = datetime.now(UTC)
+    start, end = ((now + d).isoformat().replace("+00:00", "Z")
+                  for d in (timedelta(days=-1), timedelta(hours=1)))  # fmt: skip
+    query = {"view": "traces", "dimensions": [{"field": "environment"}],
+             "metrics": [{"measure": "count", "aggregation": "count"}], "filters": filters,
+             "timeDimension": None, "orderBy": None, "fromTimestamp": start,
+             "toTimestamp": end}  # fmt: skip
+    status, rows = server.trpc("dashboard.executeQuery", {
+        "projectId": server.project_id(), "query": query, "version": "v2"})  # fmt: skip
+    assert status == 200, rows
+    return {r["environment"]: int(r["count_count"]) for r in rows}
+
+
+def test_a_home_dashboard_filtering_the_evaluation_environment_leaves_it_out(ran, server):
+    """Langfuse's own way to choose what Home shows every member of a project (4.16): the
+    project's Home dashboard (Project.homeDashboardId, "Set default"), whose saved filters
+    Home applies under its environment selector (web/src/pages/project/[projectId]/
+    index.tsx). docs/langfuse.md#environments's recipe, done through the UI's own API:
+    Langfuse Home cloned as the project's Home, its saved filter ``environment none of
+    sdk-experiment``; Home's widgets then count no evaluation trace. Put back after."""
+    project = server.project_id()
+    status, before = server.trpc("dashboard.getHomeDashboard", {"projectId": project})
+    assert status == 200, before
+    clone = server.trpc_mutation("dashboard.cloneDashboard", {
+        "projectId": project, "dashboardId": HOME, "setAsHome": True})  # fmt: skip
+    try:
+        server.trpc_mutation("dashboard.updateDashboardFilters", {
+            "projectId": project, "dashboardId": clone["id"],
+            "filters": [WITHOUT_EVALUATIONS]})  # fmt: skip
+        status, home = server.trpc("dashboard.getHomeDashboard", {"projectId": project})
+        assert status == 200 and home["dashboard"]["id"] == clone["id"], home
+        assert ENVIRONMENT in environments_counted(server, [])
+        shown = environments_counted(server, home["dashboard"]["filters"])
+        assert ENVIRONMENT not in shown, shown
+    finally:
+        server.trpc_mutation("dashboard.setHomeDashboard", {
+            "projectId": project, "dashboardId": before["homeDashboardId"]})  # fmt: skip
+        server.trpc_mutation("dashboard.delete", {"projectId": project,
+                                                  "dashboardId": clone["id"]})  # fmt: skip
 
 
 # --- datasets ----------------------------------------------------------------------------------
