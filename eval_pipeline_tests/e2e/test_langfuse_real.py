@@ -662,7 +662,7 @@ def test_an_sdk_environment_never_starts_with_langfuse(ran, server):
     "SDK's environment, and the curated Langfuse Home has no saved filter; 'sdk-experiment' "
     "is hidden by default in the tables only (DEFAULT_SIDEBAR_HIDDEN_ENVIRONMENTS). What "
     "the team does instead, once per project: a Home dashboard filtering it out (the test "
-    "above, docs/langfuse.md#environments)"))  # fmt: skip
+    "below, docs/langfuse.md#environments)"))  # fmt: skip
 def test_the_home_dashboards_default_filter_leaves_evaluation_traffic_out(ran, server):
     from eval_pipeline_tests.langfuse_rules import home_dashboard_shows
 
@@ -682,9 +682,11 @@ WITHOUT_EVALUATIONS = {"type": "stringOptions", "column": "environment",
                        "operator": "none of", "value": [ENVIRONMENT]}  # fmt: skip
 
 
-def environments_counted(server: Server, filters: list[dict[str, Any]]) -> dict[str, int]:
+def environments_counted(server: Server, filters: list[dict[str, Any]],
+                         version: str = "v2") -> dict[str, int]:  # fmt: skip
     """Traces per environment, as a Home dashboard widget queries them under ``filters``
-    (dashboard.executeQuery, the v2 views the v4 UI reads)."""
+    (dashboard.executeQuery: the v2 views the v4 UI reads; v1 on a ``dual`` server for a
+    user without the v4 preview)."""
     now = datetime.now(UTC)
     start, end = ((now + d).isoformat().replace("+00:00", "Z")
                   for d in (timedelta(days=-1), timedelta(hours=1)))  # fmt: skip
@@ -693,7 +695,7 @@ def environments_counted(server: Server, filters: list[dict[str, Any]]) -> dict[
              "timeDimension": None, "orderBy": None, "fromTimestamp": start,
              "toTimestamp": end}  # fmt: skip
     status, rows = server.trpc("dashboard.executeQuery", {
-        "projectId": server.project_id(), "query": query, "version": "v2"})  # fmt: skip
+        "projectId": server.project_id(), "query": query, "version": version})  # fmt: skip
     assert status == 200, rows
     return {r["environment"]: int(r["count_count"]) for r in rows}
 
@@ -716,9 +718,10 @@ def test_a_home_dashboard_filtering_the_evaluation_environment_leaves_it_out(ran
             "filters": [WITHOUT_EVALUATIONS]})  # fmt: skip
         status, home = server.trpc("dashboard.getHomeDashboard", {"projectId": project})
         assert status == 200 and home["dashboard"]["id"] == clone["id"], home
-        assert ENVIRONMENT in environments_counted(server, [])
-        shown = environments_counted(server, home["dashboard"]["filters"])
-        assert ENVIRONMENT not in shown, shown
+        for version in ("v2", "v1") if server.mode == "dual" else ("v2",):
+            assert ENVIRONMENT in environments_counted(server, [], version)
+            shown = environments_counted(server, home["dashboard"]["filters"], version)
+            assert ENVIRONMENT not in shown, (version, shown)
     finally:
         server.trpc_mutation("dashboard.setHomeDashboard", {
             "projectId": project, "dashboardId": before["homeDashboardId"]})  # fmt: skip
