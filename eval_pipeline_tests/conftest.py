@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from eval_pipeline_tests import forkserver
 from eval_pipeline_tests.helpers import clean_cli_env, copy_project
 from eval_pipeline_tests.pg import PostgresUnavailable, fresh_database, local_cluster
 
@@ -23,6 +24,12 @@ def pytest_configure(config):
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([p for p in paths if p] + [root])
+    # A CLI call a test runs to its end is forked from a warm process (forkserver.py).
+    forkserver.install()
+
+
+def pytest_unconfigure(config):
+    forkserver.uninstall()
 
 
 TIERS = ("unit", "integration", "e2e")

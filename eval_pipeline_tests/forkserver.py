@@ -1,0 +1,298 @@
+"""The CLI's processes in the tests, started from a warm parent: a fork server.
+
+Most of the suite's CPU went to starting ``eval-pipeline`` processes: a CLI call spends
+about 80% of its CPU importing (LangChain, LangGraph, Langfuse, pandas, SQLAlchemy,
+Dagster), and the tests start several hundred. Here one process per pytest worker (the
+*server*) imports all of that once; each ``subprocess.run`` of the ``eval-pipeline``
+script is then a tiny stdlib-only *shim* process (``python -S -E``) that hands the server
+its argv, working directory, environment and standard streams (file descriptors, over a
+Unix socket); the server forks, and the fork becomes the CLI with exactly those, runs
+``eval_pipeline.cli:main`` and exits through the interpreter's normal shutdown (atexit
+handlers, non-daemon threads). The shim forwards signals to it and exits with its exit
+code (or dies of its signal), so ``subprocess.run`` sees what it would have seen.
+
+The CLI is still a process of its own with the test's argv, cwd, env and streams: what
+differs is only what a fork inherits, and a call where that could matter is not routed
+here but started as usual (``_needs_a_fresh_interpreter``):
+
+- a Python start-up variable (``PYTHONWARNINGS``, a fixed ``PYTHONHASHSEED``…), the
+  locale or a terminal variable (rich reads ``COLUMNS``, ``NO_COLOR``… when the report's console is
+  made, at import) that differs from the server's;
+- a ``PYTHONPATH`` entry that holds another ``eval_pipeline``;
+- anything but ``subprocess.run`` (a test that signals or kills a ``Popen`` keeps a real
+  process) and ``python -m eval_pipeline.cli`` (kept as written).
+
+``PYTHONHASHSEED=random`` (the tests of hash-order independence: record under one seed,
+replay under another) is served by two servers, each started with a random seed, in turn:
+two calls in a row never share a seed. The fork re-seeds ``random`` and NumPy's global
+generator, puts the new ``PYTHONPATH`` entries on ``sys.path``, and sets the default signal
+handlers. ``EVAL_TEST_FORKSERVER=0``
+turns the server off (every call a fresh interpreter), to check that nothing depends on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCRIPT = str(Path(sys.executable).parent / "eval-pipeline")
+SHIM = str(Path(__file__).with_name("forkserver_shim.py"))
+# Imported once by the server: every command's module and what the agents the tests run
+# import (a module not listed is imported by the fork, as by a fresh process).
+PRELOAD = ("langgraph.prebuilt", "langgraph.graph", "langchain_openai", "dagster",
+           "sqlalchemy", "pandas", "numpy")  # fmt: skip
+# Read when the interpreter starts or when an imported module is first imported (rich's
+# consoles in cli/report.py are made at import): a call whose value differs from the
+# server's gets a fresh interpreter.
+START_UP = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE",
+            "TTY_INTERACTIVE", "LANG", "LANGUAGE", "JUPYTER_COLUMNS", "JUPYTER_LINES")  # fmt: skip
+
+
+def enabled() -> bool:
+    return os.environ.get("EVAL_TEST_FORKSERVER", "1") != "0"
+
+
+def _start_up_env(env: dict[str, str]) -> dict[str, str]:
+    """What a fresh interpreter would read at start (a random hash seed is served)."""
+    return {key: value for key, value in env.items()
+            if key in START_UP or (key.startswith(("PYTHON", "LC_"))
+            and key != "PYTHONPATH" and (key, value) != ("PYTHONHASHSEED", "random"))}  # fmt: skip
+
+
+def _needs_a_fresh_interpreter(env: dict[str, str], server_env: dict[str, str]) -> bool:
+    if _start_up_env(env) != _start_up_env(server_env):
+        return True
+    known = set(server_env.get("PYTHONPATH", "").split(os.pathsep))
+    added = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in known]
+    return any((Path(p) / "eval_pipeline").exists() for p in added)
+
+
+# --- the test's side -------------------------------------------------------------------------
+class Server:
+    """The server of this pytest process: started on first use, stopped at exit."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="eval-forkserver-")
+        self.path = os.path.join(self.folder, "socket")
+        self.env = dict(os.environ)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, self.path], env=self.env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        while not os.path.exists(self.path):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the CLI fork server exited ({self.process.returncode})")
+            select.select([], [], [], 0.02)
+
+    def forked_cpu(self) -> float:
+        """CPU seconds of the forks that have ended so far."""
+        try:
+            return float(Path(self.path + ".cpu").read_text())
+        except FileNotFoundError:
+            return 0.0
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)  # its forks' CPU counts in ours (RUSAGE_CHILDREN)
+
+
+_servers: list[Server] = []  # at most two, each with its own random hash seed
+_calls = 0
+_real_run = subprocess.run
+
+
+def _server(random_seed: bool) -> Server:
+    """The server for a call: the first, or the two in turn for ``PYTHONHASHSEED=random``."""
+    global _calls
+    _calls += random_seed
+    slot = _calls % 2 if random_seed else 0
+    while len(_servers) <= slot:
+        _servers.append(Server())
+    return _servers[slot]
+
+
+def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
+    """The shim's command for a run of the CLI script, or None to run it as written."""
+    if not isinstance(args, list | tuple) or not args or kwargs.get("shell"):
+        return None
+    if str(args[0]) not in (SCRIPT, "eval-pipeline") or kwargs.get("executable"):
+        return None
+    if str(args[0]) == "eval-pipeline" and not _on_path_is_ours(kwargs.get("env")):
+        return None
+    env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+    if _needs_a_fresh_interpreter(env, dict(os.environ)):
+        return None
+    server = _server(env.get("PYTHONHASHSEED") == "random")
+    return [sys.executable, "-S", "-E", SHIM, server.path, *map(str, args[1:])]
+
+
+def _on_path_is_ours(env: dict[str, str] | None) -> bool:
+    import shutil
+
+    path = (os.environ if env is None else env).get("PATH")
+    return shutil.which("eval-pipeline", path=path) == SCRIPT
+
+
+def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run``, with a run of the CLI script served by the fork server."""
+    shim = _routed(args, kwargs) if not more else None
+    if shim is None:
+        return _real_run(args, *more, **kwargs)
+    done = _real_run(shim, **kwargs)
+    done.args = args
+    return done
+
+
+def forked_cpu() -> float:
+    """CPU seconds of every CLI call served so far in this process (cpu_report.py adds it
+    to each test's, as it adds a fresh process's through RUSAGE_CHILDREN)."""
+    return sum(server.forked_cpu() for server in _servers)
+
+
+def install() -> None:
+    if enabled():
+        subprocess.run = run  # type: ignore[assignment]
+
+
+def uninstall() -> None:
+    subprocess.run = _real_run  # type: ignore[assignment]
+    while _servers:
+        _servers.pop().stop()
+
+
+# --- the server ------------------------------------------------------------------------------
+HEADER = struct.Struct("!Q")
+CODE = struct.Struct("!i")
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, HEADER.size, 3)
+    (size,) = HEADER.unpack(data)
+    body = b""
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise ConnectionError("the shim went away")
+        body += chunk
+    return json.loads(body), fds
+
+
+def serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
+    """Accept requests until SIGTERM; in a fork, return its request (the fork then becomes
+    the CLI in ``become``); in the server, return None when told to stop."""
+    import importlib
+
+    from eval_pipeline.cli import COMMANDS
+
+    for module in (*(spec.split(":")[0] for spec, _ in COMMANDS.values()), *PRELOAD):
+        importlib.import_module(module)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    listener.listen(64)
+    os.rename(path + ".tmp", path)  # the test waits for the socket to exist
+    running: dict[int, socket.socket] = {}  # fork's pid -> its shim's connection
+    cpu = [0.0]  # the ended forks' CPU seconds
+    while not stopping:
+        try:
+            ready, _, _ = select.select([listener, *running.values()], [], [], 0.05)
+        except InterruptedError:
+            continue
+        for conn in ready:
+            if conn is listener:
+                shim, _ = listener.accept()
+                request, fds = _receive(shim)
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    for other in running.values():
+                        other.close()
+                    shim.close()
+                    return request, fds
+                for fd in fds:
+                    os.close(fd)
+                shim.sendall(HEADER.pack(pid))
+                running[pid] = shim
+            elif not conn.recv(1):  # the shim died (killed by a timeout): so does its fork
+                for pid, shim in running.items():
+                    if shim is conn:
+                        _kill(pid)
+        _reap(running, cpu, path)
+    for pid in running:
+        _kill(pid)
+    while running:
+        _reap(running, cpu, path)
+        select.select([], [], [], 0.02)
+    return None
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(running: dict[int, socket.socket], cpu: list[float], path: str) -> None:
+    """Tell each ended fork's shim its exit code; add its CPU (and that of the processes
+    it waited for) to ``cpu`` and to the file ``forked_cpu`` reads."""
+    while running:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        cpu[0] += usage.ru_utime + usage.ru_stime
+        Path(path + ".cpu.tmp").write_text(repr(cpu[0]))
+        os.replace(path + ".cpu.tmp", path + ".cpu")
+        shim = running.pop(pid, None)
+        if shim is not None:
+            with contextlib.suppress(OSError):
+                shim.sendall(CODE.pack(os.waitstatus_to_exitcode(status)))
+            shim.close()
+
+
+def become(request: dict[str, Any], fds: list[int]) -> None:
+    """In the fork: take the shim's streams, directory, environment and argv, and run the
+    CLI as its console script does."""
+    import random
+
+    for signum in (signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    known = set(sys.path)
+    added = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep)
+             if p and p not in known]  # fmt: skip
+    sys.path[1:1] = added
+    sys.argv = [SCRIPT, *request["argv"]]
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    from eval_pipeline.cli import main
+
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    sys.path[0] = str(Path(SCRIPT).parent)  # as for the console script
+    served = serve(sys.argv[1])
+    if served is not None:
+        become(*served)
