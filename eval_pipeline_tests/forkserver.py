@@ -134,6 +134,8 @@ def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
     if _needs_a_fresh_interpreter(env, dict(os.environ)):
         return None
     server = _server(env.get("PYTHONHASHSEED") == "random")
+    if _needs_a_fresh_interpreter(env, server.env):  # a variable set since it started
+        return None
     return [sys.executable, "-S", "-E", SHIM, server.path, *map(str, args[1:])]
 
 

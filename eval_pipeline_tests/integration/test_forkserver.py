@@ -106,3 +106,10 @@ def test_another_checkout_on_the_path_and_other_forms_are_run_as_written(tmp_pat
     assert forkserver._routed([forkserver.SCRIPT, "suites"], {"env": other}) is None
     assert forkserver._routed([sys.executable, "-m", "eval_pipeline.cli", "suites"], {}) is None
     assert forkserver._routed(f"{forkserver.SCRIPT} suites", {"shell": True}) is None
+
+
+def test_a_start_up_variable_set_after_the_server_started_gets_a_fresh_interpreter(
+        monkeypatch):  # fmt: skip
+    assert forkserver._routed([forkserver.SCRIPT, "suites"], {})  # the server is up
+    monkeypatch.setenv("PYTHONWARNINGS", "error::UserWarning")
+    assert forkserver._routed([forkserver.SCRIPT, "suites"], {}) is None
