@@ -211,7 +211,8 @@ def serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
     os.rename(path + ".tmp", path)  # the test waits for the socket to exist
     running: dict[int, socket.socket] = {}  # fork's pid -> its shim's connection
     cpu = [0.0]  # the ended forks' CPU seconds
-    while not stopping:
+    parent = os.getppid()
+    while not stopping and os.getppid() == parent:  # the pytest process may be killed
         try:
             ready, _, _ = select.select([listener, *running.values()], [], [], 0.05)
         except InterruptedError:
