@@ -40,6 +40,8 @@ from urllib.parse import quote
 import httpx
 import yaml
 
+from eval_pipeline.settings import copy_examples_project
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
@@ -78,12 +80,7 @@ def ensure_prompt(api: httpx.Client) -> None:
 def scenario(folder: Path, url: str, keys: tuple[str, str]) -> dict[str, dict[str, Any]]:
     """The baseline run and the gated candidate in a copy of the examples' project; each
     run's JSON result (``eval-pipeline run --json``)."""
-    project = folder / "project"
-    project.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "eval-pipeline.yaml", project)
-    for part in ("datasets", "prompts", "eval_examples"):
-        shutil.copytree(EXAMPLES / part, project / part,
-                        ignore=shutil.ignore_patterns("__pycache__", ".eval_home"))  # fmt: skip
+    project = copy_examples_project(folder / "project").parent
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV}
     env |= {"EVAL_HOME": str(folder / "home"), "LANGFUSE_BASE_URL": url,
             "LANGFUSE_PUBLIC_KEY": keys[0], "LANGFUSE_SECRET_KEY": keys[1]}  # fmt: skip
