@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from eval_pipeline.core.scoring.sequential import Decision, decide
+from eval_pipeline.core.scoring.sequential import Decision, first_decision, more_to_decide
 
 ALPHA = 0.05
 BATCH = 10
@@ -52,12 +52,15 @@ def simulate(rng: np.random.Generator, policy: str, *, cases: int, margin: float
             repeats = MOST if short and chosen[i] else 1
             pairs.append(float(answers[i, :repeats].mean() - baseline[i].mean()))
             calls += repeats
-        said = decide({"m": pairs}, margin=margin, alpha=ALPHA)["m"]
-        if said.decided:
-            return said.decision, calls
+        # decide()'s decision and its "about N more pairs", without the bounds it reports
+        x = np.array(pairs)
+        decision, _ = first_decision(x, margin=margin, alpha_not_worse=ALPHA,
+                                     alpha_worse=ALPHA)  # fmt: skip
+        if decision is not Decision.CONTINUE:
+            return decision, calls
         if policy != "all flaky, from the start":
-            left = cases - len(pairs)
-            short = said.more_to_decide is None or said.more_to_decide > left
+            more = more_to_decide(x, margin=margin, alpha_not_worse=ALPHA, alpha_worse=ALPHA)
+            short = more is None or more > cases - len(pairs)
     return Decision.CONTINUE, calls
 
 

@@ -74,7 +74,7 @@ def test_throughput_runs_every_runner_at_every_concurrency(tmp_path):
 def test_throughput_scaling_table_has_every_shard_count():
     out = bench("throughput.py", "--latency-ms", "20", "--items", "47", "--concurrency", "4",
                 "--reps", "1", "--shards", "1", "--scaling", "1", "2",
-                "--sequential-items", "1")  # fmt: skip
+                "--sequential-items", "1", "--runners", "ours")  # fmt: skip
     assert "ours, 1 shards" not in out  # --shards 1: no sharded row in the main table
     scaling = {r[0]: r for r in table_rows(out, "") if r[0] in ("1", "2")}
     assert set(scaling) == {"1", "2"}
@@ -83,8 +83,11 @@ def test_throughput_scaling_table_has_every_shard_count():
 
 
 def test_throughput_under_a_rate_limit_retries_and_loses_nothing():
+    # (ours alone, once, in one process: the other runners and the shards are the first
+    # test's; here only whether ours holds a rate limit and loses nothing)
     out = bench("throughput.py", "--latency-ms", "5", "--items", "47", "--concurrency", "8",
-                "--rate-limit", "40", "--sequential-items", "2")  # fmt: skip
+                "--rate-limit", "40", "--sequential-items", "2", "--reps", "1",
+                "--shards", "1", "--runners", "ours")  # fmt: skip
     ours = next(r for r in table_rows(out, "ours"))
     assert ours[2] == "47" and ours[-1] == "0"
     assert float(ours[5]) <= 40 * 1.2  # calls/s held near the limit, 429s retried

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 
 from eval_pipeline.core.scoring.margins import advised_margin, cases_for_margin, shown, table
-from eval_pipeline.core.scoring.sequential import Decision, decide, finest_margin
+from eval_pipeline.core.scoring.sequential import Decision, finest_margin, first_decision
 from eval_pipeline_tests.helpers import SUITE_NAMES, suite
 from eval_pipeline_tests.integration.test_verdicts import cli
 
@@ -47,8 +48,9 @@ def test_the_advised_margin_decides_a_suite_with_a_flip_each_way():
         margin = advised_margin(n, ALPHA)
         flips = [-1.0, 1.0] + [0.0] * (n - 2)
         for pairs in (flips, flips[::-1], flips[1:] + flips[:1]):
-            said = decide({"m": pairs}, margin=margin, alpha=ALPHA, look_ahead=False)["m"]
-            assert said.decision is Decision.NOT_WORSE, (n, margin, pairs[:2], said.note)
+            said, at = first_decision(np.array(pairs), margin=margin, alpha_not_worse=ALPHA,
+                                      alpha_worse=ALPHA)  # decide()'s decision  # fmt: skip
+            assert said is Decision.NOT_WORSE, (n, margin, pairs[:2], said, at)
         assert finest_margin(n, ALPHA) < margin <= finest_margin(n // 2, ALPHA)
     for n, finest, advised in table(ALPHA):
         assert float(finest) == pytest.approx(finest_margin(n, ALPHA), abs=5e-4)

@@ -4,9 +4,11 @@ drop is found, and clear cases stop early.
 
 Each simulation draws RUNS independent runs; a rate's Monte-Carlo standard error is
 √(α(1−α)/RUNS) ≈ 0.0049 for α = 0.05 and 2,000 runs, and each bound is checked with three
-of them of slack (a true rate of α fails the check with probability ≈ 0.001). The
-sequences here use a coarser grid than the gate's (201 points: 0.01 on [−1, 1]) to keep
-the file at a few seconds; coarser is more conservative, never less.
+of them of slack (a true rate of α fails the check with probability ≈ 0.001). The runs are
+judged as ``decide`` judges them: by the test martingales at the points it decides on
+(log_wealth, decision_times), all runs at once. That is exact, where reading the reported
+confidence sequence off its grid is conservative by a grid step;
+test_sequential_validity.py checks the sequence itself.
 """
 
 from __future__ import annotations
@@ -20,54 +22,51 @@ from eval_pipeline.core.scoring.sequential import (
     Decision,
     confidence_sequence,
     decide,
+    decision_times,
+    log_wealth,
     pairs_to_clear,
 )
 
 ALPHA = 0.05
 RUNS = 2000
 SLACK = 3 * math.sqrt(ALPHA * (1 - ALPHA) / RUNS)
-GRID = 201
 
 
-def paired_binary(rng: np.random.Generator, n: int, base: float, cand: float) -> np.ndarray:
-    """Paired pass/fail differences (candidate − baseline) in {−1, 0, 1}."""
-    return (rng.random(n) < cand).astype(float) - (rng.random(n) < base)
+def paired_binary(rng: np.random.Generator, n: int, base: float, cand: float,
+                  runs: int | None = None) -> np.ndarray:  # fmt: skip
+    """Paired pass/fail differences (candidate − baseline) in {−1, 0, 1}: ``n`` of them, or
+    ``runs`` rows of ``n``."""
+    shape = n if runs is None else (runs, n)
+    return (rng.random(shape) < cand).astype(float) - (rng.random(shape) < base)
 
 
-def ever_below(x: np.ndarray, truth: float, alpha: float = ALPHA, **kw) -> bool:
-    """Whether the upper bound ever falls below the truth (the way to a false WORSE)."""
-    _, upper = confidence_sequence(x, alpha=alpha, lo=-1, hi=1, grid=GRID, **kw)
-    return bool(np.any(upper < truth))
-
-
-def ever_above(x: np.ndarray, truth: float, alpha: float = ALPHA, **kw) -> bool:
-    """Whether the lower bound ever exceeds the truth (the way to a false NOT WORSE)."""
-    lower, _ = confidence_sequence(x, alpha=alpha, lo=-1, hi=1, grid=GRID, **kw)
-    return bool(np.any(lower > truth))
+def ever_ruled_out(x: np.ndarray, mu: float, side: str, alpha: float = ALPHA,
+                   **kw) -> np.ndarray:  # fmt: skip
+    """Per row of ``x``: whether the mean ``mu`` is ever ruled out, as too high (``side``
+    "below": the upper bound falls below it, the way to a false WORSE) or as too low
+    ("above": the lower bound exceeds it, the way to a false NOT WORSE)."""
+    wealth = log_wealth(x, mu, lo=-1, hi=1, side=side, **kw)
+    return np.asarray(wealth.max(axis=-1) >= math.log(1 / alpha))
 
 
 def test_no_difference_false_alarms_stay_below_alpha_peeking_after_every_pair():
     """Under Δ = 0 the upper bound, looked at after every one of 150 pairs, ever falls
     below 0 (the only way to a false WORSE) in at most α of the runs."""
     rng = np.random.default_rng(2025)
-    binary = sum(ever_below(paired_binary(rng, 150, 0.7, 0.7), 0.0) for _ in range(RUNS // 2))
-    scores = sum(
-        ever_below(np.clip(rng.beta(4, 2, 150), 0, 1) - np.clip(rng.beta(4, 2, 150), 0, 1), 0.0)
-        for _ in range(RUNS // 2)
-    )
-    rate = (binary + scores) / RUNS
+    binary = paired_binary(rng, 150, 0.7, 0.7, runs=RUNS // 2)
+    scores = (np.clip(rng.beta(4, 2, (RUNS // 2, 150)), 0, 1)
+              - np.clip(rng.beta(4, 2, (RUNS // 2, 150)), 0, 1))  # fmt: skip
+    alarms = ever_ruled_out(np.concatenate((binary, scores)), 0.0, "below")
+    rate = alarms.sum() / RUNS
     assert rate <= ALPHA + SLACK, f"false-alarm rate {rate:.4f} > {ALPHA} + {SLACK:.4f}"
 
 
 def test_at_the_margin_not_worse_is_said_at_most_alpha_of_the_time():
-    """Δ = −m exactly: NOT_WORSE needs the sequence above −m, a miss of the truth."""
+    """Δ = −m exactly: NOT_WORSE needs −m ruled out, a miss of the truth."""
     rng = np.random.default_rng(7)
     margin = 0.1
-    misses = 0
-    for _ in range(RUNS):
-        x = -margin + rng.uniform(-0.3, 0.3, 150)  # mean −m, inside [−1, 1]
-        lower, _ = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, grid=GRID)
-        misses += bool(np.any(lower > -margin))
+    x = -margin + rng.uniform(-0.3, 0.3, (RUNS, 150))  # mean −m, inside [−1, 1]
+    misses = ever_ruled_out(x, -margin, "above").sum()
     assert misses / RUNS <= ALPHA + SLACK
 
 
@@ -75,10 +74,8 @@ def test_three_metrics_keep_the_family_wise_error_at_alpha():
     """Bonferroni on time-uniform sequences: any of three null metrics ever below 0."""
     rng = np.random.default_rng(11)
     runs = RUNS // 2
-    alarms = sum(
-        any(ever_below(paired_binary(rng, 100, 0.6, 0.6), 0.0, alpha=ALPHA / 3) for _ in "abc")
-        for _ in range(runs)
-    )
+    metrics = paired_binary(rng, 100, 0.6, 0.6, runs=3 * runs).reshape(runs, 3, 100)
+    alarms = ever_ruled_out(metrics, 0.0, "below", alpha=ALPHA / 3).any(axis=-1).sum()
     assert alarms / runs <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / runs)
 
 
@@ -90,12 +87,12 @@ def test_without_replacement_covers_the_suites_mean_and_is_narrower_at_the_end()
     rng = np.random.default_rng(3)
     suite = paired_binary(rng, 60, 0.8, 0.7)
     truth = suite.mean()
-    misses = 0
-    for _ in range(RUNS // 4):
-        order = rng.permutation(suite)
-        misses += ever_below(order, truth, population=60) or ever_above(order, truth, population=60)
+    runs = RUNS // 4
+    orders = np.array([rng.permutation(suite) for _ in range(runs)])
+    misses = (ever_ruled_out(orders, truth, "below", population=60)
+              | ever_ruled_out(orders, truth, "above", population=60)).sum()  # fmt: skip
     # each bound one-sided at α: the two together miss at most 2α of the time
-    assert misses / (RUNS // 4) <= 2 * ALPHA + 3 * math.sqrt(2 * ALPHA / (RUNS // 4))
+    assert misses / runs <= 2 * ALPHA + 3 * math.sqrt(2 * ALPHA / runs)
     order = rng.permutation(suite)
     wor = confidence_sequence(order, alpha=ALPHA, lo=-1, hi=1, population=60)
     wr = confidence_sequence(order, alpha=ALPHA, lo=-1, hi=1)
@@ -109,22 +106,19 @@ def test_without_replacement_covers_the_suites_mean_and_is_narrower_at_the_end()
     ids=["large drop", "twice the margin"],
 )
 def test_a_real_drop_is_found_and_a_large_one_quickly(drop, at_most, power):
-    """Binary metric, baseline pass rate 0.9, margin 0.1: batches of 5, stop when decided."""
+    """Binary metric, baseline pass rate 0.9, margin 0.1: batches of 5, stop when decided
+    (decide()'s rule: the first decision reached, WORSE on a tie, seen at the batch's end)."""
     rng = np.random.default_rng(5)
-    margin, found, used = 0.1, 0, []
-    for _ in range(200):
-        x = paired_binary(rng, at_most, 0.9, 0.9 - drop)
-        lower, upper = confidence_sequence(x, alpha=ALPHA, lo=-1, hi=1, grid=GRID)
-        for n in range(5, at_most + 1, 5):  # decide()'s rule, after each batch of 5
-            worse = upper[n - 1] < 0 and x[:n].mean() <= -margin
-            if worse or lower[n - 1] > -margin:
-                break
-        found += worse
-        used.append(n)
-    assert found / 200 >= power
-    assert np.mean(used) < at_most
-    x = paired_binary(rng, at_most, 0.9, 0.9 - drop)  # and decide() itself agrees
-    assert decide({"m": x}, margin=margin, alpha=ALPHA)["m"].decision is Decision.WORSE
+    margin, runs = 0.1, 200
+    x = paired_binary(rng, at_most, 0.9, 0.9 - drop, runs=runs)
+    t_nw, t_w = decision_times(x, margin=margin, alpha_not_worse=ALPHA, alpha_worse=ALPHA)
+    worse = (t_w <= at_most) & (t_w <= t_nw)
+    first = np.minimum(t_nw, t_w)
+    used = np.where(first <= at_most, np.ceil(first / 5) * 5, at_most)
+    assert worse.sum() / runs >= power
+    assert used.mean() < at_most
+    one = paired_binary(rng, at_most, 0.9, 0.9 - drop)  # and decide() itself agrees
+    assert decide({"m": one}, margin=margin, alpha=ALPHA)["m"].decision is Decision.WORSE
 
 
 def test_decide_says_what_it_decided_and_what_would_decide_it():
