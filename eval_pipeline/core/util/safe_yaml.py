@@ -18,16 +18,20 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import yaml
-from yaml.constructor import ConstructorError
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.resolver import Resolver
 
 MAX_NODES = 100_000  # nodes a document may expand to, its aliases followed
 MAX_DEPTH = 200  # how deep its values may nest
 
 
-class StrictLoader(yaml.SafeLoader):
+class _Strict:
+    """The checks both loaders make, on top of PyYAML's safe composer and constructor."""
+
     def compose_document(self) -> Node | None:
-        node = super().compose_document()
+        node: Node | None = super().compose_document()  # type: ignore[misc]
         if node is not None:
             _check_expansion(node)
         return node
@@ -35,7 +39,7 @@ class StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[attr-defined]
             if isinstance(key, list | dict):
                 continue  # (refused by the SafeLoader itself: unhashable)
             if key in seen:
@@ -45,7 +49,31 @@ class StrictLoader(yaml.SafeLoader):
                     f"{key_node.start_mark.line + 1}): keep one", key_node.start_mark,
                 )  # fmt: skip
             seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return mapping
+
+
+class StrictLoader(_Strict, yaml.SafeLoader):
+    """PyYAML's pure-Python safe loader, strictly: its errors are the ones users read."""
+
+
+if yaml.__with_libyaml__:
+    from yaml.cyaml import CParser  # type: ignore[attr-defined]  # (no stub names it)
+
+    class FastStrictLoader(_Strict, Composer, CParser, SafeConstructor, Resolver):
+        """The same loader on libyaml's scanner and parser (C: a case file loads about
+        five times faster); composing stays PyYAML's Python, so a document nested too deep
+        is a RecursionError here, never a crash in C."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            Composer.__init__(self)
+
+    LOADERS: tuple[type, ...] = (FastStrictLoader, StrictLoader)
+else:  # pragma: no cover (PyYAML built without libyaml)
+    LOADERS = (StrictLoader,)
 
 
 def _refuse(what: str) -> Callable[[yaml.SafeLoader, Node], NoReturn]:
@@ -58,8 +86,9 @@ def _refuse(what: str) -> Callable[[yaml.SafeLoader, Node], NoReturn]:
 
 NOT_JSON = {"timestamp": "a date or time", "binary": "binary data", "set": "a set",
             "omap": "an ordered map", "pairs": "a list of pairs"}  # fmt: skip
-for _tag, _what in NOT_JSON.items():
-    StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(_what))
+for _loader in LOADERS:
+    for _tag, _what in NOT_JSON.items():
+        _loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(_what))  # type: ignore[attr-defined]
 
 
 def _check_expansion(root: Node) -> None:
@@ -92,16 +121,26 @@ def _check_expansion(root: Node) -> None:
 
 def load(text: str) -> Any:
     """One YAML document, strictly (module docstring)."""
-    try:
-        return yaml.load(text, Loader=StrictLoader)  # (StrictLoader is a SafeLoader)
-    except RecursionError:
-        raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
+    return _read(yaml.load, text)
 
 
 def compose(text: str) -> Node | None:
     """The node tree of one YAML document (its marks: lines), checked as ``load`` checks."""
+    node: Node | None = _read(yaml.compose, text)
+    return node
+
+
+def _read(read: Callable[..., Any], text: str) -> Any:
+    """``read`` with the fast loader; a document it refuses is read again by the pure one,
+    whose answer and error messages (with the line's text under them) are what they were
+    before libyaml was used, whatever libyaml's own wording."""
+    for loader in LOADERS[:-1]:
+        try:
+            return read(text, Loader=loader)
+        except (yaml.YAMLError, RecursionError):
+            pass
     try:
-        return yaml.compose(text, Loader=StrictLoader)
+        return read(text, Loader=LOADERS[-1])
     except RecursionError:
         raise yaml.YAMLError(f"values nested deeper than {MAX_DEPTH} levels") from None
 
