@@ -14,6 +14,7 @@ import httpx
 from eval_pipeline.core.errors import ConfigurationError, ServiceError
 from eval_pipeline.core.reports.result_file import ResultFile
 from eval_pipeline.core.scoring.summary import md_escape
+from eval_pipeline.core.util import tls
 
 MARKER = "<!-- eval-pipeline verdicts -->"
 
@@ -56,7 +57,8 @@ def upsert(api: str, repo: str, number: int, token: str, body: str) -> str:
     """Update the pull request's comment that carries the marker, or post one; its URL."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
                "X-GitHub-Api-Version": "2022-11-28"}  # fmt: skip
-    with httpx.Client(base_url=api.rstrip("/"), headers=headers, timeout=30) as client:
+    with httpx.Client(base_url=api.rstrip("/"), headers=headers, timeout=30,
+                      verify=tls.shared_context()) as client:  # fmt: skip
         mine = None
         page = 1
         while mine is None:

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
 from eval_pipeline.core.errors import ConfigurationError
+from eval_pipeline.core.util import tls
 from eval_pipeline.core.util.redact import redact_strings, register_secret
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
@@ -122,11 +123,13 @@ class LangfuseSettings:
         """Our own calls to the public API, for what SDK 5 does not offer (score batches
         through /ingestion, v1 observations of v3 servers)."""
         return httpx.Client(base_url=self.base_url, auth=(self.public_key, self.secret_key),
-                            timeout=timeout_s or self.timeout_s)  # fmt: skip
+                            timeout=timeout_s or self.timeout_s,
+                            verify=tls.shared_context())  # fmt: skip
 
     def server_version(self) -> str:
         """The server's version from GET /api/public/health (no auth needed)."""
-        response = httpx.get(f"{self.base_url}/api/public/health", timeout=self.timeout_s)
+        response = httpx.get(f"{self.base_url}/api/public/health", timeout=self.timeout_s,
+                             verify=tls.shared_context())  # fmt: skip
         response.raise_for_status()
         return str(response.json().get("version") or "unknown")
 

@@ -28,6 +28,7 @@ from eval_pipeline.agents.context import AgentContext
 from eval_pipeline.core.running.agent import Agent, AgentResult, current_item
 from eval_pipeline.core.suites.cases import GoldenCase
 from eval_pipeline.core.suites.conversation import Customer, conversation_spec, converse
+from eval_pipeline.core.util import tls
 from eval_pipeline.core.util.redact import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -68,7 +69,7 @@ class HttpAgent:
         self, case: GoldenCase, *, repeat: int, callbacks: Sequence[Any] = ()
     ) -> AgentResult:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s)
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, verify=tls.shared_context())
         scope = current_item.get()
         headers = {**self.headers, "X-Eval-Case-Id": case.id, "X-Eval-Repeat": str(repeat)}
         if scope is not None:
