@@ -15,12 +15,17 @@ The CLI is still a process of its own with the test's argv, cwd, env and streams
 differs is only what a fork inherits, and a call where that could matter is not routed
 here but started as usual (``_needs_a_fresh_interpreter``):
 
-- a Python start-up variable (``PYTHONWARNINGS``, a fixed ``PYTHONHASHSEED``…), the
-  locale or a terminal variable (rich reads ``COLUMNS``, ``NO_COLOR``… when the report's console is
-  made, at import) that differs from the server's;
+- a fixed ``PYTHONHASHSEED`` (a server per seed would cost what it saves), or a call
+  that would need a fifth server: the other Python start-up variables (``PYTHONWARNINGS``…),
+  the locale and the terminal's (rich reads ``COLUMNS``, ``NO_COLOR``… when the report's
+  console is made, at import) are served by a server started with the call's values;
 - a ``PYTHONPATH`` entry that holds another ``eval_pipeline``;
 - anything but ``subprocess.run`` (a test that signals or kills a ``Popen`` keeps a real
   process) and ``python -m eval_pipeline.cli`` (kept as written).
+
+``python -m pytest`` (the pytest plugin's tests start pytest sessions in a team's project)
+is served the same way: the fork runs the module as ``-m`` does, the working directory
+first on ``sys.path``.
 
 ``PYTHONHASHSEED=random`` (the tests of hash-order independence: record under one seed,
 replay under another) is served by two servers, each started with a random seed, in turn:
@@ -43,18 +48,21 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 SCRIPT = str(Path(sys.executable).parent / "eval-pipeline")
+# ``python -m`` these is served too: the pytest sessions the pytest plugin's tests start
+MODULES = ("pytest",)
 SHIM = str(Path(__file__).with_name("forkserver_shim.py"))
 # Imported once by the server: every command's module and what the agents the tests run
 # import (a module not listed is imported by the fork, as by a fresh process).
 PRELOAD = ("langgraph.prebuilt", "langgraph.graph", "langchain_openai", "dagster",
            "sqlalchemy", "pandas", "numpy")  # fmt: skip
 # Read when the interpreter starts or when an imported module is first imported (rich's
-# consoles in cli/report.py are made at import): a call whose value differs from the
-# server's gets a fresh interpreter.
+# consoles in cli/report.py are made at import): a call is served by a server started
+# with the same values (``_server``).
 START_UP = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE",
             "TTY_INTERACTIVE", "LANG", "LANGUAGE", "JUPYTER_COLUMNS", "JUPYTER_LINES")  # fmt: skip
 
@@ -78,14 +86,23 @@ def _needs_a_fresh_interpreter(env: dict[str, str], server_env: dict[str, str]) 
     return any((Path(p) / "eval_pipeline").exists() for p in added)
 
 
+def _server_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment a server for a call with ``env`` starts with: this process's, with
+    the call's start-up variables instead of its own."""
+    start_up = _start_up_env(dict(os.environ))
+    return {k: v for k, v in os.environ.items() if k not in start_up} | _start_up_env(env)
+
+
 # --- the test's side -------------------------------------------------------------------------
 class Server:
     """The server of this pytest process: started on first use, stopped at exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         self.folder = tempfile.mkdtemp(prefix="eval-forkserver-")
         self.path = os.path.join(self.folder, "socket")
-        self.env = dict(os.environ)
+        self.env = env
+        self.last_used = time.monotonic()
+        self.serving = 0  # calls of this process it is serving now (run() is synchronous)
         self.process = subprocess.Popen(
             [sys.executable, __file__, self.path], env=self.env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -107,36 +124,71 @@ class Server:
         self.process.wait(timeout=30)  # its forks' CPU counts in ours (RUSAGE_CHILDREN)
 
 
-_servers: list[Server] = []  # at most two, each with its own random hash seed
+# Servers by the start-up variables they were started with (a call whose COLUMNS or
+# PYTHONWARNINGS differ from this process's gets a server started with them), at most
+# MAX_SERVERS in all (the least recently used idle ones are stopped to make room);
+# PYTHONHASHSEED=random calls alternate between two of them.
+MAX_SERVERS = 4
+_servers: dict[tuple[tuple[str, str], ...], list[Server]] = {}
 _calls = 0
 _real_run = subprocess.run
 
 
-def _server(random_seed: bool) -> Server:
-    """The server for a call: the first, or the two in turn for ``PYTHONHASHSEED=random``."""
+def _server(env: dict[str, str]) -> Server | None:
+    """The server for a call with ``env``: the first of its start-up variables', or the two
+    in turn for ``PYTHONHASHSEED=random``; None when it would need one more server than
+    MAX_SERVERS, or its own hash seed (a fixed PYTHONHASHSEED: a server per seed would
+    cost what it saves)."""
     global _calls
+    start_up = _start_up_env(env)
+    if "PYTHONHASHSEED" in start_up:
+        return None
+    random_seed = env.get("PYTHONHASHSEED") == "random"
     _calls += random_seed
     slot = _calls % 2 if random_seed else 0
-    while len(_servers) <= slot:
-        _servers.append(Server())
-    return _servers[slot]
+    key = tuple(sorted(start_up.items()))
+    pool = _servers.setdefault(key, [])
+    while len(pool) <= slot:
+        if sum(map(len, _servers.values())) >= MAX_SERVERS and not _evict(key):
+            return None
+        pool.append(Server(_server_env(env)))
+    pool[slot].last_used = time.monotonic()
+    return pool[slot]
+
+
+def _evict(keep: tuple[tuple[str, str], ...]) -> bool:
+    """Stop the servers least recently used of a start-up environment other than ``keep``
+    and not serving a call now; whether there were any."""
+    idle = [(max(s.last_used for s in pool), key) for key, pool in _servers.items()
+            if key != keep and pool and not any(s.serving for s in pool)]  # fmt: skip
+    if not idle:
+        return False
+    for server in _servers.pop(min(idle)[1]):
+        server.stop()
+    return True
 
 
 def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
-    """The shim's command for a run of the CLI script, or None to run it as written."""
+    """The shim's command for a run of the CLI script or of ``python -m`` one of
+    ``MODULES``, or None to run it as written."""
     if not isinstance(args, list | tuple) or not args or kwargs.get("shell"):
         return None
-    if str(args[0]) not in (SCRIPT, "eval-pipeline") or kwargs.get("executable"):
+    if kwargs.get("executable"):
         return None
-    if str(args[0]) == "eval-pipeline" and not _on_path_is_ours(kwargs.get("env")):
+    words = [str(a) for a in args]
+    if words[:2] == [sys.executable, "-m"] and len(words) > 2 and words[2] in MODULES:
+        what, rest = f"module:{words[2]}", words[3:]
+    elif words[0] in (SCRIPT, "eval-pipeline"):
+        what, rest = "script", words[1:]
+    else:
+        return None
+    if words[0] == "eval-pipeline" and not _on_path_is_ours(kwargs.get("env")):
         return None
     env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
-    if _needs_a_fresh_interpreter(env, dict(os.environ)):
+    server = _server(env)
+    if server is None or _needs_a_fresh_interpreter(env, server.env):
         return None
-    server = _server(env.get("PYTHONHASHSEED") == "random")
-    if _needs_a_fresh_interpreter(env, server.env):  # a variable set since it started
-        return None
-    return [sys.executable, "-S", "-E", SHIM, server.path, *map(str, args[1:])]
+    return [sys.executable, "-S", "-E", SHIM, server.path, what, *rest]
 
 
 def _on_path_is_ours(env: dict[str, str] | None) -> bool:
@@ -151,7 +203,12 @@ def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
     shim = _routed(args, kwargs) if not more else None
     if shim is None:
         return _real_run(args, *more, **kwargs)
-    done = _real_run(shim, **kwargs)
+    (server,) = [s for pool in _servers.values() for s in pool if s.path == shim[4]]
+    server.serving += 1
+    try:
+        done = _real_run(shim, **kwargs)
+    finally:
+        server.serving -= 1
     done.args = args
     return done
 
@@ -159,7 +216,7 @@ def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
 def forked_cpu() -> float:
     """CPU seconds of every CLI call served so far in this process (cpu_report.py adds it
     to each test's, as it adds a fresh process's through RUSAGE_CHILDREN)."""
-    return sum(server.forked_cpu() for server in _servers)
+    return sum(server.forked_cpu() for pool in _servers.values() for server in pool)
 
 
 def install() -> None:
@@ -169,8 +226,10 @@ def install() -> None:
 
 def uninstall() -> None:
     subprocess.run = _real_run  # type: ignore[assignment]
-    while _servers:
-        _servers.pop().stop()
+    for pool in _servers.values():
+        for server in pool:
+            server.stop()
+    _servers.clear()
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -290,13 +349,20 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
     added = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep)
              if p and p not in known]  # fmt: skip
     sys.path[1:1] = added
-    sys.argv = [SCRIPT, *request["argv"]]
     random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
-    from eval_pipeline.cli import main
+    if request["what"] == "script":
+        sys.argv = [SCRIPT, *request["argv"]]
+        from eval_pipeline.cli import main
 
-    sys.exit(main())
+        sys.exit(main())
+    import runpy
+
+    sys.path[0] = request["cwd"]  # as ``python -m`` puts the working directory first
+    sys.argv = ["-m", *request["argv"]]  # (runpy puts the module's file first)
+    runpy.run_module(request["what"].removeprefix("module:"), run_name="__main__",
+                     alter_sys=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The process ``subprocess.run`` starts for a CLI call served by the fork server
-(forkserver.py): ``python -S -E forkserver_shim.py SOCKET ARG...``. Hands the server this
+(forkserver.py): ``python -S -E forkserver_shim.py SOCKET WHAT ARG...``. Hands the server this
 process's argv, working directory, environment and standard streams; forwards SIGINT,
 SIGTERM and SIGHUP to the fork that runs the CLI; exits with its exit code, or of its
 signal. Standard library only, started without site-packages (a few milliseconds)."""
@@ -27,8 +27,9 @@ def _exactly(conn: socket.socket, size: int) -> bytes:
 
 
 def main() -> None:
-    path, *argv = sys.argv[1:]
-    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    path, what, *argv = sys.argv[1:]  # what: "script", or "module:NAME" for python -m NAME
+    body = json.dumps({"what": what, "argv": argv, "cwd": os.getcwd(),
+                       "env": dict(os.environ)}).encode()  # fmt: skip
     for fd in (0, 1, 2):  # a stream the caller closed is the null device, as for a CLI
         try:
             os.fstat(fd)

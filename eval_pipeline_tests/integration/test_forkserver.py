@@ -87,7 +87,7 @@ def test_a_random_hash_seed_alternates_between_two_servers_a_fixed_one_is_fresh(
     second = forkserver._routed([forkserver.SCRIPT, "suites"], {"env": env})
     assert first and second and first[4] != second[4]  # two servers' sockets
     assert all("PYTHONHASHSEED" not in s.env or s.env["PYTHONHASHSEED"] == "random"
-               for s in forkserver._servers)  # fmt: skip
+               for pool in forkserver._servers.values() for s in pool)  # fmt: skip
     fixed = dict(os.environ, PYTHONHASHSEED="0")
     assert forkserver._routed([forkserver.SCRIPT, "suites"], {"env": fixed}) is None
 
@@ -95,9 +95,28 @@ def test_a_random_hash_seed_alternates_between_two_servers_a_fixed_one_is_fresh(
 @pytest.mark.parametrize("change", [
     {"COLUMNS": "61"}, {"NO_COLOR": "1"}, {"PYTHONWARNINGS": "error"}, {"LC_ALL": "C"},
 ])  # fmt: skip
-def test_what_a_fresh_interpreter_reads_at_start_gets_one(change):
-    assert forkserver._routed([forkserver.SCRIPT, "suites"],
-                              {"env": dict(os.environ) | change}) is None  # fmt: skip
+def test_what_a_fresh_interpreter_reads_at_start_is_what_its_server_starts_with(
+        monkeypatch, change):  # fmt: skip
+    call = dict(os.environ) | change
+    started = forkserver._server_env(call)
+    assert {k: started.get(k) for k in change} == change
+    assert not forkserver._needs_a_fresh_interpreter(call, started)
+    assert forkserver._needs_a_fresh_interpreter(dict(os.environ), started)
+    monkeypatch.setenv("COLUMNS", "97")  # this process's own start-up value is not passed on
+    without = {k: v for k, v in call.items() if k != "COLUMNS"}
+    assert "COLUMNS" not in forkserver._server_env(without)
+
+
+def test_a_served_call_with_its_own_columns_wraps_as_a_fresh_one(tmp_path):
+    project = copy_project(tmp_path)
+    env = env_for(project, COLUMNS="61")
+    served = subprocess.run([forkserver.SCRIPT, "suites"], cwd=project.parent, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    fresh = forkserver._real_run([forkserver.SCRIPT, "suites"], cwd=project.parent, env=env,
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert forkserver._routed([forkserver.SCRIPT, "suites"], {"env": env})
+    assert (served.returncode, served.stdout) == (fresh.returncode, fresh.stdout)
+    assert max(map(len, served.stdout.splitlines())) <= 61
 
 
 def test_another_checkout_on_the_path_and_other_forms_are_run_as_written(tmp_path):
@@ -108,8 +127,32 @@ def test_another_checkout_on_the_path_and_other_forms_are_run_as_written(tmp_pat
     assert forkserver._routed(f"{forkserver.SCRIPT} suites", {"shell": True}) is None
 
 
-def test_a_start_up_variable_set_after_the_server_started_gets_a_fresh_interpreter(
+def test_a_start_up_variable_set_after_the_server_started_gets_a_server_of_its_own(
         monkeypatch):  # fmt: skip
-    assert forkserver._routed([forkserver.SCRIPT, "suites"], {})  # the server is up
+    before = forkserver._routed([forkserver.SCRIPT, "suites"], {})  # the server is up
     monkeypatch.setenv("PYTHONWARNINGS", "error::UserWarning")
-    assert forkserver._routed([forkserver.SCRIPT, "suites"], {}) is None
+    after = forkserver._routed([forkserver.SCRIPT, "suites"], {})
+    assert before and (after is None or after[4] != before[4])
+
+
+def test_a_pytest_session_is_served_as_python_m_pytest_runs_it(tmp_path):
+    """``python -m pytest`` in a project: its directory first on the path (a module there
+    is importable), its conftest and the plugin loaded, the session's exit code kept."""
+    (tmp_path / "helper.py").write_text("VALUE = 41\n")
+    (tmp_path / "conftest.py").write_text("import pytest\n\n@pytest.fixture\ndef one():\n"
+                                          "    return 1\n")  # fmt: skip
+    (tmp_path / "test_here.py").write_text(
+        "import sys\nfrom helper import VALUE\n\n"
+        "def test_sum(one):\n    assert VALUE + one == 42\n\n"
+        "def test_path():\n    assert sys.path[0] == __import__('os').getcwd()\n\n"
+        "def test_fails():\n    assert False, 'as asked'\n"
+    )  # fmt: skip
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    assert forkserver._routed(command, {})
+    served = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    fresh = forkserver._real_run(command, cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=120)  # fmt: skip
+    assert served.returncode == fresh.returncode == 1, served.stdout + served.stderr
+    for ran in (served, fresh):
+        assert "1 failed, 2 passed" in ran.stdout and "as asked" in ran.stdout, ran.stdout
+    assert forkserver._routed([sys.executable, "-m", "pip", "list"], {}) is None
