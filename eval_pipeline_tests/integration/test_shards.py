@@ -185,8 +185,9 @@ def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
 def test_run_requests_choose_processes_by_expected_shards(monkeypatch):
     monkeypatch.delenv("EVAL_EXECUTOR", raising=False)
     assert execution.execution_config(1) == {"execution": {"config": {"in_process": {}}}}
+    forked = {"forkserver": {"preload_modules": ["eval_pipeline.definitions"]}}
     assert execution.execution_config(3) == {
-        "execution": {"config": {"multiprocess": {"max_concurrent": 3}}}
+        "execution": {"config": {"multiprocess": {"max_concurrent": 3, "start_method": forked}}}
     }
     assert execution.eval_executor().name == "multi_or_in_process_executor"
 
@@ -249,7 +250,7 @@ def test_automation_runs_use_the_suite_concurrency_and_processes_when_sharded(
     body["suites"]["drive_thru"] |= {"concurrency": 64, "repeats": 10}  # 470 items
     project.write_text(yaml.safe_dump(body, sort_keys=False))
     large = eval_run_request(suites, "drive_thru", "v1", "full", run_key="b", tags={})
-    assert large.run_config["execution"] == {"config": {"multiprocess": {"max_concurrent": 2}}}
+    assert large.run_config["execution"]["config"]["multiprocess"]["max_concurrent"] == 2
     assert large.run_config["ops"]["agent_run_outputs"]["config"]["concurrency"] == 64
 
 
