@@ -154,3 +154,23 @@ def test_the_sequential_note_says_the_numbers_its_row_holds():
     made = decide({"m": [-0.50851] * 6}, margin=0.02, alpha=0.05, look_ahead=False)["m"]
     assert f"{round(made.estimate, 4):+.3f}" == "-0.508"  # (the edge: rounded twice)
     assert made.note.startswith("Δ -0.509, ")
+
+
+def test_reaches_answers_as_the_exact_log_wealth_does_element_for_element():
+    """``reaches`` sums the mixture only near the level; its answer is the exact path's
+    (decisions, bounds and sequences are computed with it)."""
+    from eval_pipeline.core.scoring.sequential import log_wealth, reaches
+
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        n = int(rng.integers(1, 120))
+        x = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=(3, n)) if trial % 2 else \
+            np.round(rng.uniform(-1, 1, (3, n)), 3)  # fmt: skip
+        mu = rng.uniform(-0.9, 0.9, (4, 1))
+        side = ("above", "below")[trial % 3 == 0]
+        population = n + int(rng.integers(0, 5)) if trial % 4 == 0 else None
+        for alpha in (0.05, 0.0167, 0.2):
+            level = math.log(1 / alpha)
+            exact = log_wealth(x[None], mu[..., None], side=side, population=population)
+            fast = reaches(x[None], mu[..., None], level, side=side, population=population)
+            assert np.array_equal(fast, exact >= level), (trial, alpha)
