@@ -1,5 +1,7 @@
-"""A plan of several shards run in-process: one spawned worker process per shard (a clean
-interpreter, as a Dagster step gets), with their progress gathered."""
+"""A plan of several shards run in-process: one worker process per shard, with their
+progress gathered. Each worker is forked from a server process that has imported our code
+and its libraries once (multiprocessing's forkserver, as a Dagster step's process is);
+the server imports nothing of the team's, so an agent's modules load in each worker, fresh."""
 
 from __future__ import annotations
 
@@ -44,23 +46,29 @@ def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) ->
     return report
 
 
+# What the worker server imports once, besides the worker's own module: a fresh
+# interpreter spent about 5 s of CPU importing these before its first item.
+PRELOAD = ("langgraph.graph", "langchain_openai")
+
+
 def produce_in_processes(
     store: ResultsStore, plan_: RunPlan, worker: ShardEntry, *, progress: Progress | None = None
 ) -> None:
-    """Each shard in a spawned process of its own (a clean interpreter, as a Dagster step
-    gets), all at once (the caller checks the outputs complete: service ``check_produced``).
-    The workers end with this process (a ``kill -9`` of it leaves none calling the model)."""
+    """Each shard in a process of its own (module docstring), all at once (the caller
+    checks the outputs complete: service ``check_produced``). The workers end with this
+    process (a ``kill -9`` of it leaves none calling the model)."""
     with seal.ours():  # (a replay's seal refuses every other process: these are ours)
         _produce(store, plan_, worker, progress)
 
 
 def _produce(store: ResultsStore, plan_: RunPlan, worker: ShardEntry,
              progress: Progress | None) -> None:  # fmt: skip
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([type(worker).__module__, *PRELOAD])
     updates = context.Queue()
     done = [0] * len(plan_.shards)
     pool = ProcessPoolExecutor(len(plan_.shards), mp_context=context, initializer=_started,
-                               initargs=(updates, os.getpid()))  # fmt: skip
+                               initargs=(updates, os.getpid(), dict(os.environ)))  # fmt: skip
     with failure_recorded(store, plan_.run.run_id), pool:
         futures = [pool.submit(_run_shard, worker, shard) for shard in plan_.shards]
         while not all(f.done() for f in futures) or not updates.empty():
@@ -78,10 +86,14 @@ def _produce(store: ResultsStore, plan_: RunPlan, worker: ShardEntry,
 _updates: ShardUpdates | None = None  # in a worker process: where its progress goes
 
 
-def _started(updates: ShardUpdates, parent: int) -> None:
-    """A worker process's start: it ends with ``parent``; its progress goes to ``updates``."""
+def _started(updates: ShardUpdates, parent: int, environ: dict[str, str]) -> None:
+    """A worker process's start: it ends with ``parent``; its progress goes to ``updates``;
+    its environment is ``parent``'s now (a fork server's children inherit the server's,
+    from when it started: a second run of this process may have other settings)."""
     global _updates
     end_with_parent(parent)
+    os.environ.clear()
+    os.environ.update(environ)
     _updates = updates
 
 

@@ -56,19 +56,30 @@ def ended(owner: str) -> bool:
 
 
 def end_with_parent(parent: int) -> None:
-    """Make this (worker) process end when ``parent`` does: SIGTERM from the kernel on
-    Linux, and a watcher thread everywhere (it also covers a parent that died before the
-    first was set)."""
+    """Make this (worker) process end when the process ``parent`` does (the one that
+    started the run: with a fork server between them, not this process's own parent):
+    SIGTERM from the kernel on Linux when this process's parent ends (a fork server ends
+    with the process that started it), and a watcher thread everywhere (it also covers a
+    ``parent`` that died before the first was set)."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
+    def alive() -> bool:
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # (someone else's process: the pid was reused)
+            return False
+        return True
+
     def watch() -> None:
-        while os.getppid() == parent:
+        while alive():
             time.sleep(1.0)
         os._exit(1)
 
-    if os.getppid() != parent:
+    if not alive():
         os._exit(1)
     threading.Thread(target=watch, name="eval-parent-watch", daemon=True).start()
