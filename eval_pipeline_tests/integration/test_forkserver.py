@@ -3,6 +3,7 @@ same output, exit code, working directory and environment; a timeout still kills
 and a call it cannot serve faithfully is started as written."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -60,9 +61,15 @@ def test_the_call_gets_the_tests_directory_environment_and_input(tmp_path):
 
 def test_a_timeout_kills_the_cli_not_only_its_shim(tmp_path):
     project = copy_project(tmp_path)
-    with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run([forkserver.SCRIPT, "run", "--suite", "research"], cwd=project.parent,
-                       env=env_for(project), capture_output=True, timeout=1.5)  # fmt: skip
+    # The model endpoint takes connections and never answers: the run cannot finish before
+    # the timeout however fast the machine (an offline run of a suite once did, in CI).
+    with socket.create_server(("127.0.0.1", 0), backlog=64) as silent:
+        port = silent.getsockname()[1]
+        env = env_for(project, EVAL_LLM_BASE_URL=f"http://127.0.0.1:{port}/v1",
+                      EVAL_LLM_API_KEY="sk-silent", EVAL_LLM_MODEL="gpt-4o-mini")  # fmt: skip
+        with pytest.raises(subprocess.TimeoutExpired):
+            subprocess.run([forkserver.SCRIPT, "run", "--suite", "research"],
+                           cwd=project.parent, env=env, capture_output=True, timeout=3)  # fmt: skip
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _processes_in(project.parent):
         time.sleep(0.1)
