@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from scipy import stats
 
 from eval_pipeline.core.scoring.stats import (
@@ -13,10 +15,23 @@ from eval_pipeline.core.scoring.stats import (
     holm,
     mcnemar_exact,
     mean_se,
+    welch_less,
     wilson_interval,
 )
 
 RNG = np.random.default_rng(20261122)
+
+
+@given(
+    st.floats(0, 1), st.floats(0, 0.5), st.integers(2, 400),
+    st.floats(0, 1), st.floats(0, 0.5), st.integers(2, 400),
+)  # fmt: skip
+def test_welch_less_is_scipys_one_sided_welch_test(mean, sd, n, other_mean, other_sd, other_n):
+    assume(sd > 1e-6 or other_sd > 1e-6)  # (both zero: the daily check decides without it)
+    expected = stats.ttest_ind_from_stats(mean, sd, n, other_mean, other_sd, other_n,
+                                          equal_var=False, alternative="less").pvalue  # fmt: skip
+    assert welch_less(mean, sd, n, other_mean, other_sd, other_n) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("n", [5, 10, 47, 500])

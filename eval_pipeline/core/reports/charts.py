@@ -13,12 +13,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
-
 from eval_pipeline.core.scoring.rows import PairedRow
 from eval_pipeline.core.store.results_store import ResultsStore
 
@@ -28,6 +22,17 @@ if TYPE_CHECKING:
     from eval_pipeline.core.evaluation import EvalResult
 
 Z95 = 1.96
+
+
+def _pyplot():
+    """matplotlib's pyplot on the non-interactive backend, imported when a chart is drawn:
+    it costs ~0.5 s, which every process that loads the definitions would pay otherwise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class TrendPoint:
 def trend_chart(points: Sequence[TrendPoint], metric: str, path: Path) -> Path:
     """Metric per full run with 95% CI bars; dashed lines where the evaluated prompt version
     changed (with nightly runs of production: where the production version moved)."""
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=90)
+    fig, ax = _pyplot().subplots(figsize=(7, 3.2), dpi=90)
     xs = list(range(len(points)))
     ax.errorbar(
         xs,
@@ -77,7 +82,7 @@ def trend_chart(points: Sequence[TrendPoint], metric: str, path: Path) -> Path:
 def category_delta_chart(rows: Sequence[PairedRow], metric: str, path: Path) -> Path:
     """Candidate − baseline per category, with the confidence interval of each delta; a
     category too small to test has no interval and a hatched bar."""
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2), dpi=90)
+    fig, ax = _pyplot().subplots(figsize=(7, 0.35 * len(rows) + 1.2), dpi=90)
     names = [f"{r.category} (n={r.n})" for r in rows]
     deltas = [r.delta for r in rows]
     errors = [
@@ -103,7 +108,7 @@ def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, format="png")
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 

@@ -16,10 +16,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from eval_pipeline.core.scoring.checks import CheckOutcome, not_tested
 from eval_pipeline.core.scoring.rows import CheckRow, TraceDropRow, TraceFloorRow
+from eval_pipeline.core.scoring.stats import welch_less
 from eval_pipeline.core.scoring.thresholds import TraceThresholds
 
 MIN_DAYS = 2
@@ -88,10 +87,7 @@ def check_drop(
         if day.sd == 0 and base.sd == 0:
             p_value = 0.0 if day.mean < base.mean else 1.0
         else:
-            p_value = float(stats.ttest_ind_from_stats(
-                day.mean, day.sd, day.n, base.mean, base.sd, base.n, equal_var=False,
-                alternative="less",
-            ).pvalue)  # fmt: skip
+            p_value = welch_less(day.mean, day.sd, day.n, base.mean, base.sd, base.n)
         clearly = day.mean <= base.mean - config.drop_margin and p_value < config.alpha
         rows.append(TraceDropRow(
             metric=metric, today=round(day.mean, 4), previous=round(base.mean, 4),
