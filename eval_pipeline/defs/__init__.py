@@ -33,6 +33,7 @@ def build_definitions(
     from eval_pipeline.defs import resources as defaults
     from eval_pipeline.defs.automation.definitions import build_automation
     from eval_pipeline.defs.evaluation.definitions import build_evaluation
+    from eval_pipeline.defs.evaluation.execution import local_executor
     from eval_pipeline.defs.partitions import build_partitions
     from eval_pipeline.defs.storage import step_resources
     from eval_pipeline.defs.traces.definitions import build_traces
@@ -41,12 +42,15 @@ def build_definitions(
     loaded = load_project(path)
     partitions = build_partitions(loaded.suite_names)
     evaluation = build_evaluation(partitions)
+    # The jobs that name no executor (`dagster asset materialize`, the UI's Materialize,
+    # golden_dataset_job) fork their steps as eval_job does (execution.py).
+    defaults_ = Definitions(
+        resources=dict(resources or defaults.default_resources(path)) | step_resources(),
+        executor=local_executor,
+    )
     return Definitions.merge(
-        evaluation.definitions(),
-        build_automation(evaluation.eval_job),
-        build_traces(partitions),
-        Definitions(resources=dict(resources or defaults.default_resources(path))
-                    | step_resources()),
+        evaluation.definitions(), build_automation(evaluation.eval_job), build_traces(partitions),
+        defaults_,
     )
 
 

@@ -185,11 +185,10 @@ def test_dagster_automatic_shards_stay_one_in_one_process(tmp_path):
 def test_run_requests_choose_processes_by_expected_shards(monkeypatch):
     monkeypatch.delenv("EVAL_EXECUTOR", raising=False)
     assert execution.execution_config(1) == {"execution": {"config": {"in_process": {}}}}
-    forked = {"forkserver": {"preload_modules": ["eval_pipeline.definitions"]}}
     assert execution.execution_config(3) == {
-        "execution": {"config": {"multiprocess": {"max_concurrent": 3, "start_method": forked}}}
+        "execution": {"config": {"multiprocess": {"max_concurrent": 3}}}
     }
-    assert execution.eval_executor().name == "multi_or_in_process_executor"
+    assert execution.eval_executor() is execution.local_executor
 
 
 def test_kubernetes_executor_gives_every_step_a_pod(monkeypatch):
@@ -279,3 +278,21 @@ def test_cli_workers_replay_recordings_without_an_endpoint(tmp_path, monkeypatch
                      "--cache", "off")  # fmt: skip
     assert missed.exit_code == 2, missed.output
     assert "11 of 11 items made requests the recordings cannot answer" in missed.output
+
+
+
+@pytest.mark.parametrize("module, given, expected", [
+    ("eval_pipeline.definitions", {}, {"forkserver": {"preload_modules": [
+        "eval_pipeline.definitions"]}}),
+    (None, {"max_concurrent": 2}, {"forkserver": {"preload_modules": [
+        "eval_pipeline.defs", "langgraph.graph", "langchain_openai"]}}),
+    ("eval_pipeline.definitions", {"start_method": {"spawn": {}}}, {"spawn": {}}),
+])  # fmt: skip
+def test_step_processes_are_forked_from_the_code_location_unless_the_run_says(
+        module, given, expected):  # fmt: skip
+    """`dagster asset materialize` and the UI's Materialize give no start method: a step
+    process is forked from a server that loaded the job's module (a fresh interpreter per
+    step costs an interpreter start and a code load, ~3 s); a run config's choice stands."""
+    chosen = execution.steps_forked({"multiprocess": given}, module)["multiprocess"]
+    assert chosen == {**given, "start_method": expected}
+    assert execution.steps_forked({"in_process": {}}, module) == {"in_process": {}}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from eval_pipeline.core.scoring.rows import PairedRow
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 Z95 = 1.96
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     """matplotlib's pyplot on the non-interactive backend, imported when a chart is drawn:
     it costs ~0.5 s, which every process that loads the definitions would pay otherwise."""
     import matplotlib
