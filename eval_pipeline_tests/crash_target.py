@@ -7,23 +7,41 @@ a failed run from failure (as the UI's "Re-execute from failure" does, parent ta
 With SHARDS > 1 the run's shards run as steps in processes of their own (multiprocess).
 
 Settings come from the environment (DAGSTER_HOME, EVAL_RESULTS_URL, EVAL_LLM_BASE_URL, …),
-as in a deployment; the test kills this process group with SIGKILL half-way.
+as in a deployment; the test kills this process group with SIGKILL half-way. A test that
+imports this module gets the definitions of its own environment (``definitions``), not
+those of whichever test of the process imported it first.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 
 from dagster import (
     DagsterInstance,
+    Definitions,
     ReexecutionOptions,
     execute_job,
     reconstructable,
 )
 
-from eval_pipeline.definitions import defs
+from eval_pipeline import settings
+from eval_pipeline.defs import build_definitions
 from eval_pipeline.defs.evaluation.execution import execution_config
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions
+
+
+def definitions() -> Definitions:
+    """The code location's definitions (eval_pipeline/definitions.py's) under the current
+    environment, built once per environment."""
+    settings.fall_back_to_examples()
+    return _built(frozenset((k, v) for k, v in os.environ.items() if k.startswith("EVAL_")))
+
+
+@functools.cache
+def _built(_environment: frozenset[tuple[str, str]]) -> Definitions:
+    return build_definitions()
 
 
 def run_config(shards: int) -> dict:
@@ -32,7 +50,7 @@ def run_config(shards: int) -> dict:
 
 
 def eval_job():
-    return defs.resolve_job_def("eval_job")
+    return definitions().resolve_job_def("eval_job")
 
 
 def partition_tags(suite: str, version: str) -> dict[str, str]:

@@ -17,12 +17,14 @@ from dagster import (
     execute_job,
     reconstructable,
 )
+from dagster._core.definitions.reconstruct import ReconstructableJob
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 
 from eval_pipeline import service
 from eval_pipeline.core.store.results_store import ResultsStore
 from eval_pipeline.defs.partitions import EvalPartition, add_partitions
-from eval_pipeline_tests.helpers import CONFIG_ENV
+from eval_pipeline_tests.crash_target import definitions, eval_job, partition_tags, run_config
+from eval_pipeline_tests.helpers import CONFIG_ENV, EXAMPLES
 
 SUITE, VERSION = "research", "v1"
 
@@ -32,6 +34,13 @@ def instance(tmp_path, monkeypatch):
     for var in CONFIG_ENV:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    monkeypatch.setenv("EVAL_HOME", str(tmp_path / "home"))  # the store: this test's own
+    monkeypatch.setenv("EVAL_PROJECT", str(EXAMPLES / "eval-pipeline.yaml"))
+    # Dagster keeps the last reconstructed job per process (an lru_cache on the job's
+    # pointer, the same in every test): a job built under another test's settings would
+    # write to that test's store.
+    ReconstructableJob.get_definition.cache_clear()
+    ReconstructableJob.get_repository_definition.cache_clear()
     (tmp_path / "dagster").mkdir()
     with DagsterInstance.get() as instance:
         yield instance
@@ -46,9 +55,6 @@ def forget_steps(instance: DagsterInstance, run_id: str, step: str) -> None:
 
 
 def test_reexecution_from_failure_runs_a_shard_that_left_no_trace(instance, monkeypatch):
-    # (imported here, under this test's EVAL_HOME: the code location's store is there)
-    from eval_pipeline_tests.crash_target import defs, eval_job, partition_tags, run_config
-
     add_partitions(instance, [EvalPartition(SUITE, VERSION)])
 
     def outage(*_, **__):
@@ -75,10 +81,9 @@ def test_reexecution_from_failure_runs_a_shard_that_left_no_trace(instance, monk
                 if "left no output" in r.user_message]  # fmt: skip
     assert len(warnings) == 1 and "shard 1/1" in warnings[0]  # … collect_outputs ran it
 
-    with ResultsStore(defs.resources["results_store"].url) as store:
-        # one evaluation run: the re-execution continued it (the store is the code
-        # location's, made once in this process: other tests' runs may be in it)
-        (run,) = [r for r in store.list_runs() if r.dagster_run_id == first.run_id]
+    with ResultsStore(definitions().resources["results_store"].url) as store:
+        (run,) = store.list_runs()  # one evaluation run: the re-execution continued it
+        assert run.dagster_run_id == first.run_id
         assert run.status == "complete" and store.read_verdict(run.run_id) is not None
         outputs = store.read_outputs(run.run_id)
         assert store.read_summary(run.run_id).n_items == len(outputs) > 0
@@ -97,8 +102,6 @@ def test_a_failed_run_dagster_will_not_retry_is_not_left_running(instance, monke
     the partition marked it abandoned. The evaluation_run_failed sensor marks it as soon as
     the daemon sees the failure, unless Dagster retries the run (then the evaluation run goes
     on); a configuration problem or a verdict tags its run not to be retried."""
-    from eval_pipeline_tests.crash_target import defs, eval_job, partition_tags, run_config
-
     add_partitions(instance, [EvalPartition(SUITE, VERSION), EvalPartition(SUITE, "v99")])
     with monkeypatch.context() as patched:
         patched.setattr(service, "produce", lambda *_, **__: 1 / 0)
@@ -107,8 +110,10 @@ def test_a_failed_run_dagster_will_not_retry_is_not_left_running(instance, monke
     run = instance.get_run_by_id(failed.run_id)
     assert run.status == DagsterRunStatus.FAILURE
     assert "dagster/retry_on_asset_or_op_failure" not in run.tags  # a fault: retried
+    defs = definitions()
     store = ResultsStore(defs.resources["results_store"].url)
-    (row,) = [r for r in store.list_runs() if r.dagster_run_id == run.run_id]
+    (row,) = store.list_runs()
+    assert row.dagster_run_id == run.run_id
     assert row.status == "running"
 
     sensor = defs.get_sensor_def("evaluation_run_failed")
