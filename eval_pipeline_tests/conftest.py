@@ -38,13 +38,27 @@ TIERS = ("unit", "integration", "e2e")
 def pytest_collection_modifyitems(items):
     """Each test's tier is the folder its module is in (unit/, integration/, e2e/), marked
     so ``-m unit`` selects it; a test marked ``slow`` in a unit module (a long simulation, a
-    process it starts) counts as integration, so the unit tier stays under a minute."""
+    process it starts) counts as integration, so the unit tier stays under a minute.
+
+    pytest-xdist hands out tests one by one (``--dist loadgroup``, pyproject.toml): a
+    module per worker left one worker with the benchmarks' 15 tests (7 min) at the end.
+    The tests of a module that share a module-scoped fixture (a flow followed once, then
+    checked by several tests) stay on one worker, so it runs once."""
     for item in items:
         tier = item.path.parent.name
         assert tier in TIERS, f"{item.path}: a test module belongs in one of {TIERS}"
         if tier == "unit" and item.get_closest_marker("slow"):
             tier = "integration"
         item.add_marker(tier)
+        if _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(fixture.scope == "module"
+                                    for fixtures in info.name2fixturedefs.values()
+                                    for fixture in fixtures)  # fmt: skip
 
 
 @pytest.fixture(scope="session")
