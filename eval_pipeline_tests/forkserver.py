@@ -25,7 +25,11 @@ here but started as usual (``_needs_a_fresh_interpreter``):
 
 ``python -m pytest`` (the pytest plugin's tests start pytest sessions in a team's project)
 is served the same way: the fork runs the module as ``-m`` does, the working directory
-first on ``sys.path``.
+first on ``sys.path``; so is ``python benchmarks/SCRIPT.py`` (the benchmarks' tests), run
+as ``python`` runs a script, its folder first. A shell command (``bash -c …``: the tests
+that follow the docs' commands) gets a folder first on its PATH whose ``eval-pipeline``
+is a shim that decides call by call (forkserver_shim.py ``serve_on_path``); the shell's
+other commands see that folder on PATH, the CLI does not.
 
 ``PYTHONHASHSEED=random`` (the tests of hash-order independence: record under one seed,
 replay under another) is served by two servers, each started with a random seed, in turn:
@@ -49,12 +53,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 SCRIPT = str(Path(sys.executable).parent / "eval-pipeline")
 # ``python -m`` these is served too: the pytest sessions the pytest plugin's tests start
 MODULES = ("pytest",)
+# and ``python SCRIPT`` of a script here: the benchmarks, which their tests run
+SCRIPTS = Path(__file__).resolve().parent.parent / "benchmarks"
 SHIM = str(Path(__file__).with_name("forkserver_shim.py"))
 # Imported once by the server: every command's module and what the agents the tests run
 # import (a module not listed is imported by the fork, as by a fresh process).
@@ -178,11 +185,13 @@ def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
     words = [str(a) for a in args]
     if words[:2] == [sys.executable, "-m"] and len(words) > 2 and words[2] in MODULES:
         what, rest = f"module:{words[2]}", words[3:]
+    elif words[0] == sys.executable and len(words) > 1 and Path(words[1]).parent == SCRIPTS:
+        what, rest = f"path:{words[1]}", words[2:]
     elif words[0] in (SCRIPT, "eval-pipeline"):
         what, rest = "script", words[1:]
     else:
         return None
-    if words[0] == "eval-pipeline" and not _on_path_is_ours(kwargs.get("env")):
+    if words[0] == "eval-pipeline" and not on_path_is_ours(kwargs.get("env")):
         return None
     env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
     server = _server(env)
@@ -191,24 +200,71 @@ def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
     return [sys.executable, "-S", "-E", SHIM, server.path, what, *rest]
 
 
-def _on_path_is_ours(env: dict[str, str] | None) -> bool:
+def on_path_is_ours(env: dict[str, str] | None) -> bool:
     import shutil
 
     path = (os.environ if env is None else env).get("PATH")
     return shutil.which("eval-pipeline", path=path) == SCRIPT
 
 
+SHELLS = ("bash", "sh")
+
+
+def _shell_servers(args: Any, kwargs: dict[str, Any]) -> list[Server]:
+    """The servers for the ``eval-pipeline`` calls of a shell command (``bash -c …``, as
+    the tests that follow the docs run them): two for ``PYTHONHASHSEED=random``, in turn;
+    none when the shell is not started by name or finds another CLI first."""
+    if (not isinstance(args, list | tuple) or not args or kwargs.get("shell")
+            or kwargs.get("executable") or Path(str(args[0])).name not in SHELLS):  # fmt: skip
+        return []
+    env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+    if not on_path_is_ours(env):
+        return []
+    count = 2 if env.get("PYTHONHASHSEED") == "random" else 1
+    servers = [_server(env) for _ in range(count)]
+    return [s for s in servers if s is not None] if None not in servers else []
+
+
+@contextlib.contextmanager
+def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``kwargs`` with a folder first on the shell's PATH whose ``eval-pipeline`` is the
+    shim (forkserver_shim.py ``serve_on_path``): it decides call by call, in the shell's
+    environment at that point, whether a server fits or the real script runs."""
+    with tempfile.TemporaryDirectory(prefix="eval-forkserver-path-") as folder:
+        config = Path(folder) / "config.json"
+        config.write_text(json.dumps({"script": SCRIPT, "servers": [
+            {"path": s.path, "env": {k: v for k, v in s.env.items()
+                                     if k == "PYTHONPATH" or k in _start_up_env(s.env)}}
+            for s in servers]}))  # fmt: skip
+        shim = Path(folder) / "eval-pipeline"
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -E "{SHIM}" --on-path '
+                        f'"{config}" "$@"\n')  # fmt: skip
+        shim.chmod(0o755)
+        env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+        env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+        yield kwargs | {"env": env}
+
+
 def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
-    """``subprocess.run``, with a run of the CLI script served by the fork server."""
+    """``subprocess.run``, with a run of the CLI script, or of a shell command that runs
+    it, served by the fork server."""
     shim = _routed(args, kwargs) if not more else None
-    if shim is None:
+    shell_servers = _shell_servers(args, kwargs) if not more and shim is None else []
+    if shim is None and not shell_servers:
         return _real_run(args, *more, **kwargs)
-    (server,) = [s for pool in _servers.values() for s in pool if s.path == shim[4]]
-    server.serving += 1
+    servers = shell_servers or [s for pool in _servers.values() for s in pool
+                                if s.path == shim[4]]  # fmt: skip
+    for server in servers:
+        server.serving += 1
     try:
-        done = _real_run(shim, **kwargs)
+        if shim is not None:
+            done = _real_run(shim, **kwargs)
+        else:
+            with _on_path(servers, kwargs) as served:
+                done = _real_run(args, **served)
     finally:
-        server.serving -= 1
+        for server in servers:
+            server.serving -= 1
     done.args = args
     return done
 
@@ -359,6 +415,12 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
         sys.exit(main())
     import runpy
 
+    if request["what"].startswith("path:"):
+        path = request["what"].removeprefix("path:")
+        sys.path[0] = str(Path(path).resolve().parent)  # as ``python SCRIPT`` puts its folder
+        sys.argv = [path, *request["argv"]]
+        runpy.run_path(path, run_name="__main__")
+        return
     sys.path[0] = request["cwd"]  # as ``python -m`` puts the working directory first
     sys.argv = ["-m", *request["argv"]]  # (runpy puts the module's file first)
     runpy.run_module(request["what"].removeprefix("module:"), run_name="__main__",

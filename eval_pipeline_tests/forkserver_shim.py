@@ -2,9 +2,16 @@
 (forkserver.py): ``python -S -E forkserver_shim.py SOCKET WHAT ARG...``. Hands the server this
 process's argv, working directory, environment and standard streams; forwards SIGINT,
 SIGTERM and SIGHUP to the fork that runs the CLI; exits with its exit code, or of its
-signal. Standard library only, started without site-packages (a few milliseconds)."""
+signal. Standard library only, started without site-packages (a few milliseconds).
+
+``forkserver_shim.py --on-path CONFIG ARG...`` is the ``eval-pipeline`` a shell command of
+a test finds first on its PATH (forkserver.py ``_on_path``): it serves the call as above
+when the shell's environment at that point still fits a server (CONFIG names them, two in
+turn for ``PYTHONHASHSEED=random``), else it becomes the real CLI script, as the shell
+would have started it. Either way the CLI sees the PATH without the shim's folder."""
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -27,9 +34,45 @@ def _exactly(conn: socket.socket, size: int) -> bytes:
 
 
 def main() -> None:
+    if sys.argv[1] == "--on-path":
+        config_path, *argv = sys.argv[2:]
+        serve_on_path(config_path, argv)
     path, what, *argv = sys.argv[1:]  # what: "script", or "module:NAME" for python -m NAME
-    body = json.dumps({"what": what, "argv": argv, "cwd": os.getcwd(),
-                       "env": dict(os.environ)}).encode()  # fmt: skip
+    call(path, what, argv, dict(os.environ))
+
+
+def serve_on_path(config_path: str, argv: list[str]) -> None:
+    """Serve a shell's ``eval-pipeline ARG...`` by a server its environment fits, else
+    exec the real script (does not return)."""
+    with open(config_path) as file:
+        config = json.load(file)
+    folder = os.path.dirname(config_path)
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if p != folder)  # fmt: skip
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import forkserver  # (stdlib only: the rules a call is served by)
+
+    servers = config["servers"]
+    seed = env.get("PYTHONHASHSEED")
+    if seed == "random" and len(servers) == 2:
+        with open(os.path.join(folder, "calls"), "a+") as calls:  # two in a row: two seeds
+            fcntl.flock(calls, fcntl.LOCK_EX)
+            calls.seek(0)
+            count = len(calls.read())
+            calls.write(".")
+        server = servers[count % 2]
+    else:
+        server = servers[0]
+    fits = (seed in (None, "random") and forkserver.on_path_is_ours(env)
+            and not forkserver._needs_a_fresh_interpreter(env, server["env"]))  # fmt: skip
+    if not fits:
+        os.execve(config["script"], [config["script"], *argv], env)
+    call(server["path"], "script", argv, env)
+
+
+def call(path: str, what: str, argv: list[str], env: dict[str, str]) -> None:
+    body = json.dumps({"what": what, "argv": argv, "cwd": os.getcwd(), "env": env}).encode()
     for fd in (0, 1, 2):  # a stream the caller closed is the null device, as for a CLI
         try:
             os.fstat(fd)

@@ -163,3 +163,41 @@ def test_a_pytest_session_is_served_as_python_m_pytest_runs_it(tmp_path):
     for ran in (served, fresh):
         assert "1 failed, 2 passed" in ran.stdout and "as asked" in ran.stdout, ran.stdout
     assert forkserver._routed([sys.executable, "-m", "pip", "list"], {}) is None
+
+
+def test_a_shell_commands_cli_calls_are_served_unless_its_environment_no_longer_fits(tmp_path):
+    """`bash -c` (the docs' commands): each `eval-pipeline` the shell finds on its PATH is
+    served while the shell's environment fits a server; after `export PYTHONHASHSEED=0`
+    the real script runs. Either way it prints what a fresh process prints."""
+    project = copy_project(tmp_path)
+    env = env_for(project)
+    env["PATH"] = f"{Path(forkserver.SCRIPT).parent}{os.pathsep}{env.get('PATH', '')}"
+    fresh = forkserver._real_run([forkserver.SCRIPT, "suites"], cwd=project.parent, env=env,
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+    script = "eval-pipeline suites && echo done"
+    (server,) = forkserver._shell_servers(["bash", "-c", script], {"env": env})
+    before = server.forked_cpu()
+    served = subprocess.run(["bash", "-c", script], cwd=project.parent, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert served.stdout == fresh.stdout + "done\n"
+    assert server.forked_cpu() > before  # (a fork of the server ran it)
+
+    before = server.forked_cpu()
+    pinned = subprocess.run(["bash", "-c", "export PYTHONHASHSEED=0; eval-pipeline suites"],
+                            cwd=project.parent, env=env, capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert (pinned.returncode, pinned.stdout) == (0, fresh.stdout)
+    assert server.forked_cpu() == before  # the real script ran
+
+
+def test_a_shell_with_a_random_hash_seed_alternates_between_two_servers(tmp_path):
+    project = copy_project(tmp_path)
+    env = env_for(project, PYTHONHASHSEED="random")
+    env["PATH"] = f"{Path(forkserver.SCRIPT).parent}{os.pathsep}{env.get('PATH', '')}"
+    servers = forkserver._shell_servers(["bash", "-c", ""], {"env": env})
+    assert len(servers) == 2 and servers[0] is not servers[1]
+    seeds = 'eval-pipeline suites >/dev/null; ' * 2
+    before = [s.forked_cpu() for s in servers]
+    subprocess.run(["bash", "-c", seeds], cwd=project.parent, env=env, check=True, timeout=120)
+    assert all(s.forked_cpu() > b for s, b in zip(servers, before, strict=True))
