@@ -25,11 +25,11 @@ here but started as usual (``_needs_a_fresh_interpreter``):
 
 ``python -m pytest`` (the pytest plugin's tests start pytest sessions in a team's project)
 is served the same way: the fork runs the module as ``-m`` does, the working directory
-first on ``sys.path``; so is ``python benchmarks/SCRIPT.py`` (the benchmarks' tests), run
-as ``python`` runs a script, its folder first. A shell command (``bash -c …``: the tests
-that follow the docs' commands) gets a folder first on its PATH whose ``eval-pipeline``
-is a shim that decides call by call (forkserver_shim.py ``serve_on_path``); the shell's
-other commands see that folder on PATH, the CLI does not.
+first on ``sys.path``; so is ``python benchmarks/SCRIPT.py`` (the benchmarks' tests) or
+``python scripts/SCRIPT.py``, run as ``python`` runs a script, its folder first. A shell
+command (``bash -c …``: the tests that follow the docs' commands) gets a folder first on
+its PATH whose ``eval-pipeline`` is a shim that decides call by call (forkserver_shim.py
+``serve_on_path``); the shell's other commands see that folder on PATH, the CLI does not.
 
 ``PYTHONHASHSEED=random`` (the tests of hash-order independence: record under one seed,
 replay under another) is served by two servers, each started with a random seed, in turn:
@@ -60,8 +60,10 @@ from typing import Any
 SCRIPT = str(Path(sys.executable).parent / "eval-pipeline")
 # ``python -m`` these is served too: the pytest sessions the pytest plugin's tests start
 MODULES = ("pytest",)
-# and ``python SCRIPT`` of a script here: the benchmarks, which their tests run
-SCRIPTS = Path(__file__).resolve().parent.parent / "benchmarks"
+# and ``python SCRIPT`` of a script in these folders: the benchmarks, which their tests
+# run, and scripts/ (the Dagster screenshots' scenario)
+SCRIPTS = tuple(Path(__file__).resolve().parent.parent / name for name in ("benchmarks",
+                                                                           "scripts"))
 SHIM = str(Path(__file__).with_name("forkserver_shim.py"))
 # Imported once by the server: every command's module and what the agents the tests run
 # import (a module not listed is imported by the fork, as by a fresh process).
@@ -185,7 +187,7 @@ def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
     words = [str(a) for a in args]
     if words[:2] == [sys.executable, "-m"] and len(words) > 2 and words[2] in MODULES:
         what, rest = f"module:{words[2]}", words[3:]
-    elif words[0] == sys.executable and len(words) > 1 and Path(words[1]).parent == SCRIPTS:
+    elif words[0] == sys.executable and len(words) > 1 and Path(words[1]).parent in SCRIPTS:
         what, rest = f"path:{words[1]}", words[2:]
     elif words[0] in (SCRIPT, "eval-pipeline"):
         what, rest = "script", words[1:]

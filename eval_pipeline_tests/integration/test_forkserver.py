@@ -201,3 +201,18 @@ def test_a_shell_with_a_random_hash_seed_alternates_between_two_servers(tmp_path
     before = [s.forked_cpu() for s in servers]
     subprocess.run(["bash", "-c", seeds], cwd=project.parent, env=env, check=True, timeout=120)
     assert all(s.forked_cpu() > b for s, b in zip(servers, before, strict=True))
+
+
+def test_a_benchmark_script_is_served_as_python_runs_it(tmp_path):
+    script = str(forkserver.SCRIPTS[0] / "repeats.py")
+    args = [sys.executable, script, "--runs", "2", "--cases", "20"]
+    assert forkserver._routed(args, {})[5] == f"path:{script}"
+    served = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    fresh = forkserver._real_run(args, capture_output=True, text=True, timeout=120,
+                                 cwd=tmp_path)  # fmt: skip
+    assert served.returncode == fresh.returncode == 0, served.stderr
+
+    def table(text: str) -> list[str]:  # (its last line says how long it took)
+        return text.splitlines()[:-1]
+
+    assert table(served.stdout) == table(fresh.stdout)
