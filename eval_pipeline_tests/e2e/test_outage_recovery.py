@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,8 @@ def test_a_run_cut_by_a_postgres_outage_is_retried_and_settles_once(tmp_path, mo
         log = stack.enter_context((tmp_path / "daemon.log").open("w"))
         daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-m",
                                    "eval_pipeline.definitions"], cwd=project.parent, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+                                  stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)  # fmt: skip
         try:
             for key in ("DAGSTER_HOME", *dagster_pg):  # this process reads the same instance
                 monkeypatch.setenv(key, env[key])
@@ -114,6 +116,9 @@ def test_a_run_cut_by_a_postgres_outage_is_retried_and_settles_once(tmp_path, mo
         finally:
             daemon.terminate()
             daemon.wait(timeout=30)
+            # and its code server, which outlived it by hours now and then
+            with suppress(ProcessLookupError):
+                os.killpg(daemon.pid, signal.SIGKILL)
 
         runs = instance.get_runs()
         print([(r.run_id, r.status, r.parent_run_id, r.tags.get("dagster/failure_reason"))
