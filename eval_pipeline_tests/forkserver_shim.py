@@ -64,7 +64,9 @@ def serve_on_path(config_path: str, argv: list[str]) -> None:
         server = servers[count % 2]
     else:
         server = servers[0]
-    fits = (seed in (None, "random") and forkserver.on_path_is_ours(env)
+    # (a seed the shell fixed, or chose at random with one server: a fresh interpreter)
+    fits = ((seed is None or (seed == "random" and len(servers) == 2))
+            and forkserver.on_path_is_ours(env)
             and not forkserver._needs_a_fresh_interpreter(env, server["env"]))  # fmt: skip
     if not fits:
         os.execve(config["script"], [config["script"], *argv], env)
