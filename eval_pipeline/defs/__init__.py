@@ -44,13 +44,13 @@ def build_definitions(
     evaluation = build_evaluation(partitions)
     # The jobs that name no executor (`dagster asset materialize`, the UI's Materialize,
     # golden_dataset_job) fork their steps as eval_job does (execution.py).
-    defaults_ = Definitions(
+    shared = Definitions(
         resources=dict(resources or defaults.default_resources(path)) | step_resources(),
         executor=local_executor,
     )
     return Definitions.merge(
         evaluation.definitions(), build_automation(evaluation.eval_job), build_traces(partitions),
-        defaults_,
+        shared,
     )
 
 

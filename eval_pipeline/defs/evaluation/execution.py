@@ -8,8 +8,8 @@ in Kubernetes pods of their own.
   shard step gets a process (``execution_config``). Step processes are forked from a
   server that has loaded the code location once (``forkserver``) unless the run config
   names a start method: a run of two shards took 71 s of CPU with a fresh interpreter per
-  step (Dagster's default, ``spawn``), 25 s so; ``dagster asset materialize`` of one
-  shard's outputs, 49 s and 35 s.
+  step (Dagster's default, ``spawn``), 25 s so; a test's two ``dagster asset
+  materialize`` calls, 45–51 s and 37 s of the machine's CPU.
 - ``EVAL_EXECUTOR=k8s``: dagster-k8s' ``k8s_job_executor``, every step a Kubernetes Job of
   its own, so a run's shards spread over nodes (docs/kubernetes.md). Needs the ``k8s``
   extra (``pip install 'eval-pipeline[k8s]'``).
