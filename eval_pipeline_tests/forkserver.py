@@ -7,9 +7,10 @@ Dagster), and the tests start several hundred. Here one process per pytest worke
 script is then a tiny stdlib-only *shim* process (``python -S -E``) that hands the server
 its argv, working directory, environment and standard streams (file descriptors, over a
 Unix socket); the server forks, and the fork becomes the CLI with exactly those, runs
-``eval_pipeline.cli:main`` and exits through the interpreter's normal shutdown (atexit
-handlers, non-daemon threads). The shim forwards signals to it and exits with its exit
-code (or dies of its signal), so ``subprocess.run`` sees what it would have seen.
+``eval_pipeline.cli:main`` and exits as the interpreter does (non-daemon threads, atexit
+handlers, streams flushed) but without tearing its modules down (``_exit_after``). The
+shim forwards signals to it and exits with its exit code (or dies of its signal), so
+``subprocess.run`` sees what it would have seen.
 
 The CLI is still a process of its own with the test's argv, cwd, env and streams: what
 differs is only what a fork inherits, and a call where that could matter is not routed
@@ -410,11 +411,17 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
     random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
+    _exit_after(lambda: _call(request))
+
+
+def _call(request: dict[str, Any]) -> Any:
+    """Run what the request names as its command line would: the CLI script, a script, or
+    a module (``python -m``); what ``sys.exit`` would be given."""
     if request["what"] == "script":
         sys.argv = [SCRIPT, *request["argv"]]
         from eval_pipeline.cli import main
 
-        sys.exit(main())
+        return main()
     import runpy
 
     if request["what"].startswith("path:"):
@@ -422,11 +429,36 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
         sys.path[0] = str(Path(path).resolve().parent)  # as ``python SCRIPT`` puts its folder
         sys.argv = [path, *request["argv"]]
         runpy.run_path(path, run_name="__main__")
-        return
+        return None
     sys.path[0] = request["cwd"]  # as ``python -m`` puts the working directory first
     sys.argv = ["-m", *request["argv"]]  # (runpy puts the module's file first)
     runpy.run_module(request["what"].removeprefix("module:"), run_name="__main__",
                      alter_sys=True)  # fmt: skip
+    return None
+
+
+def _exit_after(call: Any) -> None:
+    """Run ``call`` and exit as the interpreter does (non-daemon threads joined, atexit
+    handlers, the standard streams flushed; a ``sys.exit`` message printed), but without
+    tearing the modules down: in a fork that costs 0.2 s of CPU a call (it touches, and so
+    copies, the pages shared with the server), 85% of a served `eval-pipeline suites`.
+    An exception other than SystemExit takes the interpreter's own way out."""
+    import atexit
+    import threading
+
+    try:
+        code = call()
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # (what Py_Finalize calls first)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit((code or 0) & 0xFF)
 
 
 if __name__ == "__main__":
