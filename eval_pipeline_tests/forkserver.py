@@ -54,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,8 @@ SCRIPT = str(Path(sys.executable).parent / "eval-pipeline")
 MODULES = ("pytest",)
 # and ``python SCRIPT`` of a script in these folders: the benchmarks, which their tests
 # run, and scripts/ (the Dagster screenshots' scenario)
-SCRIPTS = tuple(Path(__file__).resolve().parent.parent / name for name in ("benchmarks",
-                                                                           "scripts"))
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = (ROOT / "benchmarks", ROOT / "scripts")
 SHIM = str(Path(__file__).with_name("forkserver_shim.py"))
 # Imported once by the server: every command's module and what the agents the tests run
 # import (a module not listed is imported by the fork, as by a fresh process).
@@ -178,14 +178,27 @@ def _evict(keep: tuple[tuple[str, str], ...]) -> bool:
     return True
 
 
-def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
-    """The shim's command for a run of the CLI script or of ``python -m`` one of
-    ``MODULES``, or None to run it as written."""
+def _argv(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
+    """A ``subprocess.run`` call's command line, or None when it is a shell string or names
+    another executable to run."""
     if not isinstance(args, list | tuple) or not args or kwargs.get("shell"):
         return None
     if kwargs.get("executable"):
         return None
-    words = [str(a) for a in args]
+    return [str(a) for a in args]
+
+
+def _env_of(kwargs: dict[str, Any]) -> dict[str, str]:
+    """The environment a ``subprocess.run`` call gives its process."""
+    return dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+
+
+def _routed(args: Any, kwargs: dict[str, Any]) -> tuple[Server, list[str]] | None:
+    """The server and the shim's command for a run of the CLI script, of ``python -m`` one
+    of ``MODULES`` or of one of the ``SCRIPTS``, or None to run it as written."""
+    words = _argv(args, kwargs)
+    if words is None:
+        return None
     if words[:2] == [sys.executable, "-m"] and len(words) > 2 and words[2] in MODULES:
         what, rest = f"module:{words[2]}", words[3:]
     elif words[0] == sys.executable and len(words) > 1 and Path(words[1]).parent in SCRIPTS:
@@ -194,20 +207,19 @@ def _routed(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
         what, rest = "script", words[1:]
     else:
         return None
-    if words[0] == "eval-pipeline" and not on_path_is_ours(kwargs.get("env")):
+    env = _env_of(kwargs)
+    if words[0] == "eval-pipeline" and not on_path_is_ours(env):
         return None
-    env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
     server = _server(env)
     if server is None or _needs_a_fresh_interpreter(env, server.env):
         return None
-    return [sys.executable, "-S", "-E", SHIM, server.path, what, *rest]
+    return server, [sys.executable, "-S", "-E", SHIM, server.path, what, *rest]
 
 
-def on_path_is_ours(env: dict[str, str] | None) -> bool:
+def on_path_is_ours(env: dict[str, str]) -> bool:
     import shutil
 
-    path = (os.environ if env is None else env).get("PATH")
-    return shutil.which("eval-pipeline", path=path) == SCRIPT
+    return shutil.which("eval-pipeline", path=env.get("PATH")) == SCRIPT
 
 
 SHELLS = ("bash", "sh")
@@ -217,10 +229,10 @@ def _shell_servers(args: Any, kwargs: dict[str, Any]) -> list[Server]:
     """The servers for the ``eval-pipeline`` calls of a shell command (``bash -c …``, as
     the tests that follow the docs run them): two for ``PYTHONHASHSEED=random``, in turn;
     none when the shell is not started by name or finds another CLI first."""
-    if (not isinstance(args, list | tuple) or not args or kwargs.get("shell")
-            or kwargs.get("executable") or Path(str(args[0])).name not in SHELLS):  # fmt: skip
+    words = _argv(args, kwargs)
+    if words is None or Path(words[0]).name not in SHELLS:
         return []
-    env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+    env = _env_of(kwargs)
     if not on_path_is_ours(env):
         return []
     count = 2 if env.get("PYTHONHASHSEED") == "random" else 1
@@ -243,7 +255,7 @@ def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -E "{SHIM}" --on-path '
                         f'"{config}" "$@"\n')  # fmt: skip
         shim.chmod(0o755)
-        env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+        env = _env_of(kwargs)
         env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
         yield kwargs | {"env": env}
 
@@ -251,17 +263,17 @@ def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str
 def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
     """``subprocess.run``, with a run of the CLI script, or of a shell command that runs
     it, served by the fork server."""
-    shim = _routed(args, kwargs) if not more else None
-    shell_servers = _shell_servers(args, kwargs) if not more and shim is None else []
-    if shim is None and not shell_servers:
+    if more:  # (positional arguments after the command: kept as written)
         return _real_run(args, *more, **kwargs)
-    servers = shell_servers or [s for pool in _servers.values() for s in pool
-                                if s.path == shim[4]]  # fmt: skip
+    routed = _routed(args, kwargs)
+    servers = [routed[0]] if routed else _shell_servers(args, kwargs)
+    if not servers:
+        return _real_run(args, **kwargs)
     for server in servers:
         server.serving += 1
     try:
-        if shim is not None:
-            done = _real_run(shim, **kwargs)
+        if routed is not None:
+            done = _real_run(routed[1], **kwargs)
         else:
             with _on_path(servers, kwargs) as served:
                 done = _real_run(args, **served)
@@ -437,7 +449,7 @@ def _call(request: dict[str, Any]) -> Any:
     return None
 
 
-def _exit_after(call: Any) -> None:
+def _exit_after(call: Callable[[], Any]) -> None:
     """Run ``call`` and exit as the interpreter does (non-daemon threads joined, atexit
     handlers, the standard streams flushed; a ``sys.exit`` message printed), but without
     tearing the modules down: in a fork that costs 0.2 s of CPU a call (it touches, and so

@@ -92,7 +92,7 @@ def test_a_random_hash_seed_alternates_between_two_servers_a_fixed_one_is_fresh(
     env = dict(os.environ, PYTHONHASHSEED="random")
     first = forkserver._routed([forkserver.SCRIPT, "suites"], {"env": env})
     second = forkserver._routed([forkserver.SCRIPT, "suites"], {"env": env})
-    assert first and second and first[4] != second[4]  # two servers' sockets
+    assert first and second and first[1][4] != second[1][4]  # two servers' sockets
     assert all("PYTHONHASHSEED" not in s.env or s.env["PYTHONHASHSEED"] == "random"
                for pool in forkserver._servers.values() for s in pool)  # fmt: skip
     fixed = dict(os.environ, PYTHONHASHSEED="0")
@@ -139,7 +139,7 @@ def test_a_start_up_variable_set_after_the_server_started_gets_a_server_of_its_o
     before = forkserver._routed([forkserver.SCRIPT, "suites"], {})  # the server is up
     monkeypatch.setenv("PYTHONWARNINGS", "error::UserWarning")
     after = forkserver._routed([forkserver.SCRIPT, "suites"], {})
-    assert before and (after is None or after[4] != before[4])
+    assert before and (after is None or after[1][4] != before[1][4])
 
 
 def test_a_pytest_session_is_served_as_python_m_pytest_runs_it(tmp_path):
@@ -206,7 +206,7 @@ def test_a_shell_with_a_random_hash_seed_alternates_between_two_servers(tmp_path
 def test_a_benchmark_script_is_served_as_python_runs_it(tmp_path):
     script = str(forkserver.SCRIPTS[0] / "repeats.py")
     args = [sys.executable, script, "--runs", "2", "--cases", "20"]
-    assert forkserver._routed(args, {})[5] == f"path:{script}"
+    assert forkserver._routed(args, {})[1][5] == f"path:{script}"
     served = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     fresh = forkserver._real_run(args, capture_output=True, text=True, timeout=120,
                                  cwd=tmp_path)  # fmt: skip
