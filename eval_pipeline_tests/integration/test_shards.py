@@ -280,7 +280,6 @@ def test_cli_workers_replay_recordings_without_an_endpoint(tmp_path, monkeypatch
     assert "11 of 11 items made requests the recordings cannot answer" in missed.output
 
 
-
 @pytest.mark.parametrize("module, given, expected", [
     ("eval_pipeline.definitions", {}, {"forkserver": {"preload_modules": [
         "eval_pipeline.definitions"]}}),
