@@ -247,10 +247,11 @@ def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str
     environment at that point, whether a server fits or the real script runs."""
     with tempfile.TemporaryDirectory(prefix="eval-forkserver-path-") as folder:
         config = Path(folder) / "config.json"
+        # what the shim compares a call's environment with (_needs_a_fresh_interpreter)
+        fits = [_start_up_env(s.env) | {k: v for k, v in s.env.items() if k == "PYTHONPATH"}
+                for s in servers]  # fmt: skip
         config.write_text(json.dumps({"script": SCRIPT, "servers": [
-            {"path": s.path, "env": {k: v for k, v in s.env.items()
-                                     if k == "PYTHONPATH" or k in _start_up_env(s.env)}}
-            for s in servers]}))  # fmt: skip
+            {"path": s.path, "env": env} for s, env in zip(servers, fits, strict=True)]}))
         shim = Path(folder) / "eval-pipeline"
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -E "{SHIM}" --on-path '
                         f'"{config}" "$@"\n')  # fmt: skip
