@@ -141,6 +141,8 @@ def welch_less(
     first mean is below the other's, with Welch–Satterthwaite degrees of freedom (Welch
     1947, Biometrika 34, eq. 9). What ``scipy.stats.ttest_ind_from_stats(...,
     equal_var=False, alternative="less")`` returns, without importing scipy.stats (~0.6 s).
+    Needs ``n``, ``other_n`` ≥ 2 and a spread on at least one side (the daily trace check
+    has both: five traces a day at least, and decides two spreads of 0 without a test).
     """
     v, other_v = sd**2 / n, other_sd**2 / other_n
     df = (v + other_v) ** 2 / (v**2 / (n - 1) + other_v**2 / (other_n - 1))
