@@ -1,4 +1,5 @@
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -26,6 +27,11 @@ def pytest_configure(config):
         os.environ["PYTHONPATH"] = os.pathsep.join([p for p in paths if p] + [root])
     # A CLI call a test runs to its end is forked from a warm process (forkserver.py).
     forkserver.install()
+    # The tests that interrupt a run send it SIGINT. A suite started in the background by a
+    # non-interactive shell (`pytest … &`) inherits SIGINT ignored, and so would every
+    # process it starts: the CLI would never see the signal (found by running the suite so).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config):
