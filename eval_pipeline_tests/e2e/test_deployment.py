@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 import pytest
@@ -120,10 +121,12 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
         logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("daemon", "webserver")}  # noqa: SIM115
         processes = [
             subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                             cwd=ROOT, env=env, stdout=logs["daemon"], stderr=subprocess.STDOUT),
+                             cwd=ROOT, env=env, stdout=logs["daemon"], stderr=subprocess.STDOUT,
+                             start_new_session=True),
             subprocess.Popen([str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h",
                               "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env,
-                             stdout=logs["webserver"], stderr=subprocess.STDOUT),
+                             stdout=logs["webserver"], stderr=subprocess.STDOUT,
+                             start_new_session=True),
         ]  # fmt: skip
         try:
             for key in ("DAGSTER_HOME", *dagster_pg):  # this process reads the same instance
@@ -155,6 +158,9 @@ def test_daemon_and_webserver_run_the_automations_on_postgres(pg_server, tmp_pat
                 process.terminate()
             for process in processes:
                 process.wait(timeout=30)
+                # and the code servers each started, which a stuck one outlives (seen: 20 min)
+                with suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
             for log in logs.values():
                 log.close()
 
