@@ -228,12 +228,15 @@ SHELLS = ("bash", "sh")
 def _shell_servers(args: Any, kwargs: dict[str, Any]) -> list[Server]:
     """The servers for the ``eval-pipeline`` calls of a shell command (``bash -c …``, as
     the tests that follow the docs run them): two for ``PYTHONHASHSEED=random``, in turn;
-    none when the shell is not started by name or finds another CLI first."""
+    none when the shell is not started by name, or finds our CLI neither on its PATH nor
+    in the workspace it runs in (a ``venv_view``)."""
     words = _argv(args, kwargs)
     if words is None or Path(words[0]).name not in SHELLS:
         return []
     env = _env_of(kwargs)
-    if not on_path_is_ours(env):
+    cwd = Path(kwargs.get("cwd") or os.getcwd()).resolve()
+    in_a_view = any(v.parent.resolve() in (cwd, *cwd.parents) for v in _views if v.exists())
+    if not on_path_is_ours(env) and not in_a_view:
         return []
     count = 2 if env.get("PYTHONHASHSEED") == "random" else 1
     servers = [_server(env) for _ in range(count)]
@@ -244,7 +247,9 @@ def _shell_servers(args: Any, kwargs: dict[str, Any]) -> list[Server]:
 def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """``kwargs`` with a folder first on the shell's PATH whose ``eval-pipeline`` is the
     shim (forkserver_shim.py ``serve_on_path``): it decides call by call, in the shell's
-    environment at that point, whether a server fits or the real script runs."""
+    environment at that point, whether a server fits or the real script runs. The folder
+    goes on the PATH only when the PATH finds our CLI; either way ``SHIM_VAR`` names the
+    shim, which a ``venv_view``'s script runs."""
     with tempfile.TemporaryDirectory(prefix="eval-forkserver-path-") as folder:
         config = Path(folder) / "config.json"
         # what the shim compares a call's environment with (_needs_a_fresh_interpreter)
@@ -257,8 +262,44 @@ def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str
                         f'"{config}" "$@"\n')  # fmt: skip
         shim.chmod(0o755)
         env = _env_of(kwargs)
-        env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+        if on_path_is_ours(env):
+            env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+        env[SHIM_VAR] = str(shim)
         yield kwargs | {"env": env}
+
+
+# A test's workspace that holds this environment as ``.venv`` (the CI workflow's steps call
+# ``.venv/bin/eval-pipeline`` by its path): the folders made by ``venv_view``.
+SHIM_VAR = "EVAL_TEST_FORKSERVER_SHIM"
+_views: list[Path] = []
+
+
+def venv_view(link: Path) -> None:
+    """Make ``link`` this virtual environment, as a symlink to it would (which it is with
+    the server off): a folder of symlinks to its entries and its ``bin``'s, except
+    ``bin/eval-pipeline``, which runs the shim a served shell command names (``SHIM_VAR``,
+    ``_on_path``) and else the real script."""
+    venv = Path(SCRIPT).parent.parent
+    if not enabled():
+        link.symlink_to(venv)
+        return
+    link.mkdir()
+    for entry in venv.iterdir():
+        if entry.name != "bin":
+            (link / entry.name).symlink_to(entry)
+    (link / "bin").mkdir()
+    for entry in (venv / "bin").iterdir():
+        if entry.name != "eval-pipeline":
+            (link / "bin" / entry.name).symlink_to(entry)
+    script = link / "bin" / "eval-pipeline"
+    script.write_text(f'#!/bin/sh\nif [ -n "${SHIM_VAR}" ]; then\n'
+                      f'  {BY_PATH_VAR}=1 exec "${SHIM_VAR}" "$@"\nfi\n'
+                      f'exec "{SCRIPT}" "$@"\n')  # fmt: skip
+    script.chmod(0o755)
+    _views.append(link)
+
+
+BY_PATH_VAR = "EVAL_TEST_FORKSERVER_BY_PATH"  # (set for the shim by a view's script)
 
 
 def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:

@@ -5,7 +5,8 @@ SIGTERM and SIGHUP to the fork that runs the CLI; exits with its exit code, or o
 signal. Standard library only, started without site-packages (a few milliseconds).
 
 ``forkserver_shim.py --on-path CONFIG ARG...`` is the ``eval-pipeline`` a shell command of
-a test finds first on its PATH (forkserver.py ``_on_path``): it serves the call as above
+a test finds first on its PATH (forkserver.py ``_on_path``), or that the script of a
+``venv_view`` runs when the shell calls it by path: it serves the call as above
 when the shell's environment at that point still fits a server (CONFIG names them, two in
 turn for ``PYTHONHASHSEED=random``), else it becomes the real CLI script, as the shell
 would have started it. Either way the CLI sees the PATH without the shim's folder."""
@@ -53,6 +54,9 @@ def serve_on_path(config_path: str, argv: list[str]) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import forkserver  # (stdlib only: the rules a call is served by)
 
+    env.pop(forkserver.SHIM_VAR, None)
+    by_path = env.pop(forkserver.BY_PATH_VAR, None) == "1"  # a venv_view's script, by path
+
     servers = config["servers"]
     seed = env.get("PYTHONHASHSEED")
     if seed == "random" and len(servers) == 2:
@@ -66,7 +70,7 @@ def serve_on_path(config_path: str, argv: list[str]) -> None:
         server = servers[0]
     # (a seed the shell fixed, or chose at random with one server: a fresh interpreter)
     fits = ((seed is None or (seed == "random" and len(servers) == 2))
-            and forkserver.on_path_is_ours(env)
+            and (by_path or forkserver.on_path_is_ours(env))
             and not forkserver._needs_a_fresh_interpreter(env, server["env"]))  # fmt: skip
     if not fits:
         os.execve(config["script"], [config["script"], *argv], env)

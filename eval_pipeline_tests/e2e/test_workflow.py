@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from eval_pipeline_tests import forkserver
 from eval_pipeline_tests.helpers import CONFIG_ENV, ROOT, SUITE_NAMES, copy_project
 
 WORKFLOW = ROOT / ".github" / "workflows" / "eval.yml"
@@ -70,7 +71,7 @@ def repository(tmp_path) -> Path:
     workspace.mkdir()
     shutil.move(copy_project(tmp_path).parent, workspace / "examples")
     shutil.copytree(ROOT / ".github", workspace / ".github")
-    (workspace / ".venv").symlink_to(Path(os.environ.get("VIRTUAL_ENV") or ROOT / ".venv"))
+    forkserver.venv_view(workspace / ".venv")  # (a symlink, its CLI served when on)
     (workspace / ".gitignore").write_text(".venv\n.eval_ci\nout/\n.github_env\n.summary\n")
     git("init", "-q", cwd=workspace)
     git("add", "-A", cwd=workspace)

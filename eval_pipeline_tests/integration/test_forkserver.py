@@ -191,6 +191,37 @@ def test_a_shell_commands_cli_calls_are_served_unless_its_environment_no_longer_
     assert server.forked_cpu() == before  # the real script ran
 
 
+def test_a_venv_views_script_called_by_path_is_served_and_the_rest_of_the_venv_works(tmp_path):
+    """The CI workflow's steps call `.venv/bin/eval-pipeline` by its path, in a workspace
+    whose `.venv` is this environment (`venv_view`): served, with the PATH finding no CLI;
+    run bare (no served shell) it is the real script; the venv's python is this one."""
+    project = copy_project(tmp_path)
+    env = env_for(project)
+    env["PATH"] = "/usr/bin:/bin"  # (no eval-pipeline on it)
+    forkserver.venv_view(project.parent / ".venv")
+    fresh = forkserver._real_run([forkserver.SCRIPT, "suites"], cwd=project.parent, env=env,
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+    script = ".venv/bin/eval-pipeline suites && .venv/bin/python -c 'import eval_pipeline'"
+    (server,) = forkserver._shell_servers(["bash", "-c", script], {"env": env,
+                                                                   "cwd": project.parent})
+    before = server.forked_cpu()
+    served = subprocess.run(["bash", "-c", script], cwd=project.parent, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (served.returncode, served.stdout) == (0, fresh.stdout), served.stderr
+    assert server.forked_cpu() > before  # (a fork of the server ran it)
+    # not on the PATH: a bare `eval-pipeline` is still not found
+    missing = subprocess.run(["bash", "-c", "eval-pipeline suites"], cwd=project.parent,
+                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert missing.returncode == 127, missing.stderr
+
+    before = server.forked_cpu()
+    bare = forkserver._real_run([str(project.parent / ".venv/bin/eval-pipeline"), "suites"],
+                                cwd=project.parent, env=env, capture_output=True, text=True,
+                                timeout=120)  # fmt: skip
+    assert (bare.returncode, bare.stdout) == (0, fresh.stdout)
+    assert server.forked_cpu() == before  # the real script ran
+
+
 def test_a_shell_with_a_random_hash_seed_alternates_between_two_servers(tmp_path):
     project = copy_project(tmp_path)
     env = env_for(project, PYTHONHASHSEED="random")
