@@ -19,8 +19,10 @@ items/s as a share of that limit. Runners, in the same process and run:
   max_concurrency=C;
 - ours, N shards: the run's items split as an evaluation run splits them
   (core/running/shards.py: round-robin items, C/N in flight each), each shard run_agent in
-  a spawned process of its own, as a Dagster step or a CLI worker gets; the processes
-  are started and warmed up (imports, one item) before the clock starts;
+  a process of its own, forked from a server that imported our code once (multiprocessing's
+  forkserver, with the preload of core/evaluation/processes.py), as a Dagster step or a
+  CLI worker gets; the processes are started and warmed up (one item) before the clock
+  starts;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
 With --scaling, a second table: items/s against the shard count at the top C. Then the
 ceiling of ours (not under --rate-limit): the most a run of this agent can reach however
@@ -49,7 +51,6 @@ import os
 import pstats
 import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -64,6 +65,7 @@ sys.path.insert(0, str(EXAMPLES))
 from eval_examples.drive_thru.menu import load_menu  # noqa: E402
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
+from eval_pipeline.core.evaluation.processes import PRELOAD  # noqa: E402
 from eval_pipeline.core.running.runner import (  # noqa: E402
     RunnerConfig,
     jobs_of,
@@ -73,6 +75,7 @@ from eval_pipeline.core.running.runner import (  # noqa: E402
 from eval_pipeline.core.running.shards import split  # noqa: E402
 from eval_pipeline.integrations.prompt_registry import LocalPromptRegistry  # noqa: E402
 from eval_pipeline.llm.model_settings import LLMSettings  # noqa: E402
+from eval_pipeline_tests import model_server  # noqa: E402
 
 
 @dataclass
@@ -91,6 +94,14 @@ class Row:
         return self.items / self.wall_s
 
 
+def forked() -> multiprocessing.context.BaseContext:
+    """How the benchmark starts its processes: forked from a server that has imported this
+    script and what core/evaluation/processes.py preloads for a run's shard workers."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["__main__", *PRELOAD])
+    return context
+
+
 class ModelServer:
     """The offline model over HTTP in a child process."""
 
@@ -98,18 +109,18 @@ class ModelServer:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
-        cmd = [sys.executable, "-m", "eval_pipeline_tests.model_server", "--port",
-               str(self.port), "--latency-ms", str(latency_ms)]  # fmt: skip
+        argv = ["--port", str(self.port), "--latency-ms", str(latency_ms)]
         if rate_limit:
-            cmd += ["--rate-limit", str(rate_limit)]
-        self.process = subprocess.Popen(cmd, cwd=ROOT)
+            argv += ["--rate-limit", str(rate_limit)]
+        self.process = forked().Process(target=model_server.main, args=(argv,), daemon=True)
+        self.process.start()
         deadline = time.monotonic() + 30
         while True:
             try:
                 self.stats()
                 break
             except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
+                if time.monotonic() > deadline or self.process.exitcode is not None:
                     raise RuntimeError("the model server did not start") from None
                 time.sleep(0.1)
 
@@ -132,7 +143,7 @@ class ModelServer:
 
     def close(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=10)
+        self.process.join(timeout=10)
 
 
 def median_of(rows: list[Row]) -> Row:
@@ -217,7 +228,7 @@ RUNNERS = {"ours": ours, "bare LangGraph": bare_langgraph,
 
 
 def shard_process(shard, repeats: int, base_url: str, ready, go, results) -> None:
-    """One shard in its own (spawned) process: build the agent, warm up on one item, wait
+    """One shard in its own (forked) process: build the agent, warm up on one item, wait
     for the start, run the shard's items, report (errors, CPU seconds)."""
     suite, prompt, settings = drive_thru(base_url)
     cases = suite.load_cases()
@@ -236,7 +247,7 @@ def measure_sharded(
     server: ModelServer, count: int, concurrency: int, n_cases: int, repeats: int
 ) -> Row:
     """A run split into ``count`` shards, each in a process of its own (see the docstring)."""
-    context = multiprocessing.get_context("spawn")
+    context = forked()
     shards = split(count, n_cases * repeats, concurrency, None)
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in shards]

@@ -396,14 +396,14 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """``python -m eval_pipeline_tests.model_server --port 8099 --latency-ms 200`` (benchmarks
     run the server in its own process so its CPU time is not counted as the client's)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--rate-limit", type=float, default=None, help="requests per second")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     app = create_app(args.latency_ms / 1000, rate_limit=args.rate_limit)
     uvicorn.run(app, host=HOST, port=args.port, log_level="warning")
 
