@@ -41,3 +41,41 @@ def test_a_refused_document_says_what_the_pure_loader_says_with_its_line(text, s
         with pytest.raises(yaml.YAMLError) as pure:
             yaml.load(text, Loader=PURE)
         assert str(refused.value) == str(pure.value)
+
+
+def _outcome(read, text: str):
+    try:
+        return "read", read(text)
+    except yaml.YAMLError as exc:
+        return "refused", str(exc)
+
+
+def _marks(node) -> list:
+    """A node tree's tags, values and lines, in order."""
+    if node is None:
+        return []
+    children = node.value if isinstance(node.value, list) else []
+    flat = [child for pair in children for child in (pair if isinstance(pair, tuple) else (pair,))]
+    head = [(node.tag, node.start_mark.line, None if flat else node.value)]
+    return head + [mark for child in flat for mark in _marks(child)]
+
+
+DOCUMENTS = [
+    *(p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("cases*.yaml"))),
+    "", "# nothing\n", "cases: []\n", "- a\n- b: 1\n", "a: 1\na: 2\n", "a: [1, 2\n",
+    "when: 2024-01-01\n", "x: &a [1, 2]\ny: *a\n", "[" * 3000 + "]" * 3000,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", DOCUMENTS)
+def test_compose_and_load_reads_once_what_compose_then_load_read(text):
+    """A cases file is composed (its lines) and loaded in one pass: the same value, the
+    same nodes and lines, the same refusal as composing it and loading it apart."""
+    apart = _outcome(lambda t: (safe_yaml._read(yaml.compose, t), safe_yaml.load(t)), text)
+    once = _outcome(safe_yaml.compose_and_load, text)
+    assert once[0] == apart[0]
+    if once[0] == "refused":
+        assert once[1] == apart[1]
+    else:
+        assert once[1][1] == apart[1][1]
+        assert _marks(once[1][0]) == _marks(apart[1][0])

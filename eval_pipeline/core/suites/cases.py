@@ -526,8 +526,7 @@ def _read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[str, Any]]:
 
 def _read_yaml(path: Path, text: str, problems: list[str]) -> list[tuple[str, Any]]:
     try:
-        root = safe_yaml.compose(text)
-        data = safe_yaml.load(text)
+        root, data = safe_yaml.compose_and_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

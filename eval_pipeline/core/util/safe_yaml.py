@@ -1,5 +1,6 @@
 """YAML that cannot hurt: every file eval-pipeline reads (project files, cases, thresholds,
-prompts, labels, prices, labelled judge sets) is loaded with ``load`` / ``compose``:
+prompts, labels, prices, labelled judge sets) is loaded with ``load`` (cases with
+``compose_and_load``, for their lines):
 
 - aliases that expand past ``MAX_NODES`` nodes are refused (a 554-byte file of nested
   aliases took 62 s and 1.4 GB once its cases were hashed);
@@ -124,10 +125,23 @@ def load(text: str) -> Any:
     return _read(yaml.load, text)
 
 
-def compose(text: str) -> Node | None:
-    """The node tree of one YAML document (its marks: lines), checked as ``load`` checks."""
-    node: Node | None = _read(yaml.compose, text)
-    return node
+def compose_and_load(text: str) -> tuple[Node | None, Any]:
+    """One YAML document's node tree (its marks: lines) and its value, read once and
+    checked as ``load`` checks (a cases file's reader wants both: parsing it twice was
+    half of its cost)."""
+    read: tuple[Node | None, Any] = _read(_node_and_value, text)
+    return read
+
+
+def _node_and_value(text: str, Loader: type) -> tuple[Node | None, Any]:
+    """What ``yaml.compose`` and ``yaml.load`` return, from one pass (``load`` is
+    ``get_single_node`` then ``construct_document``)."""
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        return node, None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def _read(read: Callable[..., Any], text: str) -> Any:
