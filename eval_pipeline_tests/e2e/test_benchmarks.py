@@ -178,3 +178,9 @@ def test_verdict_properties_counts_the_suites_it_checked_and_their_failures():
     out = bench("verdict_properties.py", "--examples", "6", "--most", "20")
     ((checked, _, failed, _, _),) = table_rows(out, "6 ")
     assert checked == "6" and failed == "0", out
+
+
+def test_redaction_benchmark_prints_the_cpu_per_span_payload():
+    out = bench("redaction.py", "--spans", "200")
+    ((spans, secrets, micros),) = table_rows(out, "200 ")
+    assert spans == "200" and int(secrets) > 3 and float(micros) > 0

@@ -38,3 +38,17 @@ def test_tokens_an_answer_issued_are_masked_there_and_wherever_they_appear_next(
     assert redact('{"proof": "at-unit-0001-secret"}') == '{"proof": "***"}'
     assert scrub_form("access_token=gho_unit00001&scope=repo") == "access_token=***&scope=repo"
     assert redact("echoed gho_unit00001") == "echoed ***"
+
+
+def test_a_secret_registered_after_a_redaction_is_masked_in_the_next_longest_first(monkeypatch):
+    """redact keeps the secrets sorted as they are registered (it runs on every string of
+    every traced span): one registered later is masked from then on, a longer one whole
+    even where a shorter one lies inside it, and EVAL_SECRET_FIELDS is read as it is now."""
+    assert redact("token sk-later-registered-1 here") == "token sk-later-registered-1 here"
+    register_secret("sk-later-registered-1", encoded=False)
+    register_secret("sk-later-registered-1-and-longer", encoded=False)
+    assert redact("a sk-later-registered-1 b") == "a *** b"
+    assert redact("a sk-later-registered-1-and-longer b") == "a *** b"
+    assert redact("GET /x?team_pin=42&q=1") == "GET /x?team_pin=42&q=1"
+    monkeypatch.setenv("EVAL_SECRET_FIELDS", "team-pin")
+    assert redact("GET /x?team_pin=42&q=1") == "GET /x?team_pin=***&q=1"

@@ -18,12 +18,17 @@ configuration value:
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 _SECRETS: set[str] = set()
+# _SECRETS, longest first (a longer one is masked whole), kept as they are registered:
+# ``redact`` runs on every string of every span a traced run sends (tens of thousands a run)
+_LONGEST_FIRST: tuple[str, ...] = ()
 MASK = "***"
 # Keys for a server that takes any (llama.cpp's "none", a CI's "replay") are placeholders:
 # masking them would turn every "none" in a report into "***". Real keys are far longer.
@@ -36,6 +41,7 @@ SECRET_NAMES = frozenset({
     "credentials", "sig", "signature", "session", "cookie", "private_key",
 })  # fmt: skip
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@")
+_QUERY_VALUE = re.compile(r"([?&])([^=&\s#]+)=([^&\s#]+)")
 
 
 def register_secret(value: str | None, *, encoded: bool = True) -> None:
@@ -43,7 +49,7 @@ def register_secret(value: str | None, *, encoded: bool = True) -> None:
     issued is registered with its URL-encoded form only: a run that logs in per item
     registers a few per item, and each one costs every later redaction a pass."""
     if value and len(value) >= MIN_SECRET_CHARS:
-        _SECRETS.update(encodings(value) if encoded else {value, quote(value, safe="")})
+        _remember(encodings(value) if encoded else {value, quote(value, safe="")})
 
 
 def register_url(url: str | None) -> None:
@@ -55,7 +61,13 @@ def register_url(url: str | None) -> None:
         return
     if parts.password:
         register_secret(parts.password)
-        _SECRETS.update(encodings(f"{parts.username or ''}:{parts.password}")[1:])
+        _remember(encodings(f"{parts.username or ''}:{parts.password}")[1:])
+
+
+def _remember(values: Iterable[str]) -> None:
+    global _LONGEST_FIRST
+    _SECRETS.update(values)
+    _LONGEST_FIRST = tuple(sorted(_SECRETS, key=len, reverse=True))
 
 
 def encodings(value: str) -> list[str]:
@@ -70,22 +82,29 @@ def encodings(value: str) -> list[str]:
 
 def secret_name(name: str) -> bool:
     """Whether a query parameter or field called ``name`` holds a secret."""
-    extra = {n.strip() for n in os.environ.get("EVAL_SECRET_FIELDS", "").split(",") if n.strip()}
-    wanted = {n.lower().replace("-", "_") for n in (*SECRET_NAMES, *extra)}
-    return name.lower().replace("-", "_") in wanted
+    return name.lower().replace("-", "_") in _secret_names(os.environ.get("EVAL_SECRET_FIELDS", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _secret_names(extra: str) -> frozenset[str]:
+    """SECRET_NAMES and a team's own (EVAL_SECRET_FIELDS), as ``secret_name`` compares them."""
+    names = (*SECRET_NAMES, *(n.strip() for n in extra.split(",") if n.strip()))
+    return frozenset(n.lower().replace("-", "_") for n in names)
 
 
 def redact(text: str) -> str:
     """``text`` with every registered secret, URL password and secret-named query value
     masked."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):  # a longer one masked whole
-        text = text.replace(secret, MASK)
-    text = _USERINFO.sub(rf"\1{MASK}@", text)
-    return re.sub(
-        r"([?&])([^=&\s#]+)=([^&\s#]+)",
-        lambda m: f"{m[1]}{m[2]}={MASK if secret_name(m[2]) else m[3]}",
-        text,
-    )
+    for secret in _LONGEST_FIRST:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    if "@" in text:  # (what either pattern needs to match at all)
+        text = _USERINFO.sub(rf"\1{MASK}@", text)
+    if "=" in text:
+        text = _QUERY_VALUE.sub(
+            lambda m: f"{m[1]}{m[2]}={MASK if secret_name(m[2]) else m[3]}", text
+        )
+    return text
 
 
 def redact_url(url: str) -> str:
