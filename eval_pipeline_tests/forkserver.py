@@ -31,6 +31,8 @@ first on ``sys.path``; so is ``python benchmarks/SCRIPT.py`` (the benchmarks' te
 command (``bash -c …``: the tests that follow the docs' commands) gets a folder first on
 its PATH whose ``eval-pipeline`` is a shim that decides call by call (forkserver_shim.py
 ``serve_on_path``); the shell's other commands see that folder on PATH, the CLI does not.
+A test's workspace whose ``.venv`` is this environment (the CI workflow's steps call
+``.venv/bin/eval-pipeline`` by its path) gets a ``venv_view``: its script runs that shim.
 
 ``PYTHONHASHSEED=random`` (the tests of hash-order independence: record under one seed,
 replay under another) is served by two servers, each started with a random seed, in turn:
@@ -271,6 +273,7 @@ def _on_path(servers: list[Server], kwargs: dict[str, Any]) -> Iterator[dict[str
 # A test's workspace that holds this environment as ``.venv`` (the CI workflow's steps call
 # ``.venv/bin/eval-pipeline`` by its path): the folders made by ``venv_view``.
 SHIM_VAR = "EVAL_TEST_FORKSERVER_SHIM"
+BY_PATH_VAR = "EVAL_TEST_FORKSERVER_BY_PATH"  # (set for the shim by a view's script)
 _views: list[Path] = []
 
 
@@ -298,8 +301,6 @@ def venv_view(link: Path) -> None:
     script.chmod(0o755)
     _views.append(link)
 
-
-BY_PATH_VAR = "EVAL_TEST_FORKSERVER_BY_PATH"  # (set for the shim by a view's script)
 
 
 def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
