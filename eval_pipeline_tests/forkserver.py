@@ -302,7 +302,6 @@ def venv_view(link: Path) -> None:
     _views.append(link)
 
 
-
 def run(args: Any, *more: Any, **kwargs: Any) -> subprocess.CompletedProcess:
     """``subprocess.run``, with a run of the CLI script, or of a shell command that runs
     it, served by the fork server."""
