@@ -20,7 +20,7 @@ items/s as a share of that limit. Runners, in the same process and run:
 - ours, N shards: the run's items split as an evaluation run splits them
   (core/running/shards.py: round-robin items, C/N in flight each), each shard run_agent in
   a process of its own, forked from a server that imported our code once (multiprocessing's
-  forkserver, with the preload of core/evaluation/processes.py), as a Dagster step or a
+  forkserver: core/evaluation/processes.py ``forked_from``), as a Dagster step or a
   CLI worker gets; the processes are started and warmed up (one item) before the clock
   starts;
 - sequential: a plain loop awaiting one item after the other (the seed's runner).
@@ -46,7 +46,6 @@ import heapq
 import io
 import json
 import math
-import multiprocessing
 import os
 import pstats
 import socket
@@ -65,7 +64,7 @@ sys.path.insert(0, str(EXAMPLES))
 from eval_examples.drive_thru.menu import load_menu  # noqa: E402
 
 from eval_pipeline.agents.project import load_project  # noqa: E402
-from eval_pipeline.core.evaluation.processes import PRELOAD  # noqa: E402
+from eval_pipeline.core.evaluation.processes import forked_from  # noqa: E402
 from eval_pipeline.core.running.runner import (  # noqa: E402
     RunnerConfig,
     jobs_of,
@@ -94,14 +93,6 @@ class Row:
         return self.items / self.wall_s
 
 
-def forked() -> multiprocessing.context.BaseContext:
-    """How the benchmark starts its processes: forked from a server that has imported this
-    script and what core/evaluation/processes.py preloads for a run's shard workers."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["__main__", *PRELOAD])
-    return context
-
-
 class ModelServer:
     """The offline model over HTTP in a child process."""
 
@@ -112,7 +103,8 @@ class ModelServer:
         argv = ["--port", str(self.port), "--latency-ms", str(latency_ms)]
         if rate_limit:
             argv += ["--rate-limit", str(rate_limit)]
-        self.process = forked().Process(target=model_server.main, args=(argv,), daemon=True)
+        context = forked_from("__main__")
+        self.process = context.Process(target=model_server.main, args=(argv,), daemon=True)
         self.process.start()
         deadline = time.monotonic() + 30
         while True:
@@ -247,7 +239,7 @@ def measure_sharded(
     server: ModelServer, count: int, concurrency: int, n_cases: int, repeats: int
 ) -> Row:
     """A run split into ``count`` shards, each in a process of its own (see the docstring)."""
-    context = forked()
+    context = forked_from("__main__")
     shards = split(count, n_cases * repeats, concurrency, None)
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in shards]

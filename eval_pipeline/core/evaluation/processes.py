@@ -51,6 +51,13 @@ def shard_progress(shard: Shard, updates: ShardUpdates, every_s: float = 0.5) ->
 PRELOAD = ("langgraph.graph", "langchain_openai")
 
 
+def forked_from(module: str) -> multiprocessing.context.BaseContext:
+    """Processes forked from a server that has imported ``module`` and ``PRELOAD`` once."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([module, *PRELOAD])
+    return context
+
+
 def produce_in_processes(
     store: ResultsStore, plan_: RunPlan, worker: ShardEntry, *, progress: Progress | None = None
 ) -> None:
@@ -63,8 +70,7 @@ def produce_in_processes(
 
 def _produce(store: ResultsStore, plan_: RunPlan, worker: ShardEntry,
              progress: Progress | None) -> None:  # fmt: skip
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([type(worker).__module__, *PRELOAD])
+    context = forked_from(type(worker).__module__)
     updates = context.Queue()
     done = [0] * len(plan_.shards)
     pool = ProcessPoolExecutor(len(plan_.shards), mp_context=context, initializer=_started,
